@@ -1,0 +1,185 @@
+//! The local stack: an embedded DynamoDB-compatible engine (dynoxide) on a loopback port, the
+//! tables created from `template.yaml`, and the same router the Lambdas run. Also the harness
+//! the integration tests use.
+
+pub mod template;
+pub mod testing;
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use aws_sdk_dynamodb::Client;
+use gridline::auth::AuthMode;
+use gridline::cursor::CursorKey;
+use gridline::http::{AppState, Group};
+use gridline::store::Store;
+use tokio::sync::oneshot;
+
+/// Logical ids of the template's tables.
+pub const RECORDS_TABLE_ID: &str = "RecordsTable";
+pub const INDEX_TABLE_ID: &str = "IndexTable";
+
+/// Table names on the local engine (`RECORDS_TABLE` and `INDEX_TABLE` override them).
+#[derive(Clone, Debug)]
+pub struct TableNames {
+    pub records: String,
+    pub index: String,
+}
+
+impl Default for TableNames {
+    fn default() -> Self {
+        let var = |k: &str, d: &str| {
+            std::env::var(k)
+                .ok()
+                .filter(|v| !v.is_empty())
+                .unwrap_or_else(|| d.into())
+        };
+        Self {
+            records: var("RECORDS_TABLE", "gridline-records"),
+            index: var("INDEX_TABLE", "gridline-index"),
+        }
+    }
+}
+
+impl TableNames {
+    fn name_of(&self, logical_id: &str) -> Option<&str> {
+        match logical_id {
+            RECORDS_TABLE_ID => Some(&self.records),
+            INDEX_TABLE_ID => Some(&self.index),
+            _ => None,
+        }
+    }
+}
+
+/// The embedded engine, served over the DynamoDB HTTP protocol on a loopback port so the
+/// product talks to it through the real AWS SDK.
+pub struct Engine {
+    pub endpoint: String,
+    stop: Option<oneshot::Sender<()>>,
+}
+
+impl Engine {
+    /// Starts an engine backed by the SQLite file `data`, or in memory.
+    pub async fn start(data: Option<&Path>) -> Result<Self> {
+        let db = match data {
+            Some(path) => {
+                if let Some(dir) = path.parent() {
+                    std::fs::create_dir_all(dir)
+                        .with_context(|| format!("creating {}", dir.display()))?;
+                }
+                dynoxide::Database::new(&path.to_string_lossy())
+                    .context("opening the local database")?
+            }
+            None => dynoxide::Database::memory().context("creating an in-memory database")?,
+        };
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let endpoint = format!("http://{}", listener.local_addr()?);
+        let (stop, stopped) = oneshot::channel::<()>();
+        tokio::spawn(async move {
+            if let Err(e) = dynoxide::server::serve_with_shutdown(listener, db, async {
+                let _ = stopped.await;
+            })
+            .await
+            {
+                tracing::error!(error = %e, "local engine stopped");
+            }
+        });
+        Ok(Self {
+            endpoint,
+            stop: Some(stop),
+        })
+    }
+}
+
+impl Drop for Engine {
+    fn drop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+    }
+}
+
+/// Creates every table of the template that does not exist yet; returns the names created.
+pub async fn ensure_tables(client: &Client, names: &TableNames) -> Result<Vec<String>> {
+    let existing = client
+        .list_tables()
+        .send()
+        .await
+        .context("listing tables")?
+        .table_names
+        .unwrap_or_default();
+    let mut created = Vec::new();
+    for (logical_id, def) in template::tables(template::TEMPLATE)? {
+        let name = names
+            .name_of(&logical_id)
+            .with_context(|| format!("no local name for table {logical_id}"))?;
+        if !existing.iter().any(|t| t == name) {
+            def.create(client, name).await?;
+            created.push(name.to_string());
+        }
+    }
+    Ok(created)
+}
+
+/// Where the local stack keeps its data.
+#[derive(Clone, Debug)]
+pub enum Data {
+    /// A SQLite file (kept between runs).
+    File(PathBuf),
+    /// In memory (tests).
+    Memory,
+    /// Another engine at this endpoint (DynamoDB Local, or AWS itself).
+    External(String),
+}
+
+/// A running local stack.
+pub struct Stack {
+    pub engine: Option<Engine>,
+    pub endpoint: String,
+    pub client: Client,
+    pub tables: TableNames,
+    pub state: AppState,
+}
+
+pub struct StackOptions {
+    pub data: Data,
+    pub tables: TableNames,
+    pub jwt_secret: Vec<u8>,
+    pub cursor_key: Vec<u8>,
+}
+
+impl Stack {
+    pub async fn start(opts: StackOptions) -> Result<Self> {
+        let engine = match &opts.data {
+            Data::File(path) => Some(Engine::start(Some(path)).await?),
+            Data::Memory => Some(Engine::start(None).await?),
+            Data::External(_) => None,
+        };
+        let endpoint = match (&engine, &opts.data) {
+            (Some(e), _) => e.endpoint.clone(),
+            (None, Data::External(url)) => url.clone(),
+            (None, _) => unreachable!("an engine is started for every other mode"),
+        };
+        let client = gridline::store::connect(Some(&endpoint)).await;
+        ensure_tables(&client, &opts.tables).await?;
+        let state = AppState {
+            store: Store::new(client.clone(), opts.tables.records.clone()),
+            cursor_key: CursorKey::new(&opts.cursor_key),
+            auth: AuthMode::Hs256 {
+                secret: opts.jwt_secret,
+            },
+        };
+        Ok(Self {
+            engine,
+            endpoint,
+            client,
+            tables: opts.tables,
+            state,
+        })
+    }
+
+    /// Every function's routes in one router, as API Gateway would dispatch them.
+    pub fn router(&self) -> axum::Router {
+        gridline::http::router(self.state.clone(), &Group::ALL)
+    }
+}

@@ -1,0 +1,173 @@
+//! Test harness: a fresh in-memory engine and tables per test, requests through the real
+//! router with real tokens.
+
+use axum::Router;
+use axum::body::Body;
+use http::{HeaderMap, Method, Request, StatusCode};
+use http_body_util::BodyExt;
+use serde_json::Value;
+use tower::ServiceExt;
+
+use crate::{Data, Stack, StackOptions, TableNames};
+
+pub const TEST_JWT_SECRET: &[u8] = b"test-jwt-secret";
+pub const TEST_CURSOR_KEY: &[u8] = b"test-cursor-key-0123456789";
+
+/// A response, with the body parsed as JSON when it is JSON.
+#[derive(Debug)]
+pub struct Reply {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Value,
+}
+
+impl Reply {
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+}
+
+pub struct TestApi {
+    pub stack: Stack,
+    router: Router,
+}
+
+impl TestApi {
+    /// A fresh engine with fresh tables.
+    pub async fn start() -> Self {
+        let stack = Stack::start(StackOptions {
+            data: Data::Memory,
+            tables: TableNames {
+                records: "records".into(),
+                index: "index".into(),
+            },
+            jwt_secret: TEST_JWT_SECRET.to_vec(),
+            cursor_key: TEST_CURSOR_KEY.to_vec(),
+        })
+        .await
+        .expect("local stack starts");
+        let router = stack.router();
+        Self { stack, router }
+    }
+
+    pub fn router(&self) -> Router {
+        self.router.clone()
+    }
+
+    pub fn token(user: &str, tenant: &str) -> String {
+        gridline::auth::mint_hs256(user, tenant, TEST_JWT_SECRET, 3600)
+    }
+
+    /// Sends a request; `body` is sent verbatim when given.
+    pub async fn send(
+        &self,
+        method: Method,
+        path: &str,
+        token: Option<&str>,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        send(self.router(), method, path, token, body, headers).await
+    }
+
+    /// Sends a request as `user` of `tenant` with a JSON body.
+    pub async fn call(
+        &self,
+        user: (&str, &str),
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Reply {
+        let token = Self::token(user.0, user.1);
+        let body = body.map(|b| b.to_string());
+        self.send(method, path, Some(&token), body.as_deref(), &[])
+            .await
+    }
+
+    /// Counts the items in the records table: tests use it to prove a rejected request wrote nothing.
+    pub async fn record_count(&self) -> usize {
+        let mut count = 0;
+        let mut start = None;
+        loop {
+            let out = self
+                .stack
+                .client
+                .scan()
+                .table_name(&self.stack.tables.records)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("scan");
+            count += out.items().len();
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return count;
+            }
+        }
+    }
+
+    /// A snapshot of every record, for comparing before and after a rejected request.
+    pub async fn records_snapshot(&self) -> Vec<String> {
+        let out = self
+            .stack
+            .client
+            .scan()
+            .table_name(&self.stack.tables.records)
+            .send()
+            .await
+            .expect("scan");
+        let mut items: Vec<String> = out.items().iter().map(|i| format!("{i:?}")).collect();
+        items.sort();
+        items
+    }
+}
+
+pub async fn send(
+    router: Router,
+    method: Method,
+    path: &str,
+    token: Option<&str>,
+    body: Option<&str>,
+    headers: &[(&str, &str)],
+) -> Reply {
+    let mut req = Request::builder().method(method).uri(path);
+    if let Some(t) = token {
+        req = req.header("authorization", format!("Bearer {t}"));
+    }
+    if body.is_some() {
+        req = req.header("content-type", "application/json");
+    }
+    for (k, v) in headers {
+        req = req.header(*k, *v);
+    }
+    let req = req
+        .body(
+            body.map(|b| Body::from(b.to_string()))
+                .unwrap_or_else(Body::empty),
+        )
+        .expect("request");
+    let response = router.oneshot(req).await.expect("router is infallible");
+    into_reply(response).await
+}
+
+pub async fn into_reply(response: http::Response<Body>) -> Reply {
+    let status = response.status();
+    let headers = response.headers().clone();
+    let bytes = response
+        .into_body()
+        .collect()
+        .await
+        .expect("body")
+        .to_bytes();
+    let body = if bytes.is_empty() {
+        Value::Null
+    } else {
+        serde_json::from_slice(&bytes)
+            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+    };
+    Reply {
+        status,
+        headers,
+        body,
+    }
+}

@@ -1,0 +1,456 @@
+//! Domain types and request validation. No AWS types here.
+
+pub mod ids;
+pub mod number;
+pub mod text;
+pub mod values;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use serde::{Deserialize, Deserializer, Serialize};
+use serde_json::value::RawValue;
+
+use crate::error::{ApiError, FieldError};
+use values::{FieldDef, StoredValue, parse_value};
+
+/// Most custom fields a project may have.
+pub const MAX_FIELDS_PER_PROJECT: usize = 400;
+/// Largest issue summary item we write. DynamoDB's item limit is 400 KB; the rest is headroom
+/// for attribute names and the keys.
+pub const MAX_ISSUE_ITEM_BYTES: usize = 380_000;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Project {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IssueState {
+    Open,
+    Closed,
+}
+
+impl IssueState {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Open => "open",
+            Self::Closed => "closed",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "open" => Some(Self::Open),
+            "closed" => Some(Self::Closed),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ParticipantKind {
+    User,
+    Team,
+}
+
+impl ParticipantKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::User => "user",
+            Self::Team => "team",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "user" => Some(Self::User),
+            "team" => Some(Self::Team),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    Assignee,
+    Reporter,
+    Watcher,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Assignee => "assignee",
+            Self::Reporter => "reporter",
+            Self::Watcher => "watcher",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "assignee" => Some(Self::Assignee),
+            "reporter" => Some(Self::Reporter),
+            "watcher" => Some(Self::Watcher),
+            _ => None,
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Participant {
+    pub kind: ParticipantKind,
+    pub id: String,
+    pub role: Role,
+}
+
+/// An issue as stored: the summary item plus, when read whole, its description.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Issue {
+    pub id: String,
+    pub project_id: String,
+    pub num: u64,
+    pub title: String,
+    pub state: IssueState,
+    pub description: Option<String>,
+    pub fields: BTreeMap<String, StoredValue>,
+    pub participants: Vec<Participant>,
+    pub version: u64,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+/// `POST /projects` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewProjectBody {
+    pub name: String,
+}
+
+impl NewProjectBody {
+    pub fn validate(&self) -> Result<(), ApiError> {
+        text::check_text(&self.name, 1, 256).map_err(|m| ApiError::invalid("name", m))
+    }
+}
+
+/// `POST /projects/{id}/fields` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewFieldBody {
+    pub name: String,
+    #[serde(rename = "type")]
+    pub field_type: values::FieldType,
+    #[serde(default)]
+    pub options: Option<Vec<String>>,
+}
+
+impl NewFieldBody {
+    pub fn into_def(self, id: String) -> Result<FieldDef, ApiError> {
+        let errors = values::check_field_def(&self.name, self.field_type, self.options.as_deref());
+        if !errors.is_empty() {
+            return Err(ApiError::from_errors(
+                errors
+                    .into_iter()
+                    .map(|(f, m)| FieldError::new(f, m))
+                    .collect(),
+            ));
+        }
+        Ok(FieldDef {
+            id,
+            name: self.name,
+            field_type: self.field_type,
+            options: self.options,
+        })
+    }
+}
+
+/// `POST /projects/{id}/issues` body.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewIssueBody {
+    pub title: String,
+    #[serde(default)]
+    pub state: Option<IssueState>,
+    #[serde(default)]
+    pub description: Option<String>,
+    #[serde(default)]
+    pub fields: Option<BTreeMap<String, Box<RawValue>>>,
+    #[serde(default)]
+    pub participants: Option<Vec<Participant>>,
+}
+
+/// A create request that passed validation.
+#[derive(Debug, Clone)]
+pub struct NewIssue {
+    pub title: String,
+    pub state: IssueState,
+    pub description: Option<String>,
+    pub fields: BTreeMap<String, StoredValue>,
+    pub participants: Vec<Participant>,
+}
+
+impl NewIssueBody {
+    /// Validates against the project's field definitions; `caller` becomes a `reporter`
+    /// unless the body lists them already.
+    pub fn validate(self, defs: &[FieldDef], caller: &str) -> Result<NewIssue, ApiError> {
+        let mut errors = Vec::new();
+        check_title(&self.title, &mut errors);
+        if let Some(d) = &self.description {
+            check_description(d, &mut errors);
+        }
+        let mut fields = BTreeMap::new();
+        for (id, raw) in self.fields.unwrap_or_default() {
+            if raw.get().trim() == "null" {
+                continue; // Nothing to set: null means "no value".
+            }
+            match parse_field(defs, &id, &raw) {
+                Ok(v) => {
+                    fields.insert(id, v);
+                }
+                Err(e) => errors.push(e),
+            }
+        }
+        let mut participants = self.participants.unwrap_or_default();
+        let mut seen = BTreeSet::new();
+        for (i, p) in participants.iter().enumerate() {
+            if let Err(m) = check_participant_id(p.kind, &p.id) {
+                errors.push(FieldError::new(format!("participants[{i}].id"), m));
+            }
+            if !seen.insert((p.kind, p.id.clone())) {
+                errors.push(FieldError::new(
+                    format!("participants[{i}]"),
+                    "lists a participant twice",
+                ));
+            }
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::from_errors(errors));
+        }
+        if !seen.contains(&(ParticipantKind::User, caller.to_string())) {
+            participants.push(Participant {
+                kind: ParticipantKind::User,
+                id: caller.to_string(),
+                role: Role::Reporter,
+            });
+        }
+        participants.sort();
+        let issue = NewIssue {
+            title: self.title,
+            state: self.state.unwrap_or(IssueState::Open),
+            description: self.description.filter(|d| !d.is_empty()),
+            fields,
+            participants,
+        };
+        check_item_size(&issue.title, &issue.fields, &issue.participants)?;
+        Ok(issue)
+    }
+}
+
+/// `PATCH /issues/{id}` body: a JSON merge patch. `Some(None)` is an explicit `null`.
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct IssuePatchBody {
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub title: Option<Option<String>>,
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub state: Option<Option<IssueState>>,
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub description: Option<Option<String>>,
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub fields: Option<Option<BTreeMap<String, Box<RawValue>>>>,
+}
+
+/// Distinguishes a member set to `null` (`Some(None)`) from one that is absent (`None`).
+fn explicit_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+where
+    D: Deserializer<'de>,
+    T: Deserialize<'de>,
+{
+    Option::<T>::deserialize(d).map(Some)
+}
+
+/// A patch that passed validation.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct IssuePatch {
+    pub title: Option<String>,
+    pub state: Option<IssueState>,
+    /// `Some(None)` removes the description.
+    pub description: Option<Option<String>>,
+    /// `fields: null`: every value is removed before `set_fields` apply.
+    pub clear_fields: bool,
+    pub set_fields: BTreeMap<String, StoredValue>,
+    pub remove_fields: BTreeSet<String>,
+}
+
+impl IssuePatch {
+    pub fn is_empty(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+impl IssuePatchBody {
+    pub fn validate(self, defs: &[FieldDef]) -> Result<IssuePatch, ApiError> {
+        let mut errors = Vec::new();
+        let mut patch = IssuePatch::default();
+        match self.title {
+            Some(None) => errors.push(FieldError::new("title", "cannot be removed")),
+            Some(Some(t)) => {
+                check_title(&t, &mut errors);
+                patch.title = Some(t);
+            }
+            None => {}
+        }
+        match self.state {
+            Some(None) => errors.push(FieldError::new("state", "cannot be removed")),
+            Some(Some(s)) => patch.state = Some(s),
+            None => {}
+        }
+        patch.description = self.description.map(|d| d.filter(|d| !d.is_empty()));
+        if let Some(Some(d)) = &patch.description {
+            check_description(d, &mut errors);
+        }
+        match self.fields {
+            Some(None) => patch.clear_fields = true,
+            Some(Some(map)) => {
+                for (id, raw) in map {
+                    if raw.get().trim() == "null" {
+                        if defs.iter().any(|d| d.id == id) {
+                            patch.remove_fields.insert(id);
+                        } else {
+                            errors.push(unknown_field(&id));
+                        }
+                        continue;
+                    }
+                    match parse_field(defs, &id, &raw) {
+                        Ok(v) => {
+                            patch.set_fields.insert(id, v);
+                        }
+                        Err(e) => errors.push(e),
+                    }
+                }
+            }
+            None => {}
+        }
+        if !errors.is_empty() {
+            return Err(ApiError::from_errors(errors));
+        }
+        Ok(patch)
+    }
+}
+
+fn check_title(t: &str, errors: &mut Vec<FieldError>) {
+    if let Err(m) = text::check_text(t, 1, text::MAX_TITLE_CHARS) {
+        errors.push(FieldError::new("title", m));
+    }
+}
+
+fn check_description(d: &str, errors: &mut Vec<FieldError>) {
+    if let Err(m) = text::check_prose(d, text::MAX_DESCRIPTION_CHARS) {
+        errors.push(FieldError::new("description", m));
+    }
+}
+
+fn unknown_field(id: &str) -> FieldError {
+    FieldError::new(format!("fields.{id}"), "is not a field of this project")
+}
+
+fn parse_field(defs: &[FieldDef], id: &str, raw: &RawValue) -> Result<StoredValue, FieldError> {
+    let def = defs
+        .iter()
+        .find(|d| d.id == id)
+        .ok_or_else(|| unknown_field(id))?;
+    parse_value(def, raw).map_err(|m| FieldError::new(format!("fields.{id}"), m))
+}
+
+pub fn check_participant_id(kind: ParticipantKind, id: &str) -> Result<(), String> {
+    let ok = match kind {
+        ParticipantKind::User => ids::is_user_id(id),
+        ParticipantKind::Team => ids::is_server_id(id),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("is not a valid {} id", kind.as_str()))
+    }
+}
+
+/// Rejects an issue whose summary item would not fit in a DynamoDB item (`413`).
+pub fn check_item_size(
+    title: &str,
+    fields: &BTreeMap<String, StoredValue>,
+    participants: &[Participant],
+) -> Result<(), ApiError> {
+    let field_bytes: usize = fields
+        .iter()
+        .map(|(k, v)| {
+            k.len()
+                + 4
+                + match v {
+                    StoredValue::S(s) => s.len(),
+                    StoredValue::N(n) => n.digits().len() / 2 + 2,
+                }
+        })
+        .sum();
+    let participant_bytes: usize = participants.iter().map(|p| p.id.len() + 16).sum();
+    if title.len() + field_bytes + participant_bytes + 512 > MAX_ISSUE_ITEM_BYTES {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "the issue's title, field values and participants exceed {MAX_ISSUE_ITEM_BYTES} bytes"
+        )));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use values::FieldType;
+
+    fn defs() -> Vec<FieldDef> {
+        vec![FieldDef {
+            id: "01ARZ3NDEKTSV4RRFFQ69G5FAV".into(),
+            name: "points".into(),
+            field_type: FieldType::Number,
+            options: None,
+        }]
+    }
+
+    #[test]
+    fn creator_becomes_reporter_unless_listed() {
+        let body: NewIssueBody = serde_json::from_str(r#"{"title":"t"}"#).unwrap();
+        let issue = body.validate(&defs(), "alice").unwrap();
+        assert_eq!(issue.participants[0].role, Role::Reporter);
+        let body: NewIssueBody = serde_json::from_str(
+            r#"{"title":"t","participants":[{"kind":"user","id":"alice","role":"assignee"}]}"#,
+        )
+        .unwrap();
+        let issue = body.validate(&defs(), "alice").unwrap();
+        assert_eq!(issue.participants.len(), 1);
+        assert_eq!(issue.participants[0].role, Role::Assignee);
+    }
+
+    #[test]
+    fn patch_distinguishes_null_from_absent() {
+        let body: IssuePatchBody = serde_json::from_str(
+            r#"{"description":null,"fields":{"01ARZ3NDEKTSV4RRFFQ69G5FAV":null}}"#,
+        )
+        .unwrap();
+        let patch = body.validate(&defs()).unwrap();
+        assert_eq!(patch.description, Some(None));
+        assert!(patch.remove_fields.contains("01ARZ3NDEKTSV4RRFFQ69G5FAV"));
+        assert!(patch.title.is_none());
+        let body: IssuePatchBody = serde_json::from_str(r#"{"title":null}"#).unwrap();
+        assert!(body.validate(&defs()).is_err());
+    }
+
+    #[test]
+    fn fields_outside_the_project_are_rejected() {
+        let body: NewIssueBody =
+            serde_json::from_str(r#"{"title":"t","fields":{"nope":1}}"#).unwrap();
+        assert!(body.validate(&defs(), "alice").is_err());
+    }
+}

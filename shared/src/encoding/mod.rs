@@ -1,0 +1,3 @@
+//! Order-preserving sort-key encodings: pure functions whose byte order equals value order.
+
+pub mod text;

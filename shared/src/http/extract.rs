@@ -1,0 +1,129 @@
+//! Request extractors whose failures are problem documents.
+
+use std::collections::HashMap;
+
+use axum::body::Bytes;
+use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::http::request::Parts;
+use serde::de::DeserializeOwned;
+
+use crate::cursor::{Position, Scope};
+use crate::error::{ApiError, FieldError};
+use crate::http::AppState;
+
+/// Largest request body accepted; larger is `413`. A description (100,000 characters) plus a
+/// full set of field values fits comfortably.
+pub const MAX_BODY_BYTES: usize = 2 * 1024 * 1024;
+
+/// A JSON body parsed into `T`; type errors name the member that failed.
+pub struct JsonBody<T>(pub T);
+
+impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for JsonBody<T> {
+    type Rejection = ApiError;
+
+    async fn from_request(req: Request, state: &S) -> Result<Self, Self::Rejection> {
+        let bytes = Bytes::from_request(req, state).await.map_err(|_| {
+            ApiError::PayloadTooLarge(format!("the request body exceeds {MAX_BODY_BYTES} bytes"))
+        })?;
+        parse_json(&bytes).map(JsonBody)
+    }
+}
+
+/// Parses a JSON body, reporting the path of the member that failed.
+pub fn parse_json<T: DeserializeOwned>(bytes: &[u8]) -> Result<T, ApiError> {
+    let mut de = serde_json::Deserializer::from_slice(bytes);
+    let value = serde_path_to_error::deserialize(&mut de).map_err(|e| {
+        let path = e.path().to_string();
+        let inner = e.into_inner();
+        if inner.is_syntax() || inner.is_eof() {
+            ApiError::BadRequest(format!("the request body is not valid JSON: {inner}"))
+        } else if path == "." {
+            ApiError::from_errors(vec![FieldError::new(
+                "body",
+                strip_position(&inner.to_string()),
+            )])
+        } else {
+            ApiError::from_errors(vec![FieldError::new(
+                path,
+                strip_position(&inner.to_string()),
+            )])
+        }
+    })?;
+    de.end()
+        .map_err(|e| ApiError::BadRequest(format!("the request body is not valid JSON: {e}")))?;
+    Ok(value)
+}
+
+/// serde_json appends "at line 1 column 9"; the member path already says where.
+fn strip_position(message: &str) -> String {
+    match message.rfind(" at line ") {
+        Some(i) => message[..i].to_string(),
+        None => message.to_string(),
+    }
+}
+
+/// `limit` and `cursor` of a list request.
+pub struct ListQuery {
+    pub limit: i32,
+    pub cursor: Option<String>,
+}
+
+pub const DEFAULT_LIMIT: i32 = 50;
+pub const MAX_LIMIT: i32 = 100;
+
+impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let Query(mut params) = Query::<HashMap<String, String>>::from_request_parts(parts, state)
+            .await
+            .map_err(|e| ApiError::BadRequest(format!("the query string is invalid: {e}")))?;
+        let limit = match params.remove("limit") {
+            None => DEFAULT_LIMIT,
+            Some(l) => l
+                .parse::<i32>()
+                .ok()
+                .filter(|l| (1..=MAX_LIMIT).contains(l))
+                .ok_or_else(|| {
+                    ApiError::invalid("limit", format!("must be an integer from 1 to {MAX_LIMIT}"))
+                })?,
+        };
+        let cursor = params.remove("cursor").filter(|c| !c.is_empty());
+        Ok(Self { limit, cursor })
+    }
+}
+
+impl ListQuery {
+    /// Opens the cursor, if any, for this scope; a cursor from elsewhere is `400`.
+    pub fn position(
+        &self,
+        state: &AppState,
+        scope: &Scope<'_>,
+    ) -> Result<Option<Position>, ApiError> {
+        self.cursor
+            .as_deref()
+            .map(|c| {
+                state
+                    .cursor_key
+                    .open(scope, c)
+                    .map_err(|e| ApiError::invalid("cursor", e.to_string()))
+            })
+            .transpose()
+    }
+}
+
+/// The version named by `If-Match`, quoted or bare. `*` (or no header) asks for no check.
+/// A value that is not a version can never match, so it fails as a stale version would.
+pub fn if_match(parts: &axum::http::HeaderMap) -> Result<Option<u64>, ApiError> {
+    let Some(value) = parts.get(axum::http::header::IF_MATCH) else {
+        return Ok(None);
+    };
+    let text = value.to_str().unwrap_or("").trim();
+    if text == "*" {
+        return Ok(None);
+    }
+    let bare = text.strip_prefix("W/").unwrap_or(text).trim_matches('"');
+    bare.parse::<u64>()
+        .map(Some)
+        .map_err(|_| ApiError::PreconditionFailed(text.to_string()))
+}

@@ -1,0 +1,181 @@
+//! The HTTP API: one router, served by Lambda (`lambda_http::run`), by the local server
+//! (`axum::serve`) and by tests (`oneshot`).
+
+mod extract;
+mod issues;
+mod projects;
+pub mod views;
+
+use axum::Router;
+use axum::body::{Body, to_bytes};
+use axum::extract::DefaultBodyLimit;
+use axum::http::{Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{MethodRouter, delete, get, patch, post};
+
+pub use extract::{MAX_BODY_BYTES, parse_json};
+
+use crate::auth::AuthMode;
+use crate::cursor::CursorKey;
+use crate::error::{PROBLEM_JSON, problem_response};
+use crate::store::Store;
+
+/// Everything a handler needs, built once per process.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub cursor_key: CursorKey,
+    pub auth: AuthMode,
+}
+
+/// Which Lambda function serves a route. The template's `Events` must list exactly these.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Group {
+    Projects,
+    Issues,
+}
+
+impl Group {
+    pub const ALL: [Group; 2] = [Group::Projects, Group::Issues];
+
+    /// The function's logical id in `template.yaml`.
+    pub fn function_logical_id(self) -> &'static str {
+        match self {
+            Group::Projects => "ProjectsFunction",
+            Group::Issues => "IssuesFunction",
+        }
+    }
+}
+
+/// A route: its function, method and API Gateway-style path.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Route {
+    pub group: Group,
+    pub method: Method,
+    pub path: &'static str,
+}
+
+fn table() -> Vec<(Route, MethodRouter<AppState>)> {
+    use Group::*;
+    let r = |group, method, path| Route {
+        group,
+        method,
+        path,
+    };
+    vec![
+        (
+            r(Projects, Method::POST, "/projects"),
+            post(projects::create),
+        ),
+        (r(Projects, Method::GET, "/projects"), get(projects::list)),
+        (
+            r(Projects, Method::GET, "/projects/{project_id}"),
+            get(projects::get),
+        ),
+        (
+            r(Projects, Method::POST, "/projects/{project_id}/fields"),
+            post(projects::create_field),
+        ),
+        (
+            r(Projects, Method::GET, "/projects/{project_id}/fields"),
+            get(projects::list_fields),
+        ),
+        (
+            r(
+                Projects,
+                Method::DELETE,
+                "/projects/{project_id}/fields/{field_id}",
+            ),
+            delete(projects::delete_field),
+        ),
+        (
+            r(Issues, Method::POST, "/projects/{project_id}/issues"),
+            post(issues::create),
+        ),
+        (
+            r(Issues, Method::GET, "/issues/{issue_id}"),
+            get(issues::get),
+        ),
+        (
+            r(Issues, Method::PATCH, "/issues/{issue_id}"),
+            patch(issues::patch),
+        ),
+        (
+            r(Issues, Method::DELETE, "/issues/{issue_id}"),
+            delete(issues::delete),
+        ),
+    ]
+}
+
+/// Every route, for checks against `template.yaml` and `openapi.yaml`.
+pub fn routes() -> Vec<Route> {
+    table().into_iter().map(|(r, _)| r).collect()
+}
+
+/// The router for the given functions' routes (all of them on the local stack).
+pub fn router(state: AppState, groups: &[Group]) -> Router {
+    let mut router = Router::new();
+    for (route, handler) in table() {
+        if groups.contains(&route.group) {
+            router = router.route(route.path, handler);
+        }
+    }
+    router
+        .fallback(|| async {
+            problem_response(
+                StatusCode::NOT_FOUND,
+                "not-found",
+                "no such route".into(),
+                None,
+            )
+        })
+        .layer(axum::middleware::map_response(as_problem))
+        .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .with_state(state)
+}
+
+/// Turns any error response that is not yet a problem document (the framework's own 405s,
+/// path and query rejections) into one, so every error has the same shape.
+async fn as_problem(response: Response) -> Response {
+    let status = response.status();
+    let is_problem = response
+        .headers()
+        .get(header::CONTENT_TYPE)
+        .is_some_and(|v| v.as_bytes().starts_with(PROBLEM_JSON.as_bytes()));
+    if !(status.is_client_error() || status.is_server_error()) || is_problem {
+        return response;
+    }
+    let (_, body) = response.into_parts();
+    let text = to_bytes(Body::new(body), 4096).await.unwrap_or_default();
+    let detail = match std::str::from_utf8(&text) {
+        Ok(t) if !t.trim().is_empty() && !status.is_server_error() => t.trim().to_string(),
+        _ => status.canonical_reason().unwrap_or("error").to_string(),
+    };
+    let slug = match status {
+        StatusCode::METHOD_NOT_ALLOWED => "method-not-allowed",
+        StatusCode::PAYLOAD_TOO_LARGE => "payload-too-large",
+        StatusCode::NOT_FOUND => "not-found",
+        s if s.is_server_error() => "internal",
+        _ => "bad-request",
+    };
+    problem_response(status, slug, detail, None).into_response()
+}
+
+/// Builds the state every HTTP Lambda runs with, once per process: configuration from the
+/// environment, one DynamoDB client, claims from API Gateway's authorizer.
+pub async fn lambda_state() -> Result<AppState, crate::config::ConfigError> {
+    let config = crate::config::Config::from_env()?;
+    let client = crate::store::connect(config.dynamodb_endpoint.as_deref()).await;
+    Ok(AppState {
+        store: Store::new(client, config.records_table),
+        cursor_key: config.cursor_key,
+        auth: AuthMode::ApiGateway,
+    })
+}
+
+/// Runs one function's routes on Lambda.
+pub async fn run_lambda(group: Group) -> Result<(), lambda_http::Error> {
+    crate::telemetry::init_lambda();
+    let state = lambda_state().await?;
+    lambda_http::run(router(state, &[group])).await
+}

@@ -1,0 +1,172 @@
+//! Projects and field definitions.
+
+use axum::Json;
+use axum::extract::{Path, State};
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
+
+use super::AppState;
+use super::extract::{JsonBody, ListQuery};
+use super::views::{List, ProjectWithFields};
+use crate::auth::Caller;
+use crate::cursor::Scope;
+use crate::domain::ids::{is_server_id, new_id};
+use crate::domain::values::format_timestamp;
+use crate::domain::{NewFieldBody, NewProjectBody, Project};
+use crate::error::{ApiError, ApiResult};
+use crate::store::CreateFieldError;
+
+const PROJECT: &str = "project";
+const FIELD: &str = "field";
+
+fn now() -> String {
+    format_timestamp(time::OffsetDateTime::now_utc())
+}
+
+fn created<T: serde::Serialize>(location: String, body: T) -> Response {
+    (
+        StatusCode::CREATED,
+        [(header::LOCATION, location)],
+        Json(body),
+    )
+        .into_response()
+}
+
+pub async fn create(
+    State(s): State<AppState>,
+    caller: Caller,
+    JsonBody(body): JsonBody<NewProjectBody>,
+) -> ApiResult<Response> {
+    body.validate()?;
+    let project = Project {
+        id: new_id(),
+        name: body.name,
+        created_at: now(),
+    };
+    s.store.create_project(&caller.tenant, &project).await?;
+    Ok(created(format!("/projects/{}", project.id), project))
+}
+
+pub async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    q: ListQuery,
+) -> ApiResult<Json<List<Project>>> {
+    let scope = Scope {
+        tenant: &caller.tenant,
+        route: "GET /projects",
+        params: "",
+        caller: None,
+    };
+    let start = q.position(&s, &scope)?;
+    let page = s
+        .store
+        .list_projects(&caller.tenant, q.limit, start.as_ref())
+        .await?;
+    Ok(Json(List {
+        items: page.items,
+        next_cursor: page.next.map(|p| s.cursor_key.seal(&scope, &p)),
+    }))
+}
+
+pub async fn get(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+) -> ApiResult<Json<ProjectWithFields>> {
+    if !is_server_id(&project_id) {
+        return Err(ApiError::NotFound(PROJECT));
+    }
+    let (project, fields) = s
+        .store
+        .project_with_fields(&caller.tenant, &project_id)
+        .await?
+        .ok_or(ApiError::NotFound(PROJECT))?;
+    Ok(Json(ProjectWithFields {
+        project: project.project(),
+        fields,
+    }))
+}
+
+pub async fn create_field(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+    JsonBody(body): JsonBody<NewFieldBody>,
+) -> ApiResult<Response> {
+    if !is_server_id(&project_id) {
+        return Err(ApiError::NotFound(PROJECT));
+    }
+    let def = body.into_def(new_id())?;
+    match s
+        .store
+        .create_field(&caller.tenant, &project_id, &def)
+        .await
+    {
+        Ok(()) => Ok(created(
+            format!("/projects/{project_id}/fields/{}", def.id),
+            def,
+        )),
+        Err(CreateFieldError::ProjectNotFound) => Err(ApiError::NotFound(PROJECT)),
+        Err(CreateFieldError::TooManyFields) => Err(ApiError::Conflict(format!(
+            "a project has at most {} fields",
+            crate::domain::MAX_FIELDS_PER_PROJECT
+        ))),
+        Err(CreateFieldError::Store(e)) => Err(e.into()),
+    }
+}
+
+pub async fn list_fields(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+    q: ListQuery,
+) -> ApiResult<Json<List<crate::domain::values::FieldDef>>> {
+    if !is_server_id(&project_id) {
+        return Err(ApiError::NotFound(PROJECT));
+    }
+    let params = format!("project_id={project_id}");
+    let scope = Scope {
+        tenant: &caller.tenant,
+        route: "GET /projects/{project_id}/fields",
+        params: &params,
+        caller: None,
+    };
+    let start = q.position(&s, &scope)?;
+    let page = s
+        .store
+        .list_fields(&caller.tenant, &project_id, q.limit, start.as_ref())
+        .await?;
+    // An empty first page may mean no project at all; one read tells.
+    if page.items.is_empty()
+        && start.is_none()
+        && s.store
+            .get_project(&caller.tenant, &project_id)
+            .await?
+            .is_none()
+    {
+        return Err(ApiError::NotFound(PROJECT));
+    }
+    Ok(Json(List {
+        items: page.items,
+        next_cursor: page.next.map(|p| s.cursor_key.seal(&scope, &p)),
+    }))
+}
+
+pub async fn delete_field(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path((project_id, field_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    if !is_server_id(&project_id) || !is_server_id(&field_id) {
+        return Err(ApiError::NotFound(FIELD));
+    }
+    if s.store
+        .delete_field(&caller.tenant, &project_id, &field_id)
+        .await?
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(FIELD))
+    }
+}

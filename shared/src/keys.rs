@@ -1,0 +1,114 @@
+//! Every partition-key and sort-key string of the records table, built and parsed here only.
+//!
+//! Each key starts with the tenant (`T#{tenant}#…`), so no query can cross tenants. Ids never
+//! contain `#` (ULIDs; user and tenant ids are checked), so splitting on `#` is unambiguous.
+
+use crate::encoding::text;
+
+pub const PK: &str = "PK";
+pub const SK: &str = "SK";
+pub const GSI1: &str = "GSI1";
+pub const GSI1_PK: &str = "GSI1PK";
+pub const GSI1_SK: &str = "GSI1SK";
+
+/// Sort key of a project's own item inside its collection; `#` sorts before the fields' `F#`.
+pub const PROJECT_SK: &str = "#PROJECT";
+/// Sort-key prefix of field definitions in a project's collection.
+pub const FIELD_SK_PREFIX: &str = "F#";
+/// Sort key of an issue's summary item.
+pub const ISSUE_SK: &str = "#ISSUE";
+/// Sort key of an issue's long description, kept apart so summaries stay small.
+pub const DESCRIPTION_SK: &str = "DESCRIPTION";
+
+/// The `entity` attribute on every item, which stream filters and scans select by.
+pub mod entity {
+    pub const PROJECT: &str = "project";
+    pub const FIELD: &str = "field";
+    pub const ISSUE: &str = "issue";
+    pub const DESCRIPTION: &str = "description";
+}
+
+fn tenant(t: &str) -> String {
+    format!("T#{t}")
+}
+
+/// Partition of a project and its field definitions (one Query reads both).
+pub fn project_pk(t: &str, project_id: &str) -> String {
+    format!("{}#P#{project_id}", tenant(t))
+}
+
+pub fn field_sk(field_id: &str) -> String {
+    format!("{FIELD_SK_PREFIX}{field_id}")
+}
+
+/// GSI1 partition listing a tenant's projects by name.
+pub fn projects_gsi1_pk(t: &str) -> String {
+    format!("{}#PROJECTS", tenant(t))
+}
+
+/// GSI1 sort key of a project: case-insensitive name order, then the id for uniqueness.
+pub fn project_gsi1_sk(name: &str, project_id: &str) -> String {
+    format!("{}{}{project_id}", text::encode(name), text::SEP)
+}
+
+/// Partition of an issue: its summary item and its description.
+pub fn issue_pk(t: &str, issue_id: &str) -> String {
+    format!("{}#I#{issue_id}", tenant(t))
+}
+
+/// GSI1 partition listing a project's issues by number.
+pub fn issues_by_num_gsi1_pk(t: &str, project_id: &str) -> String {
+    format!("{}#P#{project_id}#ISSUES", tenant(t))
+}
+
+/// Issue numbers zero-padded so string order is numeric order.
+pub fn num_sk(num: u64) -> String {
+    format!("{num:020}")
+}
+
+/// An entry of an issue's participant edge set: `{kind}#{id}#{role}`.
+pub fn participant_edge(kind: &str, id: &str, role: &str) -> String {
+    format!("{kind}#{id}#{role}")
+}
+
+/// `(kind, id, role)` of a participant edge.
+pub fn parse_participant_edge(edge: &str) -> Option<(&str, &str, &str)> {
+    let mut parts = edge.splitn(3, '#');
+    Some((parts.next()?, parts.next()?, parts.next()?))
+}
+
+/// The tenant a key belongs to.
+pub fn tenant_of(key: &str) -> Option<&str> {
+    key.strip_prefix("T#")?.split('#').next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    #[test]
+    fn project_items_sort_before_their_fields() {
+        assert!(PROJECT_SK < field_sk("01ARZ3NDEKTSV4RRFFQ69G5FAV").as_str());
+    }
+
+    proptest! {
+        #[test]
+        fn keys_carry_their_tenant(t in "[A-Za-z0-9_.:-]{1,40}", id in "[0-9A-Z]{26}") {
+            prop_assert_eq!(tenant_of(&project_pk(&t, &id)), Some(t.as_str()));
+            prop_assert_eq!(tenant_of(&issue_pk(&t, &id)), Some(t.as_str()));
+            prop_assert_eq!(tenant_of(&issues_by_num_gsi1_pk(&t, &id)), Some(t.as_str()));
+        }
+
+        #[test]
+        fn participant_edges_round_trip(kind in "user|team", id in "[A-Za-z0-9_.:-]{1,40}", role in "assignee|reporter|watcher") {
+            let edge = participant_edge(&kind, &id, &role);
+            prop_assert_eq!(parse_participant_edge(&edge), Some((kind.as_str(), id.as_str(), role.as_str())));
+        }
+
+        #[test]
+        fn num_keys_sort_numerically(a in any::<u64>(), b in any::<u64>()) {
+            prop_assert_eq!(num_sk(a).cmp(&num_sk(b)), a.cmp(&b));
+        }
+    }
+}

@@ -1,0 +1,279 @@
+//! Items of the records table and their mapping to domain types (via `serde_dynamo`).
+
+use std::collections::BTreeMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use serde::{Deserialize, Serialize};
+
+use super::{Item, StoreError};
+use crate::domain::number::DynNumber;
+use crate::domain::values::{FieldDef, FieldType, StoredValue};
+use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Project, Role};
+use crate::keys::{self, entity};
+
+/// Attribute names that update expressions refer to.
+pub mod attr {
+    pub const ENTITY: &str = "entity";
+    pub const NEXT_NUM: &str = "next_num";
+    pub const FIELD_COUNT: &str = "field_count";
+    pub const TITLE: &str = "title";
+    pub const STATE: &str = "state";
+    pub const FIELDS: &str = "fields";
+    pub const PARTICIPANTS: &str = "participants";
+    pub const VERSION: &str = "version";
+    pub const UPDATED_AT: &str = "updated_at";
+    pub const TEXT: &str = "text";
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct ProjectItem {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    #[serde(rename = "GSI1PK")]
+    pub gsi1pk: String,
+    #[serde(rename = "GSI1SK")]
+    pub gsi1sk: String,
+    pub entity: String,
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    /// Last issue number handed out; absent until the first issue.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub next_num: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub field_count: Option<u64>,
+}
+
+impl ProjectItem {
+    pub fn new(tenant: &str, p: &Project) -> Self {
+        Self {
+            pk: keys::project_pk(tenant, &p.id),
+            sk: keys::PROJECT_SK.into(),
+            gsi1pk: keys::projects_gsi1_pk(tenant),
+            gsi1sk: keys::project_gsi1_sk(&p.name, &p.id),
+            entity: entity::PROJECT.into(),
+            id: p.id.clone(),
+            name: p.name.clone(),
+            created_at: p.created_at.clone(),
+            next_num: None,
+            field_count: None,
+        }
+    }
+
+    pub fn project(&self) -> Project {
+        Project {
+            id: self.id.clone(),
+            name: self.name.clone(),
+            created_at: self.created_at.clone(),
+        }
+    }
+}
+
+#[derive(Serialize, Deserialize)]
+pub struct FieldItem {
+    #[serde(rename = "PK")]
+    pub pk: String,
+    #[serde(rename = "SK")]
+    pub sk: String,
+    pub entity: String,
+    pub project_id: String,
+    pub id: String,
+    pub name: String,
+    #[serde(rename = "type")]
+    pub field_type: FieldType,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub options: Option<Vec<String>>,
+}
+
+impl FieldItem {
+    pub fn new(tenant: &str, project_id: &str, f: &FieldDef) -> Self {
+        Self {
+            pk: keys::project_pk(tenant, project_id),
+            sk: keys::field_sk(&f.id),
+            entity: entity::FIELD.into(),
+            project_id: project_id.into(),
+            id: f.id.clone(),
+            name: f.name.clone(),
+            field_type: f.field_type,
+            options: f.options.clone(),
+        }
+    }
+
+    pub fn def(self) -> FieldDef {
+        FieldDef {
+            id: self.id,
+            name: self.name,
+            field_type: self.field_type,
+            options: self.options,
+        }
+    }
+}
+
+/// The scalar attributes of an issue's summary item; `fields` and `participants` are mapped
+/// by hand because they hold exact numbers and a string set.
+#[derive(Serialize, Deserialize)]
+struct IssueScalars {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(rename = "GSI1PK")]
+    gsi1pk: String,
+    #[serde(rename = "GSI1SK")]
+    gsi1sk: String,
+    entity: String,
+    id: String,
+    project_id: String,
+    num: u64,
+    title: String,
+    state: IssueState,
+    version: u64,
+    created_at: String,
+    updated_at: String,
+}
+
+pub fn value_to_attr(v: &StoredValue) -> AttributeValue {
+    match v {
+        StoredValue::S(s) => AttributeValue::S(s.clone()),
+        StoredValue::N(n) => AttributeValue::N(n.to_string()),
+    }
+}
+
+fn attr_to_value(a: &AttributeValue) -> Result<StoredValue, StoreError> {
+    match a {
+        AttributeValue::S(s) => Ok(StoredValue::S(s.clone())),
+        AttributeValue::N(n) => DynNumber::parse(n)
+            .map(StoredValue::N)
+            .map_err(|_| StoreError::Corrupt(format!("number {n}"))),
+        _ => Err(StoreError::Corrupt("field value of unexpected type".into())),
+    }
+}
+
+pub fn fields_attr(fields: &BTreeMap<String, StoredValue>) -> AttributeValue {
+    AttributeValue::M(
+        fields
+            .iter()
+            .map(|(k, v)| (k.clone(), value_to_attr(v)))
+            .collect(),
+    )
+}
+
+pub fn participants_attr(ps: &[Participant]) -> Option<AttributeValue> {
+    // DynamoDB has no empty sets: an issue without participants has no attribute.
+    (!ps.is_empty()).then(|| {
+        AttributeValue::Ss(
+            ps.iter()
+                .map(|p| keys::participant_edge(p.kind.as_str(), &p.id, p.role.as_str()))
+                .collect(),
+        )
+    })
+}
+
+/// The summary item of an issue (without its description).
+pub fn issue_item(tenant: &str, issue: &Issue) -> Result<Item, StoreError> {
+    let scalars = IssueScalars {
+        pk: keys::issue_pk(tenant, &issue.id),
+        sk: keys::ISSUE_SK.into(),
+        gsi1pk: keys::issues_by_num_gsi1_pk(tenant, &issue.project_id),
+        gsi1sk: keys::num_sk(issue.num),
+        entity: entity::ISSUE.into(),
+        id: issue.id.clone(),
+        project_id: issue.project_id.clone(),
+        num: issue.num,
+        title: issue.title.clone(),
+        state: issue.state,
+        version: issue.version,
+        created_at: issue.created_at.clone(),
+        updated_at: issue.updated_at.clone(),
+    };
+    let mut item: Item = serde_dynamo::to_item(scalars)?;
+    item.insert(attr::FIELDS.into(), fields_attr(&issue.fields));
+    if let Some(ps) = participants_attr(&issue.participants) {
+        item.insert(attr::PARTICIPANTS.into(), ps);
+    }
+    Ok(item)
+}
+
+/// An issue from its summary item and, if read, its description item.
+pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, StoreError> {
+    let fields = match item.get(attr::FIELDS) {
+        Some(AttributeValue::M(m)) => m
+            .iter()
+            .map(|(k, v)| Ok((k.clone(), attr_to_value(v)?)))
+            .collect::<Result<BTreeMap<_, _>, StoreError>>()?,
+        _ => BTreeMap::new(),
+    };
+    let mut participants = match item.get(attr::PARTICIPANTS) {
+        Some(AttributeValue::Ss(edges)) => edges
+            .iter()
+            .map(|e| {
+                parse_participant(e)
+                    .ok_or_else(|| StoreError::Corrupt(format!("participant edge {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?,
+        _ => Vec::new(),
+    };
+    participants.sort();
+    let s: IssueScalars = serde_dynamo::from_item(item)?;
+    let description = description.and_then(|d| match d.get(attr::TEXT) {
+        Some(AttributeValue::S(s)) => Some(s.clone()),
+        _ => None,
+    });
+    Ok(Issue {
+        id: s.id,
+        project_id: s.project_id,
+        num: s.num,
+        title: s.title,
+        state: s.state,
+        description,
+        fields,
+        participants,
+        version: s.version,
+        created_at: s.created_at,
+        updated_at: s.updated_at,
+    })
+}
+
+fn parse_participant(edge: &str) -> Option<Participant> {
+    let (kind, id, role) = keys::parse_participant_edge(edge)?;
+    Some(Participant {
+        kind: ParticipantKind::parse(kind)?,
+        id: id.to_string(),
+        role: Role::parse(role)?,
+    })
+}
+
+/// The item holding an issue's long description.
+pub fn description_item(tenant: &str, issue_id: &str, text: &str) -> Item {
+    Item::from([
+        (
+            keys::PK.into(),
+            AttributeValue::S(keys::issue_pk(tenant, issue_id)),
+        ),
+        (
+            keys::SK.into(),
+            AttributeValue::S(keys::DESCRIPTION_SK.into()),
+        ),
+        (
+            attr::ENTITY.into(),
+            AttributeValue::S(entity::DESCRIPTION.into()),
+        ),
+        (attr::TEXT.into(), AttributeValue::S(text.into())),
+    ])
+}
+
+pub fn key(pk: String, sk: &str) -> Item {
+    Item::from([
+        (keys::PK.into(), AttributeValue::S(pk)),
+        (keys::SK.into(), AttributeValue::S(sk.into())),
+    ])
+}
+
+pub fn sk_of(item: &Item) -> Option<&str> {
+    match item.get(keys::SK) {
+        Some(AttributeValue::S(s)) => Some(s),
+        _ => None,
+    }
+}

@@ -1,0 +1,271 @@
+//! Projects and their field definitions: one item collection per project.
+
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+
+use super::items::{FieldItem, ProjectItem, attr, key, sk_of};
+use super::{Item, Page, Store, StoreError, cancellation_codes, position_of, sdk, start_key};
+use crate::cursor::Position;
+use crate::domain::values::FieldDef;
+use crate::domain::{MAX_FIELDS_PER_PROJECT, Project};
+use crate::keys;
+
+#[derive(Debug, thiserror::Error)]
+pub enum CreateFieldError {
+    #[error("project not found")]
+    ProjectNotFound,
+    #[error("the project already has the maximum number of fields")]
+    TooManyFields,
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl Store {
+    #[tracing::instrument(skip_all, fields(op = "create_project"))]
+    pub async fn create_project(&self, tenant: &str, project: &Project) -> Result<(), StoreError> {
+        let item: Item = serde_dynamo::to_item(ProjectItem::new(tenant, project))?;
+        self.client
+            .put_item()
+            .table_name(&self.records)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(PK)")
+            .send()
+            .await
+            .map_err(sdk("PutItem"))?;
+        Ok(())
+    }
+
+    /// A tenant's projects, by name (case-insensitive), a page at a time.
+    #[tracing::instrument(skip_all, fields(op = "list_projects"))]
+    pub async fn list_projects(
+        &self,
+        tenant: &str,
+        limit: i32,
+        start: Option<&Position>,
+    ) -> Result<Page<Project>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.records)
+            .index_name(keys::GSI1)
+            .key_condition_expression("GSI1PK = :pk")
+            .expression_attribute_values(":pk", AttributeValue::S(keys::projects_gsi1_pk(tenant)))
+            .limit(limit)
+            .set_exclusive_start_key(start_key(start))
+            .send()
+            .await
+            .map_err(sdk("Query"))?;
+        let items = out
+            .items()
+            .iter()
+            .map(|i| serde_dynamo::from_item::<_, ProjectItem>(i.clone()).map(|p| p.project()))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            items,
+            next: position_of(out.last_evaluated_key())?,
+        })
+    }
+
+    /// The project item alone (strongly consistent).
+    #[tracing::instrument(skip_all, fields(op = "get_project"))]
+    pub async fn get_project(
+        &self,
+        tenant: &str,
+        project_id: &str,
+    ) -> Result<Option<ProjectItem>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.records)
+            .set_key(Some(key(
+                keys::project_pk(tenant, project_id),
+                keys::PROJECT_SK,
+            )))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk("GetItem"))?;
+        out.item
+            .map(serde_dynamo::from_item)
+            .transpose()
+            .map_err(StoreError::from)
+    }
+
+    /// The project and all its field definitions: one Query of the collection (more only past
+    /// 1 MB of definitions).
+    #[tracing::instrument(skip_all, fields(op = "project_with_fields"))]
+    pub async fn project_with_fields(
+        &self,
+        tenant: &str,
+        project_id: &str,
+    ) -> Result<Option<(ProjectItem, Vec<FieldDef>)>, StoreError> {
+        let mut project = None;
+        let mut fields = Vec::new();
+        let mut start = None;
+        loop {
+            let out = self
+                .client
+                .query()
+                .table_name(&self.records)
+                .key_condition_expression("PK = :pk")
+                .expression_attribute_values(
+                    ":pk",
+                    AttributeValue::S(keys::project_pk(tenant, project_id)),
+                )
+                .consistent_read(true)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .map_err(sdk("Query"))?;
+            for item in out.items() {
+                if sk_of(item) == Some(keys::PROJECT_SK) {
+                    project = Some(serde_dynamo::from_item::<_, ProjectItem>(item.clone())?);
+                } else {
+                    fields.push(serde_dynamo::from_item::<_, FieldItem>(item.clone())?.def());
+                }
+            }
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                break;
+            }
+        }
+        Ok(project.map(|p| (p, fields)))
+    }
+
+    /// Field definitions of a project, in creation order (ids are ULIDs), a page at a time.
+    #[tracing::instrument(skip_all, fields(op = "list_fields"))]
+    pub async fn list_fields(
+        &self,
+        tenant: &str,
+        project_id: &str,
+        limit: i32,
+        start: Option<&Position>,
+    ) -> Result<Page<FieldDef>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.records)
+            .key_condition_expression("PK = :pk AND begins_with(SK, :f)")
+            .expression_attribute_values(
+                ":pk",
+                AttributeValue::S(keys::project_pk(tenant, project_id)),
+            )
+            .expression_attribute_values(":f", AttributeValue::S(keys::FIELD_SK_PREFIX.into()))
+            .limit(limit)
+            .set_exclusive_start_key(start_key(start))
+            .send()
+            .await
+            .map_err(sdk("Query"))?;
+        let items = out
+            .items()
+            .iter()
+            .map(|i| serde_dynamo::from_item::<_, FieldItem>(i.clone()).map(FieldItem::def))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Page {
+            items,
+            next: position_of(out.last_evaluated_key())?,
+        })
+    }
+
+    /// Adds a field and counts it on the project in one transaction, so the cap holds under
+    /// concurrent creates.
+    #[tracing::instrument(skip_all, fields(op = "create_field"))]
+    pub async fn create_field(
+        &self,
+        tenant: &str,
+        project_id: &str,
+        def: &FieldDef,
+    ) -> Result<(), CreateFieldError> {
+        let count = Update::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(
+                keys::project_pk(tenant, project_id),
+                keys::PROJECT_SK,
+            )))
+            .update_expression("SET #c = if_not_exists(#c, :zero) + :one")
+            .condition_expression(
+                "attribute_exists(PK) AND (attribute_not_exists(#c) OR #c < :max)",
+            )
+            .expression_attribute_names("#c", attr::FIELD_COUNT)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(
+                ":max",
+                AttributeValue::N(MAX_FIELDS_PER_PROJECT.to_string()),
+            )
+            .build()
+            .map_err(|e| StoreError::Build(e.to_string()))?;
+        let item: Item = serde_dynamo::to_item(FieldItem::new(tenant, project_id, def))
+            .map_err(StoreError::from)?;
+        let put = Put::builder()
+            .table_name(&self.records)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(PK)")
+            .build()
+            .map_err(|e| StoreError::Build(e.to_string()))?;
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().update(count).build())
+            .transact_items(TransactWriteItem::builder().put(put).build())
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(()),
+            Err(e)
+                if cancellation_codes(&e)
+                    .is_some_and(|c| c.first().is_some_and(|c| c == "ConditionalCheckFailed")) =>
+            {
+                // Either the project is gone or it is full; one read tells which.
+                match self.get_project(tenant, project_id).await? {
+                    None => Err(CreateFieldError::ProjectNotFound),
+                    Some(_) => Err(CreateFieldError::TooManyFields),
+                }
+            }
+            Err(e) => Err(sdk("TransactWriteItems")(e).into()),
+        }
+    }
+
+    /// Deletes a field definition; `false` if there was none. Values left on issues are hidden
+    /// from every read at once (reads keep only values of defined fields).
+    #[tracing::instrument(skip_all, fields(op = "delete_field"))]
+    pub async fn delete_field(
+        &self,
+        tenant: &str,
+        project_id: &str,
+        field_id: &str,
+    ) -> Result<bool, StoreError> {
+        let pk = keys::project_pk(tenant, project_id);
+        let delete = Delete::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(pk.clone(), &keys::field_sk(field_id))))
+            .condition_expression("attribute_exists(PK)")
+            .build()
+            .map_err(|e| StoreError::Build(e.to_string()))?;
+        let count = Update::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(pk, keys::PROJECT_SK)))
+            .update_expression("SET #c = #c - :one")
+            .condition_expression("attribute_exists(#c)")
+            .expression_attribute_names("#c", attr::FIELD_COUNT)
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .build()
+            .map_err(|e| StoreError::Build(e.to_string()))?;
+        let result = self
+            .client
+            .transact_write_items()
+            .transact_items(TransactWriteItem::builder().delete(delete).build())
+            .transact_items(TransactWriteItem::builder().update(count).build())
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e)
+                if cancellation_codes(&e)
+                    .is_some_and(|c| c.iter().any(|c| c == "ConditionalCheckFailed")) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(sdk("TransactWriteItems")(e)),
+        }
+    }
+}
