@@ -19,6 +19,8 @@ pub struct Reply {
     pub status: StatusCode,
     pub headers: HeaderMap,
     pub body: Value,
+    /// The body as sent, for checks `Value` cannot make (a number's exact digits).
+    pub text: String,
 }
 
 impl Reply {
@@ -116,7 +118,11 @@ impl TestApi {
             .send()
             .await
             .expect("scan");
-        let mut items: Vec<String> = out.items().iter().map(|i| format!("{i:?}")).collect();
+        let mut items: Vec<String> = out
+            .items()
+            .iter()
+            .map(|i| format!("{:?}", i.iter().collect::<std::collections::BTreeMap<_, _>>()))
+            .collect();
         items.sort();
         items
     }
@@ -159,15 +165,46 @@ pub async fn into_reply(response: http::Response<Body>) -> Reply {
         .await
         .expect("body")
         .to_bytes();
+    let text = String::from_utf8_lossy(&bytes).into_owned();
     let body = if bytes.is_empty() {
         Value::Null
     } else {
-        serde_json::from_slice(&bytes)
-            .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()))
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(text.clone()))
     };
     Reply {
         status,
         headers,
         body,
+        text,
+    }
+}
+
+/// The default caller of the helpers below.
+pub const ALICE: (&str, &str) = ("alice", "acme");
+
+impl TestApi {
+    /// Creates a project as [`ALICE`] and returns its id.
+    pub async fn project(&self, name: &str) -> String {
+        let r = self.call(ALICE, Method::POST, "/projects", Some(serde_json::json!({ "name": name }))).await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        r.body["id"].as_str().expect("id").to_string()
+    }
+
+    /// Creates a field as [`ALICE`] and returns its id.
+    pub async fn field(&self, project_id: &str, body: Value) -> String {
+        let r = self
+            .call(ALICE, Method::POST, &format!("/projects/{project_id}/fields"), Some(body))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        r.body["id"].as_str().expect("id").to_string()
+    }
+
+    /// Creates an issue as [`ALICE`] and returns it.
+    pub async fn issue(&self, project_id: &str, body: Value) -> Value {
+        let r = self
+            .call(ALICE, Method::POST, &format!("/projects/{project_id}/issues"), Some(body))
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        r.body
     }
 }
