@@ -121,7 +121,12 @@ impl TestApi {
         let mut items: Vec<String> = out
             .items()
             .iter()
-            .map(|i| format!("{:?}", i.iter().collect::<std::collections::BTreeMap<_, _>>()))
+            .map(|i| {
+                format!(
+                    "{:?}",
+                    i.iter().collect::<std::collections::BTreeMap<_, _>>()
+                )
+            })
             .collect();
         items.sort();
         items
@@ -185,7 +190,14 @@ pub const ALICE: (&str, &str) = ("alice", "acme");
 impl TestApi {
     /// Creates a project as [`ALICE`] and returns its id.
     pub async fn project(&self, name: &str) -> String {
-        let r = self.call(ALICE, Method::POST, "/projects", Some(serde_json::json!({ "name": name }))).await;
+        let r = self
+            .call(
+                ALICE,
+                Method::POST,
+                "/projects",
+                Some(serde_json::json!({ "name": name })),
+            )
+            .await;
         assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
         r.body["id"].as_str().expect("id").to_string()
     }
@@ -193,7 +205,12 @@ impl TestApi {
     /// Creates a field as [`ALICE`] and returns its id.
     pub async fn field(&self, project_id: &str, body: Value) -> String {
         let r = self
-            .call(ALICE, Method::POST, &format!("/projects/{project_id}/fields"), Some(body))
+            .call(
+                ALICE,
+                Method::POST,
+                &format!("/projects/{project_id}/fields"),
+                Some(body),
+            )
             .await;
         assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
         r.body["id"].as_str().expect("id").to_string()
@@ -202,7 +219,12 @@ impl TestApi {
     /// Creates an issue as [`ALICE`] and returns it.
     pub async fn issue(&self, project_id: &str, body: Value) -> Value {
         let r = self
-            .call(ALICE, Method::POST, &format!("/projects/{project_id}/issues"), Some(body))
+            .call(
+                ALICE,
+                Method::POST,
+                &format!("/projects/{project_id}/issues"),
+                Some(body),
+            )
             .await;
         assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
         r.body

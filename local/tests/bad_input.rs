@@ -11,8 +11,15 @@ async fn bad_requests_are_rejected_with_a_problem_and_write_nothing() {
     let text = api.field(&p, json!({"name": "t", "type": "text"})).await;
     let num = api.field(&p, json!({"name": "n", "type": "number"})).await;
     let date = api.field(&p, json!({"name": "d", "type": "date"})).await;
-    let dt = api.field(&p, json!({"name": "dt", "type": "datetime"})).await;
-    let sel = api.field(&p, json!({"name": "s", "type": "select", "options": ["a", "b"]})).await;
+    let dt = api
+        .field(&p, json!({"name": "dt", "type": "datetime"}))
+        .await;
+    let sel = api
+        .field(
+            &p,
+            json!({"name": "s", "type": "select", "options": ["a", "b"]}),
+        )
+        .await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let i = issue["id"].as_str().unwrap().to_string();
     let issues = format!("/projects/{p}/issues");
@@ -66,12 +73,26 @@ async fn bad_requests_are_rejected_with_a_problem_and_write_nothing() {
     for (name, method, path, body, expected) in cases {
         let r = api.send(method, path, Some(&token), Some(&body), &[]).await;
         assert_eq!(r.status, expected, "{name}: {:?}", r.body);
-        assert_eq!(r.header("content-type"), Some("application/problem+json"), "{name}");
+        assert_eq!(
+            r.header("content-type"),
+            Some("application/problem+json"),
+            "{name}"
+        );
         assert_eq!(r.body["status"], expected.as_u16(), "{name}");
-        assert!(r.body["detail"].as_str().is_some_and(|d| !d.is_empty()), "{name}");
-        assert!(r.body["type"].as_str().is_some() && r.body["title"].as_str().is_some(), "{name}");
+        assert!(
+            r.body["detail"].as_str().is_some_and(|d| !d.is_empty()),
+            "{name}"
+        );
+        assert!(
+            r.body["type"].as_str().is_some() && r.body["title"].as_str().is_some(),
+            "{name}"
+        );
     }
-    assert_eq!(api.records_snapshot().await, before, "a rejected request wrote something");
+    assert_eq!(
+        api.records_snapshot().await,
+        before,
+        "a rejected request wrote something"
+    );
 }
 
 #[tokio::test]
@@ -80,12 +101,19 @@ async fn an_issue_too_large_for_one_item_is_413() {
     let p = api.project("p").await;
     let mut values = serde_json::Map::new();
     for i in 0..400 {
-        let f = api.field(&p, json!({"name": format!("f{i}"), "type": "text"})).await;
+        let f = api
+            .field(&p, json!({"name": format!("f{i}"), "type": "text"}))
+            .await;
         values.insert(f, json!("é".repeat(1024)));
     }
     let before = api.record_count().await;
     let r = api
-        .call(("alice", "acme"), Method::POST, &format!("/projects/{p}/issues"), Some(json!({"title": "t", "fields": values})))
+        .call(
+            ("alice", "acme"),
+            Method::POST,
+            &format!("/projects/{p}/issues"),
+            Some(json!({"title": "t", "fields": values})),
+        )
         .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{:?}", r.body);
     assert_eq!(api.record_count().await, before);
@@ -104,6 +132,11 @@ async fn validation_errors_name_each_invalid_member() {
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    let fields: Vec<&str> = r.body["errors"].as_array().unwrap().iter().map(|e| e["field"].as_str().unwrap()).collect();
+    let fields: Vec<&str> = r.body["errors"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| e["field"].as_str().unwrap())
+        .collect();
     assert_eq!(fields, ["title", "fields.nope"]);
 }

@@ -43,13 +43,31 @@ async fn racing_if_match_patches_let_exactly_one_win() {
         let (router, token, path) = (api.router(), token.clone(), path.clone());
         tokio::spawn(async move {
             let body = format!(r#"{{"title":"writer {i}"}}"#);
-            send(router, Method::PATCH, &path, Some(&token), Some(&body), &[("if-match", "\"1\"")]).await
+            send(
+                router,
+                Method::PATCH,
+                &path,
+                Some(&token),
+                Some(&body),
+                &[("if-match", "\"1\"")],
+            )
+            .await
         })
     }))
     .await;
     let statuses: Vec<StatusCode> = replies.into_iter().map(|r| r.unwrap().status).collect();
-    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::OK).count(), 1, "{statuses:?}");
-    assert_eq!(statuses.iter().filter(|s| **s == StatusCode::PRECONDITION_FAILED).count(), 9);
+    assert_eq!(
+        statuses.iter().filter(|s| **s == StatusCode::OK).count(),
+        1,
+        "{statuses:?}"
+    );
+    assert_eq!(
+        statuses
+            .iter()
+            .filter(|s| **s == StatusCode::PRECONDITION_FAILED)
+            .count(),
+        9
+    );
     let r = api.call(ALICE, Method::GET, &path, None).await;
     assert_eq!(r.body["version"], 2);
 }
@@ -58,7 +76,9 @@ async fn racing_if_match_patches_let_exactly_one_win() {
 async fn concurrent_patches_to_different_members_both_survive() {
     let api = TestApi::start().await;
     let p = api.project("p").await;
-    let fields: Vec<String> = join_all((0..8).map(|i| api.field(&p, json!({"name": format!("f{i}"), "type": "number"})))).await;
+    let fields: Vec<String> =
+        join_all((0..8).map(|i| api.field(&p, json!({"name": format!("f{i}"), "type": "number"}))))
+            .await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
     let token = TestApi::token("alice", "acme");
@@ -68,12 +88,22 @@ async fn concurrent_patches_to_different_members_both_survive() {
         .map(|(i, f)| {
             let (router, token, path) = (api.router(), token.clone(), path.clone());
             let body = format!(r#"{{"fields":{{"{f}":{i}}}}}"#);
-            tokio::spawn(async move { send(router, Method::PATCH, &path, Some(&token), Some(&body), &[]).await })
+            tokio::spawn(async move {
+                send(router, Method::PATCH, &path, Some(&token), Some(&body), &[]).await
+            })
         })
         .collect();
     let (router, token2, path2) = (api.router(), token.clone(), path.clone());
     tasks.push(tokio::spawn(async move {
-        send(router, Method::PATCH, &path2, Some(&token2), Some(r#"{"title":"renamed"}"#), &[]).await
+        send(
+            router,
+            Method::PATCH,
+            &path2,
+            Some(&token2),
+            Some(r#"{"title":"renamed"}"#),
+            &[],
+        )
+        .await
     }));
     for r in join_all(tasks).await {
         assert_eq!(r.unwrap().status, StatusCode::OK);

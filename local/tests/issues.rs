@@ -8,9 +8,17 @@ async fn project_with_fields(api: &TestApi) -> (String, Value) {
     let p = api.project("p").await;
     let mut ids = serde_json::Map::new();
     for t in ["text", "number", "date", "datetime"] {
-        ids.insert(t.into(), api.field(&p, json!({"name": t, "type": t})).await.into());
+        ids.insert(
+            t.into(),
+            api.field(&p, json!({"name": t, "type": t})).await.into(),
+        );
     }
-    let sel = api.field(&p, json!({"name": "sel", "type": "select", "options": ["low", "high"]})).await;
+    let sel = api
+        .field(
+            &p,
+            json!({"name": "sel", "type": "select", "options": ["low", "high"]}),
+        )
+        .await;
     ids.insert("select".into(), sel.into());
     (p, Value::Object(ids))
 }
@@ -20,14 +28,19 @@ async fn an_issue_is_created_with_the_next_number_and_the_caller_as_reporter() {
     let api = TestApi::start().await;
     let p = api.project("p").await;
     let first = api.issue(&p, json!({"title": "one"})).await;
-    let second = api.issue(&p, json!({"title": "two", "state": "closed"})).await;
+    let second = api
+        .issue(&p, json!({"title": "two", "state": "closed"}))
+        .await;
     assert_eq!(first["num"], 1);
     assert_eq!(second["num"], 2);
     assert_eq!(first["state"], "open");
     assert_eq!(second["state"], "closed");
     assert_eq!(first["version"], 1);
     assert_eq!(first["description"], Value::Null);
-    assert_eq!(first["participants"], json!([{"kind": "user", "id": "alice", "role": "reporter"}]));
+    assert_eq!(
+        first["participants"],
+        json!([{"kind": "user", "id": "alice", "role": "reporter"}])
+    );
     assert_eq!(first["created_at"], first["updated_at"]);
     // Another project counts from 1 again.
     let q = api.project("q").await;
@@ -48,15 +61,36 @@ async fn field_values_of_every_type_are_stored_exactly() {
     );
     let token = TestApi::token("alice", "acme");
     let r = api
-        .send(Method::POST, &format!("/projects/{p}/issues"), Some(&token), Some(&body), &[])
+        .send(
+            Method::POST,
+            &format!("/projects/{p}/issues"),
+            Some(&token),
+            Some(&body),
+            &[],
+        )
         .await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     let id = r.body["id"].as_str().unwrap().to_string();
 
     // Read the raw text to see the number's digits, not a float's.
-    let r = api.send(Method::GET, &format!("/issues/{id}"), Some(&token), None, &[]).await;
-    assert!(r.text.contains(":123456789012345678901234567890.12345678"), "{}", r.text);
-    assert_eq!(r.body["fields"][f["datetime"].as_str().unwrap()], "2026-11-21T20:42:03.500Z");
+    let r = api
+        .send(
+            Method::GET,
+            &format!("/issues/{id}"),
+            Some(&token),
+            None,
+            &[],
+        )
+        .await;
+    assert!(
+        r.text.contains(":123456789012345678901234567890.12345678"),
+        "{}",
+        r.text
+    );
+    assert_eq!(
+        r.body["fields"][f["datetime"].as_str().unwrap()],
+        "2026-11-21T20:42:03.500Z"
+    );
     assert_eq!(r.body["fields"][f["date"].as_str().unwrap()], "2024-02-29");
     assert_eq!(r.body["fields"][f["select"].as_str().unwrap()], "high");
     assert_eq!(r.body["fields"][f["text"].as_str().unwrap()], "Hello");
@@ -69,24 +103,54 @@ async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() 
     let n = api.field(&p, json!({"name": "n", "type": "number"})).await;
     let token = TestApi::token("alice", "acme");
     for (input, expected) in [
-        ("9.9999999999999999999999999999999999999E+125", "9.9999999999999999999999999999999999999E+125"),
-        ("-9.9999999999999999999999999999999999999E+125", "-9.9999999999999999999999999999999999999E+125"),
+        (
+            "9.9999999999999999999999999999999999999E+125",
+            "9.9999999999999999999999999999999999999E+125",
+        ),
+        (
+            "-9.9999999999999999999999999999999999999E+125",
+            "-9.9999999999999999999999999999999999999E+125",
+        ),
         ("1E-130", "1E-130"),
         ("-1E-130", "-1E-130"),
         ("0", "0"),
         ("\"-12.50\"", "-12.5"),
         ("\"1E+100\"", "1E+100"),
-        ("1.0000000000000000000000000000000000001", "1.0000000000000000000000000000000000001"),
-        ("12345678901234567890123456789012345678", "12345678901234567890123456789012345678"),
+        (
+            "1.0000000000000000000000000000000000001",
+            "1.0000000000000000000000000000000000001",
+        ),
+        (
+            "12345678901234567890123456789012345678",
+            "12345678901234567890123456789012345678",
+        ),
     ] {
         let body = format!(r#"{{"title":"t","fields":{{"{n}":{input}}}}}"#);
         let r = api
-            .send(Method::POST, &format!("/projects/{p}/issues"), Some(&token), Some(&body), &[])
+            .send(
+                Method::POST,
+                &format!("/projects/{p}/issues"),
+                Some(&token),
+                Some(&body),
+                &[],
+            )
             .await;
         assert_eq!(r.status, StatusCode::CREATED, "{input}: {:?}", r.body);
         let id = r.body["id"].as_str().unwrap();
-        let r = api.send(Method::GET, &format!("/issues/{id}"), Some(&token), None, &[]).await;
-        assert!(r.text.contains(&format!("\"{n}\":{expected}")), "{input} -> {}", r.text);
+        let r = api
+            .send(
+                Method::GET,
+                &format!("/issues/{id}"),
+                Some(&token),
+                None,
+                &[],
+            )
+            .await;
+        assert!(
+            r.text.contains(&format!("\"{n}\":{expected}")),
+            "{input} -> {}",
+            r.text
+        );
     }
 }
 
@@ -94,8 +158,17 @@ async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() 
 async fn get_returns_an_etag_of_the_version() {
     let api = TestApi::start().await;
     let p = api.project("p").await;
-    let issue = api.issue(&p, json!({"title": "t", "description": "long text"})).await;
-    let r = api.call(ALICE, Method::GET, &format!("/issues/{}", issue["id"].as_str().unwrap()), None).await;
+    let issue = api
+        .issue(&p, json!({"title": "t", "description": "long text"}))
+        .await;
+    let r = api
+        .call(
+            ALICE,
+            Method::GET,
+            &format!("/issues/{}", issue["id"].as_str().unwrap()),
+            None,
+        )
+        .await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.header("etag"), Some("\"1\""));
     assert_eq!(r.body["description"], "long text");
@@ -107,12 +180,20 @@ async fn patch_is_a_json_merge_patch() {
     let (p, f) = project_with_fields(&api).await;
     let (text, number) = (f["text"].as_str().unwrap(), f["number"].as_str().unwrap());
     let issue = api
-        .issue(&p, json!({"title": "t", "description": "d", "fields": {text: "a", number: 5}}))
+        .issue(
+            &p,
+            json!({"title": "t", "description": "d", "fields": {text: "a", number: 5}}),
+        )
         .await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
 
     let r = api
-        .call(ALICE, Method::PATCH, &path, Some(json!({"title": "new", "fields": {text: null}})))
+        .call(
+            ALICE,
+            Method::PATCH,
+            &path,
+            Some(json!({"title": "new", "fields": {text: null}})),
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     assert_eq!(r.body["title"], "new");
@@ -123,13 +204,20 @@ async fn patch_is_a_json_merge_patch() {
     assert!(r.body["updated_at"].as_str() >= issue["updated_at"].as_str());
 
     let r = api
-        .call(ALICE, Method::PATCH, &path, Some(json!({"description": null, "state": "closed"})))
+        .call(
+            ALICE,
+            Method::PATCH,
+            &path,
+            Some(json!({"description": null, "state": "closed"})),
+        )
         .await;
     assert_eq!(r.body["description"], Value::Null);
     assert_eq!(r.body["state"], "closed");
     assert_eq!(r.body["version"], 3);
 
-    let r = api.call(ALICE, Method::PATCH, &path, Some(json!({"fields": null}))).await;
+    let r = api
+        .call(ALICE, Method::PATCH, &path, Some(json!({"fields": null})))
+        .await;
     assert_eq!(r.body["fields"], json!({}));
 
     // An empty patch changes nothing, not even the version.
@@ -147,13 +235,25 @@ async fn a_stale_if_match_is_412_and_changes_nothing() {
     let token = TestApi::token("alice", "acme");
 
     let r = api
-        .send(Method::PATCH, &path, Some(&token), Some(r#"{"title":"a"}"#), &[("if-match", "\"1\"")])
+        .send(
+            Method::PATCH,
+            &path,
+            Some(&token),
+            Some(r#"{"title":"a"}"#),
+            &[("if-match", "\"1\"")],
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK);
     let before = api.records_snapshot().await;
     for stale in ["\"1\"", "1", "W/\"1\"", "garbage"] {
         let r = api
-            .send(Method::PATCH, &path, Some(&token), Some(r#"{"title":"b"}"#), &[("if-match", stale)])
+            .send(
+                Method::PATCH,
+                &path,
+                Some(&token),
+                Some(r#"{"title":"b"}"#),
+                &[("if-match", stale)],
+            )
             .await;
         assert_eq!(r.status, StatusCode::PRECONDITION_FAILED, "{stale}");
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
@@ -161,7 +261,13 @@ async fn a_stale_if_match_is_412_and_changes_nothing() {
     assert_eq!(api.records_snapshot().await, before);
     // Bare current version works too.
     let r = api
-        .send(Method::PATCH, &path, Some(&token), Some(r#"{"title":"c"}"#), &[("if-match", "2")])
+        .send(
+            Method::PATCH,
+            &path,
+            Some(&token),
+            Some(r#"{"title":"c"}"#),
+            &[("if-match", "2")],
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["title"], "c");
@@ -171,14 +277,30 @@ async fn a_stale_if_match_is_412_and_changes_nothing() {
 async fn deleting_an_issue_removes_it_and_its_description() {
     let api = TestApi::start().await;
     let p = api.project("p").await;
-    let issue = api.issue(&p, json!({"title": "t", "description": "d"})).await;
+    let issue = api
+        .issue(&p, json!({"title": "t", "description": "d"}))
+        .await;
     let before = api.record_count().await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
-    assert_eq!(api.call(ALICE, Method::DELETE, &path, None).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(
+        api.call(ALICE, Method::DELETE, &path, None).await.status,
+        StatusCode::NO_CONTENT
+    );
     assert_eq!(api.record_count().await, before - 2);
-    assert_eq!(api.call(ALICE, Method::GET, &path, None).await.status, StatusCode::NOT_FOUND);
-    assert_eq!(api.call(ALICE, Method::DELETE, &path, None).await.status, StatusCode::NOT_FOUND);
-    assert_eq!(api.call(ALICE, Method::PATCH, &path, Some(json!({"title": "x"}))).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        api.call(ALICE, Method::GET, &path, None).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        api.call(ALICE, Method::DELETE, &path, None).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(
+        api.call(ALICE, Method::PATCH, &path, Some(json!({"title": "x"})))
+            .await
+            .status,
+        StatusCode::NOT_FOUND
+    );
 }
 
 #[tokio::test]
@@ -188,7 +310,11 @@ async fn the_description_lives_in_its_own_item() {
     let before = api.record_count().await;
     api.issue(&p, json!({"title": "no description"})).await;
     assert_eq!(api.record_count().await, before + 1);
-    api.issue(&p, json!({"title": "with", "description": "x".repeat(100_000)})).await;
+    api.issue(
+        &p,
+        json!({"title": "with", "description": "x".repeat(100_000)}),
+    )
+    .await;
     assert_eq!(api.record_count().await, before + 3);
 }
 
@@ -198,13 +324,28 @@ async fn a_deleted_fields_values_disappear_from_issues_at_once() {
     let p = api.project("p").await;
     let f = api.field(&p, json!({"name": "n", "type": "number"})).await;
     let g = api.field(&p, json!({"name": "t", "type": "text"})).await;
-    let issue = api.issue(&p, json!({"title": "t", "fields": {&f: 1, &g: "kept"}})).await;
+    let issue = api
+        .issue(&p, json!({"title": "t", "fields": {&f: 1, &g: "kept"}}))
+        .await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
-    api.call(ALICE, Method::DELETE, &format!("/projects/{p}/fields/{f}"), None).await;
+    api.call(
+        ALICE,
+        Method::DELETE,
+        &format!("/projects/{p}/fields/{f}"),
+        None,
+    )
+    .await;
     let r = api.call(ALICE, Method::GET, &path, None).await;
     assert_eq!(r.body["fields"], json!({&g: "kept"}));
     // And it can no longer be set.
-    let r = api.call(ALICE, Method::PATCH, &path, Some(json!({"fields": {&f: 2}}))).await;
+    let r = api
+        .call(
+            ALICE,
+            Method::PATCH,
+            &path,
+            Some(json!({"fields": {&f: 2}})),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
 

@@ -7,17 +7,37 @@ use serde_json::json;
 #[tokio::test]
 async fn a_created_project_can_be_read_back_with_its_fields() {
     let api = TestApi::start().await;
-    let r = api.call(ALICE, Method::POST, "/projects", Some(json!({"name": "Apollo"}))).await;
+    let r = api
+        .call(
+            ALICE,
+            Method::POST,
+            "/projects",
+            Some(json!({"name": "Apollo"})),
+        )
+        .await;
     assert_eq!(r.status, StatusCode::CREATED);
     let id = r.body["id"].as_str().unwrap().to_string();
-    assert_eq!(r.header("location"), Some(format!("/projects/{id}").as_str()));
+    assert_eq!(
+        r.header("location"),
+        Some(format!("/projects/{id}").as_str())
+    );
     assert!(r.body["created_at"].as_str().unwrap().ends_with('Z'));
 
-    let f = api.field(&id, json!({"name": "Priority", "type": "select", "options": ["low", "high"]})).await;
-    let r = api.call(ALICE, Method::GET, &format!("/projects/{id}"), None).await;
+    let f = api
+        .field(
+            &id,
+            json!({"name": "Priority", "type": "select", "options": ["low", "high"]}),
+        )
+        .await;
+    let r = api
+        .call(ALICE, Method::GET, &format!("/projects/{id}"), None)
+        .await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["name"], "Apollo");
-    assert_eq!(r.body["fields"], json!([{"id": f, "name": "Priority", "type": "select", "options": ["low", "high"]}]));
+    assert_eq!(
+        r.body["fields"],
+        json!([{"id": f, "name": "Priority", "type": "select", "options": ["low", "high"]}])
+    );
 }
 
 #[tokio::test]
@@ -37,7 +57,11 @@ async fn projects_are_listed_by_name_case_insensitively_across_pages() {
         assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
         let items = r.body["items"].as_array().unwrap();
         assert!(items.len() <= 2);
-        names.extend(items.iter().map(|p| p["name"].as_str().unwrap().to_string()));
+        names.extend(
+            items
+                .iter()
+                .map(|p| p["name"].as_str().unwrap().to_string()),
+        );
         match r.body["next_cursor"].as_str() {
             Some(c) => cursor = Some(c.to_string()),
             None => break,
@@ -50,7 +74,14 @@ async fn projects_are_listed_by_name_case_insensitively_across_pages() {
 async fn limit_outside_one_to_a_hundred_is_rejected() {
     let api = TestApi::start().await;
     for limit in ["0", "101", "-1", "ten"] {
-        let r = api.call(ALICE, Method::GET, &format!("/projects?limit={limit}"), None).await;
+        let r = api
+            .call(
+                ALICE,
+                Method::GET,
+                &format!("/projects?limit={limit}"),
+                None,
+            )
+            .await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "limit={limit}");
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
         assert_eq!(r.body["errors"][0]["field"], "limit");
@@ -65,21 +96,47 @@ async fn fields_of_every_type_are_created_listed_and_deleted() {
     for t in ["text", "number", "date", "datetime"] {
         ids.push(api.field(&p, json!({"name": t, "type": t})).await);
     }
-    ids.push(api.field(&p, json!({"name": "sel", "type": "select", "options": ["a", "b"]})).await);
+    ids.push(
+        api.field(
+            &p,
+            json!({"name": "sel", "type": "select", "options": ["a", "b"]}),
+        )
+        .await,
+    );
 
-    let r = api.call(ALICE, Method::GET, &format!("/projects/{p}/fields?limit=3"), None).await;
+    let r = api
+        .call(
+            ALICE,
+            Method::GET,
+            &format!("/projects/{p}/fields?limit=3"),
+            None,
+        )
+        .await;
     assert_eq!(r.body["items"].as_array().unwrap().len(), 3);
     let cursor = r.body["next_cursor"].as_str().unwrap().to_string();
     let r = api
-        .call(ALICE, Method::GET, &format!("/projects/{p}/fields?limit=3&cursor={cursor}"), None)
+        .call(
+            ALICE,
+            Method::GET,
+            &format!("/projects/{p}/fields?limit=3&cursor={cursor}"),
+            None,
+        )
         .await;
     assert_eq!(r.body["items"].as_array().unwrap().len(), 2);
     assert!(r.body["next_cursor"].is_null());
 
     let path = format!("/projects/{p}/fields/{}", ids[0]);
-    assert_eq!(api.call(ALICE, Method::DELETE, &path, None).await.status, StatusCode::NO_CONTENT);
-    assert_eq!(api.call(ALICE, Method::DELETE, &path, None).await.status, StatusCode::NOT_FOUND);
-    let r = api.call(ALICE, Method::GET, &format!("/projects/{p}"), None).await;
+    assert_eq!(
+        api.call(ALICE, Method::DELETE, &path, None).await.status,
+        StatusCode::NO_CONTENT
+    );
+    assert_eq!(
+        api.call(ALICE, Method::DELETE, &path, None).await.status,
+        StatusCode::NOT_FOUND
+    );
+    let r = api
+        .call(ALICE, Method::GET, &format!("/projects/{p}"), None)
+        .await;
     assert_eq!(r.body["fields"].as_array().unwrap().len(), 4);
 }
 
@@ -90,28 +147,58 @@ async fn a_cursor_is_bound_to_its_route_and_parameters() {
     let p2 = api.project("two").await;
     for p in [&p1, &p2] {
         for i in 0..3 {
-            api.field(p, json!({"name": format!("f{i}"), "type": "text"})).await;
+            api.field(p, json!({"name": format!("f{i}"), "type": "text"}))
+                .await;
         }
     }
-    let r = api.call(ALICE, Method::GET, &format!("/projects/{p1}/fields?limit=1"), None).await;
+    let r = api
+        .call(
+            ALICE,
+            Method::GET,
+            &format!("/projects/{p1}/fields?limit=1"),
+            None,
+        )
+        .await;
     let cursor = r.body["next_cursor"].as_str().unwrap().to_string();
     // Same route, other project: 400.
     let r = api
-        .call(ALICE, Method::GET, &format!("/projects/{p2}/fields?cursor={cursor}"), None)
+        .call(
+            ALICE,
+            Method::GET,
+            &format!("/projects/{p2}/fields?cursor={cursor}"),
+            None,
+        )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     // Other route: 400.
-    let r = api.call(ALICE, Method::GET, &format!("/projects?cursor={cursor}"), None).await;
+    let r = api
+        .call(
+            ALICE,
+            Method::GET,
+            &format!("/projects?cursor={cursor}"),
+            None,
+        )
+        .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     // Altered: 400.
     let altered = format!("x{}", &cursor[1..]);
     let r = api
-        .call(ALICE, Method::GET, &format!("/projects/{p1}/fields?cursor={altered}"), None)
+        .call(
+            ALICE,
+            Method::GET,
+            &format!("/projects/{p1}/fields?cursor={altered}"),
+            None,
+        )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     // A different limit with the same cursor is fine.
     let r = api
-        .call(ALICE, Method::GET, &format!("/projects/{p1}/fields?limit=5&cursor={cursor}"), None)
+        .call(
+            ALICE,
+            Method::GET,
+            &format!("/projects/{p1}/fields?limit=5&cursor={cursor}"),
+            None,
+        )
         .await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["items"].as_array().unwrap().len(), 2);
@@ -122,29 +209,48 @@ async fn the_four_hundred_and_first_field_is_a_conflict() {
     let api = TestApi::start().await;
     let p = api.project("big").await;
     for i in 0..400 {
-        api.field(&p, json!({"name": format!("f{i}"), "type": "number"})).await;
+        api.field(&p, json!({"name": format!("f{i}"), "type": "number"}))
+            .await;
     }
     let before = api.record_count().await;
     let r = api
-        .call(ALICE, Method::POST, &format!("/projects/{p}/fields"), Some(json!({"name": "one more", "type": "text"})))
+        .call(
+            ALICE,
+            Method::POST,
+            &format!("/projects/{p}/fields"),
+            Some(json!({"name": "one more", "type": "text"})),
+        )
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT);
     assert_eq!(api.record_count().await, before);
     // The whole collection still comes back in one GET.
-    let r = api.call(ALICE, Method::GET, &format!("/projects/{p}"), None).await;
+    let r = api
+        .call(ALICE, Method::GET, &format!("/projects/{p}"), None)
+        .await;
     assert_eq!(r.body["fields"].as_array().unwrap().len(), 400);
 }
 
 #[tokio::test]
 async fn unknown_projects_and_routes_are_not_found_as_problems() {
     let api = TestApi::start().await;
-    for path in ["/projects/01ARZ3NDEKTSV4RRFFQ69G5FAV", "/projects/not-an-id", "/nowhere"] {
+    for path in [
+        "/projects/01ARZ3NDEKTSV4RRFFQ69G5FAV",
+        "/projects/not-an-id",
+        "/nowhere",
+    ] {
         let r = api.call(ALICE, Method::GET, path, None).await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}");
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
         assert_eq!(r.body["status"], 404);
     }
-    let r = api.call(ALICE, Method::GET, "/projects/01ARZ3NDEKTSV4RRFFQ69G5FAV/fields", None).await;
+    let r = api
+        .call(
+            ALICE,
+            Method::GET,
+            "/projects/01ARZ3NDEKTSV4RRFFQ69G5FAV/fields",
+            None,
+        )
+        .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     let r = api.call(ALICE, Method::PUT, "/projects", None).await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
@@ -158,10 +264,18 @@ async fn requests_without_a_valid_token_are_unauthorized() {
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     assert_eq!(r.header("content-type"), Some("application/problem+json"));
     let forged = gridline::auth::mint_hs256("alice", "acme", b"wrong-secret", 60);
-    let r = api.send(Method::GET, "/projects", Some(&forged), None, &[]).await;
+    let r = api
+        .send(Method::GET, "/projects", Some(&forged), None, &[])
+        .await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     let r = api
-        .send(Method::POST, "/projects", None, Some(r#"{"name":"x"}"#), &[])
+        .send(
+            Method::POST,
+            "/projects",
+            None,
+            Some(r#"{"name":"x"}"#),
+            &[],
+        )
         .await;
     assert_eq!(r.status, StatusCode::UNAUTHORIZED);
     assert_eq!(api.record_count().await, 0);

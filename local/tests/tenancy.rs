@@ -13,7 +13,9 @@ async fn another_tenants_resources_are_not_found_and_untouched() {
     let api = TestApi::start().await;
     let p = api.project("secret").await;
     let f = api.field(&p, json!({"name": "n", "type": "number"})).await;
-    let issue = api.issue(&p, json!({"title": "t", "description": "d"})).await;
+    let issue = api
+        .issue(&p, json!({"title": "t", "description": "d"}))
+        .await;
     let i = issue["id"].as_str().unwrap();
     let before = api.records_snapshot().await;
 
@@ -21,18 +23,32 @@ async fn another_tenants_resources_are_not_found_and_untouched() {
         let cases = [
             (Method::GET, format!("/projects/{p}"), None),
             (Method::GET, format!("/projects/{p}/fields"), None),
-            (Method::POST, format!("/projects/{p}/fields"), Some(json!({"name": "x", "type": "text"}))),
+            (
+                Method::POST,
+                format!("/projects/{p}/fields"),
+                Some(json!({"name": "x", "type": "text"})),
+            ),
             (Method::DELETE, format!("/projects/{p}/fields/{f}"), None),
-            (Method::POST, format!("/projects/{p}/issues"), Some(json!({"title": "x"}))),
+            (
+                Method::POST,
+                format!("/projects/{p}/issues"),
+                Some(json!({"title": "x"})),
+            ),
             (Method::GET, format!("/issues/{i}"), None),
-            (Method::PATCH, format!("/issues/{i}"), Some(json!({"title": "x"}))),
+            (
+                Method::PATCH,
+                format!("/issues/{i}"),
+                Some(json!({"title": "x"})),
+            ),
             (Method::DELETE, format!("/issues/{i}"), None),
         ];
         for (method, path, body) in cases {
             let r = api.call(who, method.clone(), &path, body.clone()).await;
             assert_eq!(r.status, StatusCode::NOT_FOUND, "{method} {path}");
             // The same answer as for an id that never existed.
-            let missing = path.replace(&p, "01ARZ3NDEKTSV4RRFFQ69G5FAV").replace(i, "01ARZ3NDEKTSV4RRFFQ69G5FAV");
+            let missing = path
+                .replace(&p, "01ARZ3NDEKTSV4RRFFQ69G5FAV")
+                .replace(i, "01ARZ3NDEKTSV4RRFFQ69G5FAV");
             let r2 = api.call(who, method.clone(), &missing, body).await;
             assert_eq!(r.body["detail"], r2.body["detail"], "{method} {path}");
         }
@@ -48,9 +64,18 @@ async fn a_cursor_from_another_tenant_is_rejected() {
     for name in ["a", "b", "c"] {
         api.project(name).await;
     }
-    let r = api.call(ALICE, Method::GET, "/projects?limit=1", None).await;
+    let r = api
+        .call(ALICE, Method::GET, "/projects?limit=1", None)
+        .await;
     let cursor = r.body["next_cursor"].as_str().unwrap();
-    let r = api.call(MALLORY, Method::GET, &format!("/projects?cursor={cursor}"), None).await;
+    let r = api
+        .call(
+            MALLORY,
+            Method::GET,
+            &format!("/projects?cursor={cursor}"),
+            None,
+        )
+        .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     assert_eq!(r.body["errors"][0]["field"], "cursor");
 }

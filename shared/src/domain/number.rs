@@ -154,6 +154,14 @@ impl DynNumber {
     }
 }
 
+impl std::str::FromStr for DynNumber {
+    type Err = NumberError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        Self::parse(s)
+    }
+}
+
 impl fmt::Display for DynNumber {
     /// Canonical form, valid as a JSON number and as a DynamoDB `N`: plain decimal notation
     /// while it stays short, scientific (`1.5E+100`) otherwise.

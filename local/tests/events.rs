@@ -1,0 +1,132 @@
+//! Every file in `events/` runs through its function's handler — the same parsing
+//! `lambda_http` does for a real invocation, claims from the request context — against the
+//! embedded engine with the fixtures the events name, and gets the status its manifest says.
+
+use std::collections::BTreeMap;
+
+use gridline::auth::AuthMode;
+use gridline::domain::values::{FieldDef, FieldType, StoredValue};
+use gridline::domain::{IssueState, NewIssue, Participant, ParticipantKind, Project, Role};
+use gridline::http::{AppState, Group, router};
+use gridline_local::testing::{TestApi, into_reply};
+use serde::Deserialize;
+use tower::ServiceExt;
+
+const TENANT: &str = "acme";
+const PROJECT: &str = "01JDQ5S0000000000000000P01";
+const FIELD: &str = "01JDQ5S0000000000000000F01";
+const ISSUE: &str = "01JDQ5S0000000000000000N01";
+const ISSUE_TO_DELETE: &str = "01JDQ5S0000000000000000N02";
+
+#[derive(Deserialize)]
+struct Entry {
+    file: String,
+    function: String,
+    status: u16,
+}
+
+fn events_dir() -> std::path::PathBuf {
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../events")
+}
+
+async fn seed(api: &TestApi) {
+    let store = &api.stack.state.store;
+    let project = Project {
+        id: PROJECT.into(),
+        name: "Apollo".into(),
+        created_at: "2026-11-21T20:42:03.123Z".into(),
+    };
+    store.create_project(TENANT, &project).await.unwrap();
+    let field = FieldDef {
+        id: FIELD.into(),
+        name: "Points".into(),
+        field_type: FieldType::Number,
+        options: None,
+    };
+    store.create_field(TENANT, PROJECT, &field).await.unwrap();
+    for (last, id) in [(0, ISSUE), (1, ISSUE_TO_DELETE)] {
+        let new = NewIssue {
+            title: "Seeded".into(),
+            state: IssueState::Open,
+            description: Some("seeded description".into()),
+            fields: BTreeMap::from([(FIELD.to_string(), StoredValue::N("5".parse().unwrap()))]),
+            participants: vec![Participant {
+                kind: ParticipantKind::User,
+                id: "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6".into(),
+                role: Role::Reporter,
+            }],
+        };
+        store
+            .create_issue(
+                TENANT,
+                PROJECT,
+                last,
+                new,
+                id.into(),
+                "2026-11-21T20:42:03.123Z".into(),
+            )
+            .await
+            .unwrap();
+    }
+}
+
+#[tokio::test]
+async fn every_sample_event_gets_its_expected_status_through_its_handler() {
+    let manifest: Vec<Entry> =
+        serde_json::from_str(&std::fs::read_to_string(events_dir().join("manifest.json")).unwrap())
+            .unwrap();
+
+    // No event goes untested.
+    let mut on_disk: Vec<String> = std::fs::read_dir(events_dir())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".json") && n != "manifest.json")
+        .collect();
+    on_disk.sort();
+    let mut listed: Vec<String> = manifest.iter().map(|e| e.file.clone()).collect();
+    listed.sort();
+    assert_eq!(
+        on_disk, listed,
+        "every file in events/ must be in events/manifest.json"
+    );
+
+    for entry in manifest {
+        let api = TestApi::start().await;
+        seed(&api).await;
+        let group = Group::ALL
+            .into_iter()
+            .find(|g| g.function_logical_id() == entry.function)
+            .unwrap_or_else(|| panic!("{}: unknown function {}", entry.file, entry.function));
+        let state = AppState {
+            auth: AuthMode::ApiGateway,
+            ..api.stack.state.clone()
+        };
+        let text = std::fs::read_to_string(events_dir().join(&entry.file)).unwrap();
+        let request =
+            lambda_http::request::from_str(&text).unwrap_or_else(|e| panic!("{}: {e}", entry.file));
+        let before = api.records_snapshot().await;
+        let response = router(state, &[group]).oneshot(request).await.unwrap();
+        let reply = into_reply(response).await;
+        assert_eq!(
+            reply.status.as_u16(),
+            entry.status,
+            "{}: {}",
+            entry.file,
+            reply.text
+        );
+        if !reply.status.is_success() {
+            assert_eq!(
+                reply.header("content-type"),
+                Some("application/problem+json"),
+                "{}",
+                entry.file
+            );
+            assert_eq!(
+                api.records_snapshot().await,
+                before,
+                "{}: a rejected event wrote something",
+                entry.file
+            );
+        }
+    }
+}

@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Writes events/*.json (API Gateway REST proxy events with Cognito claims) and
+events/manifest.json (each event's function, the status it gets against the seeded
+fixtures in local/tests/events.rs, and its purpose). Run it after changing routes:
+    python3 tools/make_events.py
+"""
+import json
+import pathlib
+
+TENANT = "acme"
+SUB = "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6"
+# Fixed ids the events test seeds before each event (valid ULIDs).
+PROJECT = "01JDQ5S0000000000000000P01"
+FIELD = "01JDQ5S0000000000000000F01"
+ISSUE = "01JDQ5S0000000000000000N01"
+ISSUE_TO_DELETE = "01JDQ5S0000000000000000N02"
+MISSING = "01JDQ5S0000000000000000X99"
+
+root = pathlib.Path(__file__).resolve().parent.parent / "events"
+
+
+def event(method, resource, path_params=None, body=None, query=None, headers=None, claims=True):
+    path = resource
+    for k, v in (path_params or {}).items():
+        path = path.replace("{" + k + "}", v)
+    hdrs = {
+        "Accept": "application/json",
+        "Authorization": "Bearer eyJraWQiOi...redacted",
+        "Host": "abc123defg.execute-api.us-east-1.amazonaws.com",
+        "User-Agent": "curl/8.5.0",
+        "X-Forwarded-Proto": "https",
+    }
+    if body is not None:
+        hdrs["Content-Type"] = "application/json"
+    hdrs.update(headers or {})
+    ctx = {
+        "accountId": "123456789012",
+        "apiId": "abc123defg",
+        "resourceId": "a1b2c3",
+        "resourcePath": resource,
+        "httpMethod": method,
+        "path": "/prod" + path,
+        "stage": "prod",
+        "protocol": "HTTP/1.1",
+        "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
+        "requestTimeEpoch": 1763757723123,
+        "identity": {"sourceIp": "203.0.113.10", "userAgent": "curl/8.5.0"},
+    }
+    if claims:
+        ctx["authorizer"] = {
+            "claims": {
+                "sub": SUB,
+                "custom:tenant_id": TENANT,
+                "email": "alice@example.com",
+                "token_use": "id",
+            }
+        }
+    return {
+        "resource": resource,
+        "path": path,
+        "httpMethod": method,
+        "headers": hdrs,
+        "multiValueHeaders": {k: [v] for k, v in hdrs.items()},
+        "queryStringParameters": query,
+        "multiValueQueryStringParameters": {k: [v] for k, v in query.items()} if query else None,
+        "pathParameters": path_params,
+        "stageVariables": None,
+        "requestContext": ctx,
+        "body": json.dumps(body) if body is not None else None,
+        "isBase64Encoded": False,
+    }
+
+
+P = {"project_id": PROJECT}
+EVENTS = [
+    # file, function, expected status, purpose, event
+    ("projects-create", "ProjectsFunction", 201, "Create a project.",
+     event("POST", "/projects", body={"name": "Apollo"})),
+    ("projects-create-invalid", "ProjectsFunction", 400, "A project without a name: a problem+json 400, nothing written.",
+     event("POST", "/projects", body={"name": ""})),
+    ("projects-list", "ProjectsFunction", 200, "List the tenant's projects by name, one page of 10.",
+     event("GET", "/projects", query={"limit": "10"})),
+    ("projects-get", "ProjectsFunction", 200, "Read a project with its field definitions.",
+     event("GET", "/projects/{project_id}", P)),
+    ("projects-get-missing", "ProjectsFunction", 404, "A project that does not exist (or is another tenant's).",
+     event("GET", "/projects/{project_id}", {"project_id": MISSING})),
+    ("projects-get-unauthenticated", "ProjectsFunction", 401, "No authorizer claims in the request context.",
+     event("GET", "/projects/{project_id}", P, claims=False)),
+    ("fields-create", "ProjectsFunction", 201, "Add a select field with ordered options.",
+     event("POST", "/projects/{project_id}/fields", P, body={"name": "Priority", "type": "select", "options": ["low", "medium", "high"]})),
+    ("fields-list", "ProjectsFunction", 200, "List a project's fields.",
+     event("GET", "/projects/{project_id}/fields", P)),
+    ("fields-delete", "ProjectsFunction", 204, "Delete a field; its values disappear from every view.",
+     event("DELETE", "/projects/{project_id}/fields/{field_id}", {"project_id": PROJECT, "field_id": FIELD})),
+    ("issues-create", "IssuesFunction", 201, "Create an issue with a field value and an assignee.",
+     event("POST", "/projects/{project_id}/issues", P, body={
+         "title": "Checkout fails on Safari",
+         "description": "Steps to reproduce: ...",
+         "fields": {FIELD: 8},
+         "participants": [{"kind": "user", "id": "bob", "role": "assignee"}],
+     })),
+    ("issues-create-bad-number", "IssuesFunction", 400, "A number out of DynamoDB's range: 400, nothing written.",
+     event("POST", "/projects/{project_id}/issues", P, body={"title": "t", "fields": {FIELD: "1E+126"}})),
+    ("issues-get", "IssuesFunction", 200, "Read an issue with its description and ETag.",
+     event("GET", "/issues/{issue_id}", {"issue_id": ISSUE})),
+    ("issues-patch", "IssuesFunction", 200, "Merge-patch an issue: close it and clear a field value.",
+     event("PATCH", "/issues/{issue_id}", {"issue_id": ISSUE}, body={"state": "closed", "fields": {FIELD: None}})),
+    ("issues-patch-stale", "IssuesFunction", 412, "PATCH with a stale If-Match: 412, nothing changed.",
+     event("PATCH", "/issues/{issue_id}", {"issue_id": ISSUE}, body={"title": "late"}, headers={"If-Match": "\"7\""})),
+    ("issues-delete", "IssuesFunction", 204, "Delete an issue and its description.",
+     event("DELETE", "/issues/{issue_id}", {"issue_id": ISSUE_TO_DELETE})),
+]
+
+manifest = []
+for name, function, status, purpose, ev in EVENTS:
+    (root / f"{name}.json").write_text(json.dumps(ev, indent=2) + "\n")
+    manifest.append({"file": f"{name}.json", "function": function, "status": status, "purpose": purpose})
+(root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+print(f"wrote {len(EVENTS)} events to {root}")
