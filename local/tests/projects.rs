@@ -255,6 +255,10 @@ async fn unknown_projects_and_routes_are_not_found_as_problems() {
     let r = api.call(ALICE, Method::PUT, "/projects", None).await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(r.header("content-type"), Some("application/problem+json"));
+    assert!(
+        r.header("allow")
+            .is_some_and(|a| a.contains("GET") && a.contains("POST"))
+    );
 }
 
 #[tokio::test]

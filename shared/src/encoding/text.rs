@@ -32,9 +32,10 @@ mod tests {
     fn case_insensitive_with_original_as_tie_break() {
         let mut names = vec!["beta", "Alpha", "alpha", "ALPHA!", "alpha#2", "Beta"];
         names.sort_by_key(|n| encode(n));
+        // A value sorts before its extensions ("alpha" < "alpha!" < "alpha#2"): SEP is lowest.
         assert_eq!(
             names,
-            vec!["ALPHA!", "Alpha", "alpha", "alpha#2", "Beta", "beta"]
+            vec!["Alpha", "alpha", "ALPHA!", "alpha#2", "Beta", "beta"]
         );
     }
 

@@ -10,7 +10,7 @@ use axum::Router;
 use axum::body::{Body, to_bytes};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::response::Response;
 use axum::routing::{MethodRouter, delete, get, patch, post};
 
 pub use extract::{MAX_BODY_BYTES, parse_json};
@@ -145,7 +145,7 @@ async fn as_problem(response: Response) -> Response {
     if !(status.is_client_error() || status.is_server_error()) || is_problem {
         return response;
     }
-    let (_, body) = response.into_parts();
+    let (parts, body) = response.into_parts();
     let text = to_bytes(Body::new(body), 4096).await.unwrap_or_default();
     let detail = match std::str::from_utf8(&text) {
         Ok(t) if !t.trim().is_empty() && !status.is_server_error() => t.trim().to_string(),
@@ -158,7 +158,14 @@ async fn as_problem(response: Response) -> Response {
         s if s.is_server_error() => "internal",
         _ => "bad-request",
     };
-    problem_response(status, slug, detail, None).into_response()
+    let mut problem = problem_response(status, slug, detail, None);
+    // Keep what the framework said besides the body (`Allow` on a 405).
+    for (name, value) in &parts.headers {
+        if name != header::CONTENT_TYPE && name != header::CONTENT_LENGTH {
+            problem.headers_mut().insert(name, value.clone());
+        }
+    }
+    problem
 }
 
 /// Builds the state every HTTP Lambda runs with, once per process: configuration from the

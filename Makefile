@@ -1,0 +1,66 @@
+# Gridline. Two commands do all set-up on a fresh machine:
+#   make dev    the local stack on http://127.0.0.1:3000 (PORT overrides)
+#   make test   every check and test
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+VENV      := .venv
+STAMP     := $(VENV)/.installed
+BIN       := $(VENV)/bin
+# The template tools validate offline; they only need a region.
+export AWS_DEFAULT_REGION ?= us-east-1
+export SAM_CLI_TELEMETRY := 0
+CARGO_TARGET := aarch64-unknown-linux-gnu
+
+.PHONY: help dev token test lint fmt clippy template-check unit build tools rust-target clean
+
+help: ## List the targets
+	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
+
+## --- Local ---------------------------------------------------------------
+
+dev: ## Run the local stack: embedded engine, tables from template.yaml, the API on localhost
+	cargo run -p gridline-local -- serve
+
+token: ## Print a local token: make token USER=alice TENANT=acme
+	@cargo run -q -p gridline-local -- token --user "$(USER)" --tenant "$(TENANT)"
+
+## --- Checks --------------------------------------------------------------
+
+test: lint unit ## Everything CI runs: formatting, clippy, template checks, all tests
+
+lint: fmt clippy template-check ## Formatting, clippy and the template linters
+
+fmt:
+	cargo fmt --all -- --check
+
+clippy:
+	cargo clippy --workspace --all-targets -- -D warnings
+
+template-check: $(STAMP) ## cfn-lint, sam validate and sam validate --lint (offline)
+	$(BIN)/cfn-lint template.yaml
+	$(BIN)/sam validate --template template.yaml
+	$(BIN)/sam validate --lint --template template.yaml
+
+unit: ## All Rust tests (unit, property, integration against the embedded engine, events)
+	cargo test --workspace
+
+## --- Build and deploy ----------------------------------------------------
+
+build: $(STAMP) rust-target ## sam build: every function for arm64 with cargo-lambda
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/sam build --template template.yaml
+
+rust-target:
+	@rustup target list --installed | grep -qx $(CARGO_TARGET) || rustup target add $(CARGO_TARGET)
+
+## --- Tools ---------------------------------------------------------------
+
+tools: $(STAMP) ## Install the pinned SAM CLI, cfn-lint and cargo-lambda into .venv
+
+$(STAMP): tools/requirements.txt
+	python3 -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -r tools/requirements.txt
+	touch $@
+
+clean: ## Remove build output and local data
+	rm -rf target .aws-sam .local
