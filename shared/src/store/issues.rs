@@ -8,7 +8,7 @@ use rand::Rng;
 use super::items::{
     attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, value_to_attr,
 };
-use super::{Store, StoreError, cancellation_codes, sdk};
+use super::{Store, StoreError, Tx, build_err, sdk};
 use crate::domain::{Issue, IssuePatch, NewIssue};
 use crate::keys;
 
@@ -30,10 +30,6 @@ pub enum PatchOutcome {
     NotFound,
     /// `If-Match` named another version; nothing was written.
     VersionMismatch,
-}
-
-fn build_err(e: impl std::fmt::Display) -> StoreError {
-    StoreError::Build(e.to_string())
 }
 
 impl Store {
@@ -85,45 +81,32 @@ impl Store {
                 .condition_expression("attribute_not_exists(PK)")
                 .build()
                 .map_err(build_err)?;
-            let mut tx = self
-                .client
-                .transact_write_items()
-                .transact_items(
-                    TransactWriteItem::builder()
-                        .update(counter.build().map_err(build_err)?)
-                        .build(),
-                )
-                .transact_items(TransactWriteItem::builder().put(put).build());
+            let mut items = vec![
+                TransactWriteItem::builder()
+                    .update(counter.build().map_err(build_err)?)
+                    .build(),
+                TransactWriteItem::builder().put(put).build(),
+            ];
             if let Some(text) = &issue.description {
                 let put = Put::builder()
                     .table_name(&self.records)
                     .set_item(Some(description_item(tenant, &issue.id, text)))
                     .build()
                     .map_err(build_err)?;
-                tx = tx.transact_items(TransactWriteItem::builder().put(put).build());
+                items.push(TransactWriteItem::builder().put(put).build());
             }
-            match tx.send().await {
-                Ok(_) => return Ok(issue),
-                Err(e) => {
-                    let Some(codes) = cancellation_codes(&e) else {
-                        return Err(sdk("TransactWriteItems")(e).into());
-                    };
-                    let lost_race = codes
-                        .iter()
-                        .any(|c| c == "ConditionalCheckFailed" || c == "TransactionConflict");
-                    if !lost_race {
-                        return Err(sdk("TransactWriteItems")(e).into());
-                    }
-                    tracing::debug!(attempt, "issue number taken, retrying");
-                    let project = self
-                        .get_project(tenant, project_id)
-                        .await?
-                        .ok_or(CreateIssueError::ProjectNotFound)?;
-                    last_num = project.next_num.unwrap_or(0);
-                    let pause = rand::thread_rng().gen_range(1..=(5 + attempt.min(20) as u64 * 2));
-                    tokio::time::sleep(Duration::from_millis(pause)).await;
-                }
+            if let Tx::Committed = self.transact(items).await? {
+                return Ok(issue);
             }
+            // Another create took this number (or conflicted): read the counter and go again.
+            tracing::debug!(attempt, "issue number taken, retrying");
+            let project = self
+                .get_project(tenant, project_id)
+                .await?
+                .ok_or(CreateIssueError::ProjectNotFound)?;
+            last_num = project.next_num.unwrap_or(0);
+            let pause = rand::thread_rng().gen_range(1..=(5 + u64::from(attempt.min(20)) * 2));
+            tokio::time::sleep(Duration::from_millis(pause)).await;
         }
         Err(StoreError::Contention(MAX_CREATE_ATTEMPTS).into())
     }
@@ -226,10 +209,7 @@ impl Store {
         };
         let update = update.build().map_err(build_err)?;
 
-        let mut tx = self
-            .client
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().update(update).build());
+        let mut items = vec![TransactWriteItem::builder().update(update).build()];
         match &patch.description {
             Some(Some(text)) => {
                 let put = Put::builder()
@@ -237,7 +217,7 @@ impl Store {
                     .set_item(Some(description_item(tenant, issue_id, text)))
                     .build()
                     .map_err(build_err)?;
-                tx = tx.transact_items(TransactWriteItem::builder().put(put).build());
+                items.push(TransactWriteItem::builder().put(put).build());
             }
             Some(None) => {
                 let delete = Delete::builder()
@@ -245,22 +225,17 @@ impl Store {
                     .set_key(Some(key(pk, keys::DESCRIPTION_SK)))
                     .build()
                     .map_err(build_err)?;
-                tx = tx.transact_items(TransactWriteItem::builder().delete(delete).build());
+                items.push(TransactWriteItem::builder().delete(delete).build());
             }
             None => {}
         }
-        match tx.send().await {
-            Ok(_) => Ok(PatchOutcome::Updated),
-            Err(e)
-                if cancellation_codes(&e)
-                    .is_some_and(|c| c.first().is_some_and(|c| c == "ConditionalCheckFailed")) =>
-            {
-                Ok(match self.get_issue(tenant, issue_id).await? {
-                    None => PatchOutcome::NotFound,
-                    Some(_) => PatchOutcome::VersionMismatch,
-                })
-            }
-            Err(e) => Err(sdk("TransactWriteItems")(e)),
+        match self.transact(items).await? {
+            Tx::Committed => Ok(PatchOutcome::Updated),
+            // Only the issue's update has a condition: it is gone, or its version moved on.
+            Tx::ConditionFailed => Ok(match self.get_issue(tenant, issue_id).await? {
+                None => PatchOutcome::NotFound,
+                Some(_) => PatchOutcome::VersionMismatch,
+            }),
         }
     }
 
@@ -279,22 +254,13 @@ impl Store {
             .set_key(Some(key(pk, keys::DESCRIPTION_SK)))
             .build()
             .map_err(build_err)?;
-        let result = self
-            .client
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().delete(summary).build())
-            .transact_items(TransactWriteItem::builder().delete(description).build())
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if cancellation_codes(&e)
-                    .is_some_and(|c| c.first().is_some_and(|c| c == "ConditionalCheckFailed")) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(sdk("TransactWriteItems")(e)),
-        }
+        let tx = self
+            .transact(vec![
+                TransactWriteItem::builder().delete(summary).build(),
+                TransactWriteItem::builder().delete(description).build(),
+            ])
+            .await?;
+        // Only the summary's delete has a condition: cancelled means there was no issue.
+        Ok(matches!(tx, Tx::Committed))
     }
 }

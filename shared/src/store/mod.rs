@@ -9,7 +9,8 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use rand::Rng;
 
 use crate::cursor::Position;
 
@@ -47,19 +48,32 @@ where
     }
 }
 
-/// Why a transaction was cancelled, per item, when it was (`None` for other failures).
-pub(crate) fn cancellation_codes<R>(
-    e: &SdkError<TransactWriteItemsError, R>,
-) -> Option<Vec<String>> {
-    match e.as_service_error()? {
-        TransactWriteItemsError::TransactionCanceledException(c) => Some(
-            c.cancellation_reasons()
-                .iter()
-                .map(|r| r.code().unwrap_or("None").to_string())
-                .collect(),
-        ),
-        _ => None,
-    }
+/// How a transaction ended, when it did not fail outright.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Tx {
+    Committed,
+    /// Cancelled because one of its conditions failed; nothing was written.
+    ConditionFailed,
+}
+
+/// Wraps a request builder's error (a missing required member: a bug, not bad input).
+pub(crate) fn build_err(e: impl std::fmt::Display) -> StoreError {
+    StoreError::Build(e.to_string())
+}
+
+/// A Query's items mapped through `f`, with the position of the next page.
+pub(crate) fn page_of<T: serde::de::DeserializeOwned, U>(
+    out: aws_sdk_dynamodb::operation::query::QueryOutput,
+    f: impl Fn(T) -> U,
+) -> Result<Page<U>, StoreError> {
+    let next = position_of(out.last_evaluated_key())?;
+    let items = out
+        .items
+        .unwrap_or_default()
+        .into_iter()
+        .map(|i| serde_dynamo::from_item(i).map(&f))
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok(Page { items, next })
 }
 
 /// A page of items and where the next one starts.
@@ -111,6 +125,50 @@ impl Store {
 
     pub fn records_table(&self) -> &str {
         &self.records
+    }
+
+    /// Runs a transaction. Cancellation by a failed condition is an outcome for the caller to
+    /// interpret; cancellation by concurrent transactions alone is retried a few times with
+    /// jittered backoff (the SDK does not retry it); any other failure is an error.
+    pub(crate) async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Tx, StoreError> {
+        const ATTEMPTS: u32 = 5;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = self
+                .client
+                .transact_write_items()
+                .set_transact_items(Some(items.clone()))
+                .send()
+                .await;
+            let e = match result {
+                Ok(_) => return Ok(Tx::Committed),
+                Err(e) => e,
+            };
+            let codes = match e.as_service_error() {
+                Some(TransactWriteItemsError::TransactionCanceledException(c)) => c
+                    .cancellation_reasons()
+                    .iter()
+                    .map(|r| r.code().unwrap_or("None").to_string())
+                    .collect::<Vec<_>>(),
+                _ => return Err(sdk("TransactWriteItems")(e)),
+            };
+            let condition_failed = codes.iter().any(|c| c == "ConditionalCheckFailed");
+            let only_expected = codes.iter().all(|c| {
+                ["None", "ConditionalCheckFailed", "TransactionConflict"].contains(&c.as_str())
+            });
+            if !only_expected {
+                return Err(sdk("TransactWriteItems")(e));
+            }
+            if condition_failed {
+                return Ok(Tx::ConditionFailed);
+            }
+            if attempt >= ATTEMPTS {
+                return Err(StoreError::Contention(ATTEMPTS));
+            }
+            let pause = rand::thread_rng().gen_range(5..=20 * u64::from(attempt));
+            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+        }
     }
 }
 

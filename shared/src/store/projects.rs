@@ -3,7 +3,7 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 
 use super::items::{FieldItem, ProjectItem, attr, key, sk_of};
-use super::{Item, Page, Store, StoreError, cancellation_codes, position_of, sdk, start_key};
+use super::{Item, Page, Store, StoreError, Tx, build_err, page_of, sdk, start_key};
 use crate::cursor::Position;
 use crate::domain::values::FieldDef;
 use crate::domain::{MAX_FIELDS_PER_PROJECT, Project};
@@ -54,15 +54,7 @@ impl Store {
             .send()
             .await
             .map_err(sdk("Query"))?;
-        let items = out
-            .items()
-            .iter()
-            .map(|i| serde_dynamo::from_item::<_, ProjectItem>(i.clone()).map(|p| p.project()))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page {
-            items,
-            next: position_of(out.last_evaluated_key())?,
-        })
+        page_of(out, |p: ProjectItem| p.project())
     }
 
     /// The project item alone (strongly consistent).
@@ -155,15 +147,7 @@ impl Store {
             .send()
             .await
             .map_err(sdk("Query"))?;
-        let items = out
-            .items()
-            .iter()
-            .map(|i| serde_dynamo::from_item::<_, FieldItem>(i.clone()).map(FieldItem::def))
-            .collect::<Result<Vec<_>, _>>()?;
-        Ok(Page {
-            items,
-            next: position_of(out.last_evaluated_key())?,
-        })
+        page_of(out, FieldItem::def)
     }
 
     /// Adds a field and counts it on the project in one transaction, so the cap holds under
@@ -193,7 +177,7 @@ impl Store {
                 AttributeValue::N(MAX_FIELDS_PER_PROJECT.to_string()),
             )
             .build()
-            .map_err(|e| StoreError::Build(e.to_string()))?;
+            .map_err(build_err)?;
         let item: Item = serde_dynamo::to_item(FieldItem::new(tenant, project_id, def))
             .map_err(StoreError::from)?;
         let put = Put::builder()
@@ -201,27 +185,21 @@ impl Store {
             .set_item(Some(item))
             .condition_expression("attribute_not_exists(PK)")
             .build()
-            .map_err(|e| StoreError::Build(e.to_string()))?;
-        let result = self
-            .client
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().update(count).build())
-            .transact_items(TransactWriteItem::builder().put(put).build())
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(e)
-                if cancellation_codes(&e)
-                    .is_some_and(|c| c.first().is_some_and(|c| c == "ConditionalCheckFailed")) =>
-            {
-                // Either the project is gone or it is full; one read tells which.
-                match self.get_project(tenant, project_id).await? {
-                    None => Err(CreateFieldError::ProjectNotFound),
-                    Some(_) => Err(CreateFieldError::TooManyFields),
-                }
-            }
-            Err(e) => Err(sdk("TransactWriteItems")(e).into()),
+            .map_err(build_err)?;
+        let tx = self
+            .transact(vec![
+                TransactWriteItem::builder().update(count).build(),
+                TransactWriteItem::builder().put(put).build(),
+            ])
+            .await?;
+        if let Tx::Committed = tx {
+            return Ok(());
+        }
+        // The put's condition cannot fail (a new id), so the count's did: either the project is
+        // gone or it is full; one read tells which.
+        match self.get_project(tenant, project_id).await? {
+            None => Err(CreateFieldError::ProjectNotFound),
+            Some(_) => Err(CreateFieldError::TooManyFields),
         }
     }
 
@@ -240,7 +218,7 @@ impl Store {
             .set_key(Some(key(pk.clone(), &keys::field_sk(field_id))))
             .condition_expression("attribute_exists(PK)")
             .build()
-            .map_err(|e| StoreError::Build(e.to_string()))?;
+            .map_err(build_err)?;
         let count = Update::builder()
             .table_name(&self.records)
             .set_key(Some(key(pk, keys::PROJECT_SK)))
@@ -249,23 +227,14 @@ impl Store {
             .expression_attribute_names("#c", attr::FIELD_COUNT)
             .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .build()
-            .map_err(|e| StoreError::Build(e.to_string()))?;
-        let result = self
-            .client
-            .transact_write_items()
-            .transact_items(TransactWriteItem::builder().delete(delete).build())
-            .transact_items(TransactWriteItem::builder().update(count).build())
-            .send()
-            .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if cancellation_codes(&e)
-                    .is_some_and(|c| c.iter().any(|c| c == "ConditionalCheckFailed")) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(sdk("TransactWriteItems")(e)),
-        }
+            .map_err(build_err)?;
+        let tx = self
+            .transact(vec![
+                TransactWriteItem::builder().delete(delete).build(),
+                TransactWriteItem::builder().update(count).build(),
+            ])
+            .await?;
+        // Cancelled: the field (or the project) does not exist.
+        Ok(matches!(tx, Tx::Committed))
     }
 }
