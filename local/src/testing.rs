@@ -188,6 +188,11 @@ pub async fn into_reply(response: http::Response<Body>) -> Reply {
 pub const ALICE: (&str, &str) = ("alice", "acme");
 
 impl TestApi {
+    /// `GET path` as [`ALICE`].
+    pub async fn get(&self, path: &str) -> Reply {
+        self.call(ALICE, Method::GET, path, None).await
+    }
+
     /// Creates a project as [`ALICE`] and returns its id.
     pub async fn project(&self, name: &str) -> String {
         let r = self

@@ -2,7 +2,7 @@
 //! different members never lose each other.
 
 use futures::future::join_all;
-use gridline_local::testing::{ALICE, TestApi, send};
+use gridline_local::testing::{TestApi, send};
 use http::{Method, StatusCode};
 use serde_json::json;
 
@@ -68,7 +68,7 @@ async fn racing_if_match_patches_let_exactly_one_win() {
             .count(),
         9
     );
-    let r = api.call(ALICE, Method::GET, &path, None).await;
+    let r = api.get(&path).await;
     assert_eq!(r.body["version"], 2);
 }
 
@@ -108,7 +108,7 @@ async fn concurrent_patches_to_different_members_both_survive() {
     for r in join_all(tasks).await {
         assert_eq!(r.unwrap().status, StatusCode::OK);
     }
-    let r = api.call(ALICE, Method::GET, &path, None).await;
+    let r = api.get(&path).await;
     assert_eq!(r.body["title"], "renamed");
     assert_eq!(r.body["version"], 10);
     for (i, f) in fields.iter().enumerate() {

@@ -162,12 +162,7 @@ async fn get_returns_an_etag_of_the_version() {
         .issue(&p, json!({"title": "t", "description": "long text"}))
         .await;
     let r = api
-        .call(
-            ALICE,
-            Method::GET,
-            &format!("/issues/{}", issue["id"].as_str().unwrap()),
-            None,
-        )
+        .get(&format!("/issues/{}", issue["id"].as_str().unwrap()))
         .await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.header("etag"), Some("\"1\""));
@@ -287,10 +282,7 @@ async fn deleting_an_issue_removes_it_and_its_description() {
         StatusCode::NO_CONTENT
     );
     assert_eq!(api.record_count().await, before - 2);
-    assert_eq!(
-        api.call(ALICE, Method::GET, &path, None).await.status,
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(api.get(&path).await.status, StatusCode::NOT_FOUND);
     assert_eq!(
         api.call(ALICE, Method::DELETE, &path, None).await.status,
         StatusCode::NOT_FOUND
@@ -335,7 +327,7 @@ async fn a_deleted_fields_values_disappear_from_issues_at_once() {
         None,
     )
     .await;
-    let r = api.call(ALICE, Method::GET, &path, None).await;
+    let r = api.get(&path).await;
     assert_eq!(r.body["fields"], json!({&g: "kept"}));
     // And it can no longer be set.
     let r = api

@@ -29,9 +29,7 @@ async fn a_created_project_can_be_read_back_with_its_fields() {
             json!({"name": "Priority", "type": "select", "options": ["low", "high"]}),
         )
         .await;
-    let r = api
-        .call(ALICE, Method::GET, &format!("/projects/{id}"), None)
-        .await;
+    let r = api.get(&format!("/projects/{id}")).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["name"], "Apollo");
     assert_eq!(
@@ -53,7 +51,7 @@ async fn projects_are_listed_by_name_case_insensitively_across_pages() {
             Some(c) => format!("/projects?limit=2&cursor={c}"),
             None => "/projects?limit=2".to_string(),
         };
-        let r = api.call(ALICE, Method::GET, &path, None).await;
+        let r = api.get(&path).await;
         assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
         let items = r.body["items"].as_array().unwrap();
         assert!(items.len() <= 2);
@@ -74,14 +72,7 @@ async fn projects_are_listed_by_name_case_insensitively_across_pages() {
 async fn limit_outside_one_to_a_hundred_is_rejected() {
     let api = TestApi::start().await;
     for limit in ["0", "101", "-1", "ten"] {
-        let r = api
-            .call(
-                ALICE,
-                Method::GET,
-                &format!("/projects?limit={limit}"),
-                None,
-            )
-            .await;
+        let r = api.get(&format!("/projects?limit={limit}")).await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "limit={limit}");
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
         assert_eq!(r.body["errors"][0]["field"], "limit");
@@ -104,23 +95,11 @@ async fn fields_of_every_type_are_created_listed_and_deleted() {
         .await,
     );
 
-    let r = api
-        .call(
-            ALICE,
-            Method::GET,
-            &format!("/projects/{p}/fields?limit=3"),
-            None,
-        )
-        .await;
+    let r = api.get(&format!("/projects/{p}/fields?limit=3")).await;
     assert_eq!(r.body["items"].as_array().unwrap().len(), 3);
     let cursor = r.body["next_cursor"].as_str().unwrap().to_string();
     let r = api
-        .call(
-            ALICE,
-            Method::GET,
-            &format!("/projects/{p}/fields?limit=3&cursor={cursor}"),
-            None,
-        )
+        .get(&format!("/projects/{p}/fields?limit=3&cursor={cursor}"))
         .await;
     assert_eq!(r.body["items"].as_array().unwrap().len(), 2);
     assert!(r.body["next_cursor"].is_null());
@@ -134,9 +113,7 @@ async fn fields_of_every_type_are_created_listed_and_deleted() {
         api.call(ALICE, Method::DELETE, &path, None).await.status,
         StatusCode::NOT_FOUND
     );
-    let r = api
-        .call(ALICE, Method::GET, &format!("/projects/{p}"), None)
-        .await;
+    let r = api.get(&format!("/projects/{p}")).await;
     assert_eq!(r.body["fields"].as_array().unwrap().len(), 4);
 }
 
@@ -151,54 +128,25 @@ async fn a_cursor_is_bound_to_its_route_and_parameters() {
                 .await;
         }
     }
-    let r = api
-        .call(
-            ALICE,
-            Method::GET,
-            &format!("/projects/{p1}/fields?limit=1"),
-            None,
-        )
-        .await;
+    let r = api.get(&format!("/projects/{p1}/fields?limit=1")).await;
     let cursor = r.body["next_cursor"].as_str().unwrap().to_string();
     // Same route, other project: 400.
     let r = api
-        .call(
-            ALICE,
-            Method::GET,
-            &format!("/projects/{p2}/fields?cursor={cursor}"),
-            None,
-        )
+        .get(&format!("/projects/{p2}/fields?cursor={cursor}"))
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     // Other route: 400.
-    let r = api
-        .call(
-            ALICE,
-            Method::GET,
-            &format!("/projects?cursor={cursor}"),
-            None,
-        )
-        .await;
+    let r = api.get(&format!("/projects?cursor={cursor}")).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     // Altered: 400.
     let altered = format!("x{}", &cursor[1..]);
     let r = api
-        .call(
-            ALICE,
-            Method::GET,
-            &format!("/projects/{p1}/fields?cursor={altered}"),
-            None,
-        )
+        .get(&format!("/projects/{p1}/fields?cursor={altered}"))
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     // A different limit with the same cursor is fine.
     let r = api
-        .call(
-            ALICE,
-            Method::GET,
-            &format!("/projects/{p1}/fields?limit=5&cursor={cursor}"),
-            None,
-        )
+        .get(&format!("/projects/{p1}/fields?limit=5&cursor={cursor}"))
         .await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["items"].as_array().unwrap().len(), 2);
@@ -224,9 +172,7 @@ async fn the_four_hundred_and_first_field_is_a_conflict() {
     assert_eq!(r.status, StatusCode::CONFLICT);
     assert_eq!(api.record_count().await, before);
     // The whole collection still comes back in one GET.
-    let r = api
-        .call(ALICE, Method::GET, &format!("/projects/{p}"), None)
-        .await;
+    let r = api.get(&format!("/projects/{p}")).await;
     assert_eq!(r.body["fields"].as_array().unwrap().len(), 400);
 }
 
@@ -238,19 +184,12 @@ async fn unknown_projects_and_routes_are_not_found_as_problems() {
         "/projects/not-an-id",
         "/nowhere",
     ] {
-        let r = api.call(ALICE, Method::GET, path, None).await;
+        let r = api.get(path).await;
         assert_eq!(r.status, StatusCode::NOT_FOUND, "{path}");
         assert_eq!(r.header("content-type"), Some("application/problem+json"));
         assert_eq!(r.body["status"], 404);
     }
-    let r = api
-        .call(
-            ALICE,
-            Method::GET,
-            "/projects/01ARZ3NDEKTSV4RRFFQ69G5FAV/fields",
-            None,
-        )
-        .await;
+    let r = api.get("/projects/01ARZ3NDEKTSV4RRFFQ69G5FAV/fields").await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     let r = api.call(ALICE, Method::PUT, "/projects", None).await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);

@@ -64,9 +64,7 @@ async fn a_cursor_from_another_tenant_is_rejected() {
     for name in ["a", "b", "c"] {
         api.project(name).await;
     }
-    let r = api
-        .call(ALICE, Method::GET, "/projects?limit=1", None)
-        .await;
+    let r = api.get("/projects?limit=1").await;
     let cursor = r.body["next_cursor"].as_str().unwrap();
     let r = api
         .call(
