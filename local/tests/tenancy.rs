@@ -1,6 +1,6 @@
 //! Tenant isolation: another tenant's ids behave exactly like ids that do not exist.
 
-use gridline_local::testing::{ALICE, TestApi};
+use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use serde_json::json;
 
