@@ -163,7 +163,11 @@ impl Stack {
         let client = gridline::store::connect(Some(&endpoint)).await;
         ensure_tables(&client, &opts.tables).await?;
         let state = AppState {
-            store: Store::new(client.clone(), opts.tables.records.clone()),
+            store: Store::new(
+                client.clone(),
+                opts.tables.records.clone(),
+                opts.tables.index.clone(),
+            ),
             cursor_key: CursorKey::new(&opts.cursor_key),
             auth: AuthMode::Hs256 {
                 secret: opts.jwt_secret,

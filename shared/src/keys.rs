@@ -77,6 +77,62 @@ pub fn parse_participant_edge(edge: &str) -> Option<(&str, &str, &str)> {
     Some((parts.next()?, parts.next()?, parts.next()?))
 }
 
+// --- Index table (written only by the indexer) -------------------------------------------
+
+/// Partition of one sortable column of a project, for one state scope (`all`, `open`,
+/// `closed`), so a state-filtered grid is a key condition too.
+pub fn column_pk(t: &str, project_id: &str, column: &str, scope: &str) -> String {
+    format!("{}#X#{project_id}#{column}#{scope}", tenant(t))
+}
+
+/// Sort-key prefix of entries that hold a value; they sort before the missing ones.
+pub const VALUE_PREFIX: &str = "1";
+/// Sort-key prefix of entries for issues with no value in the column.
+pub const MISSING_PREFIX: &str = "2";
+/// Upper bound for value sort keys: above every value entry, below every missing one.
+pub const VALUE_CEILING: &str = "1\u{10FFFF}";
+
+/// `1 enc(value) SEP num`: by value, ties by issue number.
+pub fn value_sk(encoded: &str, num: u64) -> String {
+    format!("{VALUE_PREFIX}{encoded}{}{num:020}", text::SEP)
+}
+
+/// `2 num`: issues without a value, by number.
+pub fn missing_sk(num: u64) -> String {
+    format!("{MISSING_PREFIX}{num:020}")
+}
+
+/// The lowest sort key of values `>= encoded` (`gte`), or starting with it (`prefix`).
+pub fn value_floor(encoded: &str) -> String {
+    format!("{VALUE_PREFIX}{encoded}")
+}
+
+/// The highest sort key of values `<= encoded` (`lte`): the value itself with any number.
+pub fn value_ceiling_at(encoded: &str) -> String {
+    format!("{VALUE_PREFIX}{encoded}{}{}", text::SEP, "9".repeat(20))
+}
+
+/// The highest sort key of values starting with `encoded` (`prefix`).
+pub fn prefix_ceiling(encoded: &str) -> String {
+    format!("{VALUE_PREFIX}{encoded}\u{10FFFF}")
+}
+
+/// The indexer's record of an issue's entries, for replay protection and exact diffs.
+pub fn watermark_pk(t: &str, issue_id: &str) -> String {
+    format!("{}#W#{issue_id}", tenant(t))
+}
+
+pub const WATERMARK_SK: &str = "W";
+
+/// An entry's key as one string in the watermark's set (no key part contains U+0002).
+pub fn entry_ref(pk: &str, sk: &str) -> String {
+    format!("{pk}\u{2}{sk}")
+}
+
+pub fn parse_entry_ref(r: &str) -> Option<(&str, &str)> {
+    r.split_once('\u{2}')
+}
+
 /// The tenant a key belongs to.
 pub fn tenant_of(key: &str) -> Option<&str> {
     key.strip_prefix("T#")?.split('#').next()
@@ -104,6 +160,20 @@ mod tests {
         fn participant_edges_round_trip(kind in "user|team", id in "[A-Za-z0-9_.:-]{1,40}", role in "assignee|reporter|watcher") {
             let edge = participant_edge(&kind, &id, &role);
             prop_assert_eq!(parse_participant_edge(&edge), Some((kind.as_str(), id.as_str(), role.as_str())));
+        }
+
+        #[test]
+        fn values_sort_before_missing_and_ties_break_by_number(enc in "[ -~]{0,30}", a in any::<u64>(), b in any::<u64>()) {
+            prop_assert!(value_sk(&enc, a) < missing_sk(b));
+            prop_assert!(value_sk(&enc, a).as_str() < VALUE_CEILING);
+            prop_assert_eq!(value_sk(&enc, a).cmp(&value_sk(&enc, b)), a.cmp(&b));
+            prop_assert!(value_floor(&enc) <= value_sk(&enc, a) && value_sk(&enc, a) <= value_ceiling_at(&enc));
+        }
+
+        #[test]
+        fn entry_refs_round_trip(pk in "[ -~]{1,40}", sk in "[\u{1} -~]{1,40}") {
+            let r = entry_ref(&pk, &sk);
+            prop_assert_eq!(parse_entry_ref(&r), Some((pk.as_str(), sk.as_str())));
         }
 
         #[test]

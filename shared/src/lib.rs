@@ -10,6 +10,8 @@ pub mod domain;
 pub mod encoding;
 pub mod error;
 pub mod http;
+pub mod index;
+pub mod indexer;
 pub mod keys;
 pub mod store;
 pub mod telemetry;

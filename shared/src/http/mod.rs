@@ -174,7 +174,7 @@ pub async fn lambda_state() -> Result<AppState, crate::config::ConfigError> {
     let config = crate::config::Config::from_env()?;
     let client = crate::store::connect(config.dynamodb_endpoint.as_deref()).await;
     Ok(AppState {
-        store: Store::new(client, config.records_table),
+        store: Store::new(client, config.records_table, config.index_table),
         cursor_key: config.cursor_key,
         auth: AuthMode::ApiGateway,
     })

@@ -1,5 +1,6 @@
 //! DynamoDB access: the records table (projects, fields, issues) through one adapter.
 
+mod index;
 mod issues;
 mod items;
 mod projects;
@@ -14,7 +15,9 @@ use rand::Rng;
 
 use crate::cursor::Position;
 
+pub use index::{ColumnQuery, Watermark};
 pub use issues::{CreateIssueError, PatchOutcome};
+pub use items::issue_from;
 pub use projects::CreateFieldError;
 
 pub type Item = HashMap<String, AttributeValue>;
@@ -109,14 +112,24 @@ pub(crate) fn start_key(position: Option<&Position>) -> Option<Item> {
 pub struct Store {
     client: Client,
     records: String,
+    index: String,
 }
 
 impl Store {
-    pub fn new(client: Client, records_table: impl Into<String>) -> Self {
+    pub fn new(
+        client: Client,
+        records_table: impl Into<String>,
+        index_table: impl Into<String>,
+    ) -> Self {
         Self {
             client,
             records: records_table.into(),
+            index: index_table.into(),
         }
+    }
+
+    pub fn index_table(&self) -> &str {
+        &self.index
     }
 
     pub fn client(&self) -> &Client {

@@ -1,0 +1,257 @@
+//! The attribute index, as pure functions: which sortable columns an issue has, and exactly
+//! which index entries an issue should have given its project's field definitions.
+
+use std::collections::BTreeSet;
+
+use crate::domain::Issue;
+use crate::domain::values::{FieldDef, FieldType, StoredValue, parse_date, parse_datetime};
+use crate::domain::{IssueState, number::DynNumber};
+use crate::encoding;
+use crate::keys;
+
+/// State scopes every entry is written to: all issues, and issues in its state.
+pub const SCOPE_ALL: &str = "all";
+
+/// A sortable column: a built-in one or a custom field (by id).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Column {
+    Num,
+    Title,
+    State,
+    CreatedAt,
+    UpdatedAt,
+    Field(String),
+}
+
+/// The built-in columns, which every issue has a value for.
+pub const BUILT_INS: [Column; 5] = [
+    Column::Num,
+    Column::Title,
+    Column::State,
+    Column::CreatedAt,
+    Column::UpdatedAt,
+];
+
+/// How a column's values are compared and bounded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Num,
+    Text,
+    Number,
+    Date,
+    Datetime,
+    Select,
+}
+
+impl Column {
+    /// `sort=` names a built-in column or a field id.
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "num" => Self::Num,
+            "title" => Self::Title,
+            "state" => Self::State,
+            "created_at" => Self::CreatedAt,
+            "updated_at" => Self::UpdatedAt,
+            id => Self::Field(id.to_string()),
+        }
+    }
+
+    pub fn name(&self) -> &str {
+        match self {
+            Self::Num => "num",
+            Self::Title => "title",
+            Self::State => "state",
+            Self::CreatedAt => "created_at",
+            Self::UpdatedAt => "updated_at",
+            Self::Field(id) => id,
+        }
+    }
+
+    /// The column's kind; `None` for a field the project does not define.
+    pub fn kind<'a>(&self, defs: &'a [FieldDef]) -> Option<(Kind, Option<&'a FieldDef>)> {
+        Some(match self {
+            Self::Num => (Kind::Num, None),
+            Self::Title | Self::State => (Kind::Text, None),
+            Self::CreatedAt | Self::UpdatedAt => (Kind::Datetime, None),
+            Self::Field(id) => {
+                let def = defs.iter().find(|d| &d.id == id)?;
+                let kind = match def.field_type {
+                    FieldType::Text => Kind::Text,
+                    FieldType::Number => Kind::Number,
+                    FieldType::Date => Kind::Date,
+                    FieldType::Datetime => Kind::Datetime,
+                    FieldType::Select => Kind::Select,
+                };
+                (kind, Some(def))
+            }
+        })
+    }
+}
+
+/// The encoded sort value of a stored field value; `None` if it is not a valid value of the
+/// field (a select label no longer among the options), which then counts as missing.
+pub fn encode_value(def: &FieldDef, value: &StoredValue) -> Option<String> {
+    match (def.field_type, value) {
+        (FieldType::Number, StoredValue::N(n)) => Some(encoding::number::encode(n)),
+        (FieldType::Text, StoredValue::S(s)) => Some(encoding::text::encode(s)),
+        (FieldType::Date | FieldType::Datetime, StoredValue::S(s)) => Some(encoding::date(s)),
+        (FieldType::Select, StoredValue::S(s)) => {
+            let position = def.options.as_deref()?.iter().position(|o| o == s)?;
+            Some(encoding::select(position))
+        }
+        _ => None,
+    }
+}
+
+/// Encodes a `gte`/`lte` bound given as query text, in the column's own type.
+pub fn encode_bound(kind: Kind, def: Option<&FieldDef>, raw: &str) -> Result<String, String> {
+    match kind {
+        Kind::Num => raw
+            .parse::<u64>()
+            .map(|n| format!("{n:020}"))
+            .map_err(|_| "must be an issue number".into()),
+        Kind::Text => Ok(encoding::text::encode(raw)),
+        Kind::Number => DynNumber::parse(raw)
+            .map(|n| encoding::number::encode(&n))
+            .map_err(|e| format!("number {e}")),
+        Kind::Date => parse_date(raw).map(|d| encoding::date(&d)),
+        Kind::Datetime => parse_datetime(raw).map(|d| encoding::date(&d)),
+        Kind::Select => def
+            .and_then(|d| d.options.as_deref())
+            .and_then(|o| o.iter().position(|x| x == raw))
+            .map(encoding::select)
+            .ok_or_else(|| "must be one of the field's options".into()),
+    }
+}
+
+/// One index entry. Entries compare by key; the issue id is implied by the key.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Entry {
+    pub pk: String,
+    pub sk: String,
+    pub issue_id: String,
+}
+
+/// Every entry `issue` should have: for each built-in column and each field the project
+/// defines, a value entry (or a missing entry when it has no value), in the `all` scope and in
+/// its state's scope.
+pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry> {
+    let mut sort_keys: Vec<(String, String)> = vec![
+        (
+            "num".into(),
+            keys::value_sk(&format!("{:020}", issue.num), issue.num),
+        ),
+        (
+            "title".into(),
+            keys::value_sk(&encoding::text::encode(&issue.title), issue.num),
+        ),
+        (
+            "state".into(),
+            keys::value_sk(&encoding::text::encode(issue.state.as_str()), issue.num),
+        ),
+        (
+            "created_at".into(),
+            keys::value_sk(&encoding::date(&issue.created_at), issue.num),
+        ),
+        (
+            "updated_at".into(),
+            keys::value_sk(&encoding::date(&issue.updated_at), issue.num),
+        ),
+    ];
+    for def in defs {
+        let sk = match issue.fields.get(&def.id).and_then(|v| encode_value(def, v)) {
+            Some(encoded) => keys::value_sk(&encoded, issue.num),
+            None => keys::missing_sk(issue.num),
+        };
+        sort_keys.push((def.id.clone(), sk));
+    }
+    let mut out = BTreeSet::new();
+    for (column, sk) in sort_keys {
+        for scope in [SCOPE_ALL, issue.state.as_str()] {
+            out.insert(Entry {
+                pk: keys::column_pk(tenant, &issue.project_id, &column, scope),
+                sk: sk.clone(),
+                issue_id: issue.id.clone(),
+            });
+        }
+    }
+    out
+}
+
+/// The scope a grid reads: every state, or one.
+pub fn scope(state: Option<IssueState>) -> &'static str {
+    state.map_or(SCOPE_ALL, IssueState::as_str)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    fn issue(fields: BTreeMap<String, StoredValue>) -> Issue {
+        Issue {
+            id: "I".into(),
+            project_id: "P".into(),
+            num: 7,
+            title: "Title".into(),
+            state: IssueState::Open,
+            description: None,
+            fields,
+            participants: vec![],
+            version: 1,
+            created_at: "2026-11-21T20:42:03.123Z".into(),
+            updated_at: "2026-11-21T20:42:03.123Z".into(),
+        }
+    }
+
+    fn def(id: &str, t: FieldType) -> FieldDef {
+        FieldDef {
+            id: id.into(),
+            name: id.into(),
+            field_type: t,
+            options: (t == FieldType::Select).then(|| vec!["low".into(), "high".into()]),
+        }
+    }
+
+    #[test]
+    fn every_column_gets_an_entry_in_two_scopes() {
+        let defs = [def("F1", FieldType::Number), def("F2", FieldType::Select)];
+        let e = entries(
+            "t",
+            &issue(BTreeMap::from([(
+                "F1".into(),
+                StoredValue::N(DynNumber::parse("5").unwrap()),
+            )])),
+            &defs,
+        );
+        assert_eq!(e.len(), (5 + 2) * 2);
+        let f2: Vec<_> = e.iter().filter(|x| x.pk.contains("#F2#")).collect();
+        assert!(f2.iter().all(|x| x.sk == keys::missing_sk(7)));
+        assert!(
+            e.iter()
+                .any(|x| x.pk == keys::column_pk("t", "P", "F1", "open"))
+        );
+    }
+
+    #[test]
+    fn values_of_undefined_fields_are_not_indexed() {
+        let e = entries(
+            "t",
+            &issue(BTreeMap::from([(
+                "GONE".into(),
+                StoredValue::S("x".into()),
+            )])),
+            &[],
+        );
+        assert!(e.iter().all(|x| !x.pk.contains("GONE")));
+    }
+
+    #[test]
+    fn select_sorts_by_option_position() {
+        let d = def("S", FieldType::Select);
+        let low = encode_value(&d, &StoredValue::S("low".into())).unwrap();
+        let high = encode_value(&d, &StoredValue::S("high".into())).unwrap();
+        assert!(low < high);
+        assert_eq!(encode_value(&d, &StoredValue::S("gone".into())), None);
+    }
+}

@@ -1,0 +1,527 @@
+//! The indexer: turns the records table's change stream into the index table.
+//!
+//! For each issue in a batch it takes the net change (the last record's new image, or the
+//! deletion), computes the entries the issue should have, and writes only the difference from
+//! what its watermark says was written last. The watermark carries the issue's version, so a
+//! duplicate, a retry or a replay of an older record writes nothing, and the index converges to
+//! exactly what the records say. Adding a field re-indexes its project (every issue gains a
+//! missing entry); deleting one removes its values from the issues and re-indexes them.
+
+use std::collections::{BTreeSet, HashMap};
+
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
+use serde_dynamo::AttributeValue as Av;
+
+use crate::domain::Issue;
+use crate::domain::values::FieldDef;
+use crate::index::{Entry, entries};
+use crate::keys;
+use crate::store::{Store, StoreError, Watermark, issue_from};
+
+/// Version recorded for a deleted issue: above every real version, so nothing older is
+/// ever applied again.
+const DELETED: u64 = u64::MAX;
+
+/// One piece of work in a batch, at the sequence number of its first record.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Unit {
+    /// An issue's net change: its final state, or `None` if it was deleted.
+    Issue {
+        tenant: String,
+        issue_id: String,
+        last: Option<Box<Issue>>,
+    },
+    FieldAdded {
+        tenant: String,
+        project_id: String,
+    },
+    FieldRemoved {
+        tenant: String,
+        project_id: String,
+        field_id: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("stream record {0} is malformed: {1}")]
+    Malformed(String, String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+fn s_of<'a>(item: &'a serde_dynamo::Item, name: &str) -> Option<&'a str> {
+    match item.get(name) {
+        Some(Av::S(s)) => Some(s),
+        _ => None,
+    }
+}
+
+/// Groups a batch's records into units, keeping per-issue order: each issue's unit sits at its
+/// first record and holds its last record's outcome. A record that cannot be understood stops
+/// the plan there (its sequence number is returned), as stream order must be kept.
+pub fn plan(records: &[EventRecord]) -> (Vec<(String, Unit)>, Option<(String, IndexError)>) {
+    let mut units: Vec<(String, Unit)> = Vec::new();
+    let mut issue_slot: HashMap<String, usize> = HashMap::new();
+    for record in records {
+        let seq = record.change.sequence_number.clone().unwrap_or_default();
+        match plan_one(record) {
+            Ok(None) => {}
+            Ok(Some(unit)) => {
+                if let Unit::Issue { issue_id, .. } = &unit {
+                    if let Some(&i) = issue_slot.get(issue_id) {
+                        units[i].1 = unit;
+                        continue;
+                    }
+                    issue_slot.insert(issue_id.clone(), units.len());
+                }
+                units.push((seq, unit));
+            }
+            Err(message) => {
+                return (
+                    units,
+                    Some((seq.clone(), IndexError::Malformed(seq, message))),
+                );
+            }
+        }
+    }
+    (units, None)
+}
+
+fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
+    let keys_ = &record.change.keys;
+    let pk = s_of(keys_, keys::PK).ok_or("no PK")?;
+    let sk = s_of(keys_, keys::SK).ok_or("no SK")?;
+    let tenant = keys::tenant_of(pk).ok_or("PK has no tenant")?.to_string();
+    let removed = record.event_name == "REMOVE";
+    if sk == keys::ISSUE_SK {
+        let issue_id = pk.rsplit('#').next().ok_or("issue PK")?.to_string();
+        let last = if removed {
+            None
+        } else {
+            let item: HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
+                record.change.new_image.clone().into();
+            Some(Box::new(issue_from(item, None).map_err(|e| e.to_string())?))
+        };
+        return Ok(Some(Unit::Issue {
+            tenant,
+            issue_id,
+            last,
+        }));
+    }
+    if let Some(field_id) = sk.strip_prefix(keys::FIELD_SK_PREFIX) {
+        let project_id = pk.rsplit('#').next().ok_or("project PK")?.to_string();
+        return Ok(Some(match record.event_name.as_str() {
+            "INSERT" => Unit::FieldAdded { tenant, project_id },
+            "REMOVE" => Unit::FieldRemoved {
+                tenant,
+                project_id,
+                field_id: field_id.to_string(),
+            },
+            _ => return Ok(None),
+        }));
+    }
+    // Anything else (the template's filter keeps it out in AWS) is not the indexer's business.
+    Ok(None)
+}
+
+/// What the index should look like for an issue, and at which version.
+struct Target<'a> {
+    version: u64,
+    issue: Option<&'a Issue>,
+}
+
+/// Counters for one batch, reported as CloudWatch Embedded Metric Format.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Metrics {
+    pub records: usize,
+    pub units: usize,
+    pub skipped: usize,
+    pub writes: usize,
+    pub failures: usize,
+    pub iterator_age_ms: i64,
+}
+
+impl Metrics {
+    /// One EMF line: CloudWatch turns it into metrics in namespace `Gridline`.
+    pub fn emf(&self) -> String {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+        serde_json::json!({
+            "_aws": {
+                "Timestamp": now as i64,
+                "CloudWatchMetrics": [{
+                    "Namespace": "Gridline",
+                    "Dimensions": [["Function"]],
+                    "Metrics": [
+                        {"Name": "Records", "Unit": "Count"},
+                        {"Name": "IndexWrites", "Unit": "Count"},
+                        {"Name": "SkippedUnits", "Unit": "Count"},
+                        {"Name": "Failures", "Unit": "Count"},
+                        {"Name": "IteratorAge", "Unit": "Milliseconds"}
+                    ]
+                }]
+            },
+            "Function": "indexer",
+            "Records": self.records,
+            "IndexWrites": self.writes,
+            "SkippedUnits": self.skipped,
+            "Failures": self.failures,
+            "IteratorAge": self.iterator_age_ms,
+        })
+        .to_string()
+    }
+}
+
+#[derive(Clone)]
+pub struct Indexer {
+    store: Store,
+}
+
+impl Indexer {
+    pub fn new(store: Store) -> Self {
+        Self { store }
+    }
+
+    /// Handles one stream batch. On failure it reports the sequence number of the first unit
+    /// that failed, so the event source retries from there (everything after is re-delivered
+    /// and is idempotent); after the mapping's bounded retries the batch goes to the on-failure
+    /// queue instead of blocking the shard.
+    pub async fn handle(&self, event: Event) -> (DynamoDbEventResponse, Metrics) {
+        let mut metrics = Metrics {
+            records: event.records.len(),
+            ..Metrics::default()
+        };
+        if let Some(last) = event.records.last() {
+            let created = last
+                .change
+                .approximate_creation_date_time
+                .timestamp_millis();
+            let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+            metrics.iterator_age_ms = (now as i64 - created).max(0);
+        }
+        let (units, malformed) = plan(&event.records);
+        metrics.units = units.len();
+        let mut failed: Option<String> = None;
+        let mut defs = DefsCache::default();
+        for (seq, unit) in &units {
+            match self.process(unit, &mut defs, &mut metrics).await {
+                Ok(()) => {}
+                Err(e) => {
+                    tracing::error!(sequence_number = %seq, error = %crate::telemetry::chain(&e), "indexing failed");
+                    failed = Some(seq.clone());
+                    break;
+                }
+            }
+        }
+        if failed.is_none()
+            && let Some((seq, e)) = malformed
+        {
+            tracing::error!(sequence_number = %seq, error = %e, "malformed stream record");
+            failed = Some(seq);
+        }
+        metrics.failures = usize::from(failed.is_some());
+        let mut response = DynamoDbEventResponse::default();
+        if let Some(seq) = failed {
+            let mut failure = DynamoDbBatchItemFailure::default();
+            failure.item_identifier = Some(seq);
+            response.batch_item_failures.push(failure);
+        }
+        (response, metrics)
+    }
+
+    async fn process(
+        &self,
+        unit: &Unit,
+        defs: &mut DefsCache,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        match unit {
+            Unit::Issue {
+                tenant,
+                issue_id,
+                last,
+            } => {
+                let target = Target {
+                    version: last.as_ref().map_or(DELETED, |i| i.version),
+                    issue: last.as_deref(),
+                };
+                self.apply(tenant, issue_id, &target, false, defs, metrics)
+                    .await
+            }
+            Unit::FieldAdded { tenant, project_id } => {
+                defs.clear();
+                self.reindex_project(tenant, project_id, None, defs, metrics)
+                    .await
+            }
+            Unit::FieldRemoved {
+                tenant,
+                project_id,
+                field_id,
+            } => {
+                defs.clear();
+                self.reindex_project(tenant, project_id, Some(field_id), defs, metrics)
+                    .await
+            }
+        }
+    }
+
+    /// Makes the index hold exactly `target`'s entries for the issue, writing only the
+    /// difference from its watermark. Skips a target older than the watermark (and an equal
+    /// one unless `allow_equal`, which re-indexing uses after a field change).
+    async fn apply(
+        &self,
+        tenant: &str,
+        issue_id: &str,
+        target: &Target<'_>,
+        allow_equal: bool,
+        defs: &mut DefsCache,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let wm = self.store.get_watermark(tenant, issue_id).await?;
+        if let Some(wm) = &wm
+            && (wm.version > target.version || (wm.version == target.version && !allow_equal))
+        {
+            metrics.skipped += 1;
+            return Ok(());
+        }
+        let desired = match target.issue {
+            Some(issue) => entries(
+                tenant,
+                issue,
+                defs.get(&self.store, tenant, &issue.project_id).await?,
+            ),
+            None => BTreeSet::new(),
+        };
+        let current = wm.map(|w| w.entries).unwrap_or_default();
+        if !self
+            .reconcile(
+                tenant,
+                issue_id,
+                target.version,
+                desired,
+                &current,
+                allow_equal,
+                metrics,
+            )
+            .await?
+        {
+            // A newer version was recorded while this one was written: what this wrote may be
+            // stale, so re-index from the issue as it is now, counting those writes as current.
+            let now = self.store.get_issue_summary(tenant, issue_id).await?;
+            let wm = self
+                .store
+                .get_watermark(tenant, issue_id)
+                .await?
+                .unwrap_or_default();
+            let mut current = wm.entries;
+            current.extend(match target.issue {
+                Some(issue) => entries(
+                    tenant,
+                    issue,
+                    defs.get(&self.store, tenant, &issue.project_id).await?,
+                ),
+                None => BTreeSet::new(),
+            });
+            let (version, desired) = match &now {
+                Some(issue) => (
+                    issue.version.max(wm.version),
+                    entries(
+                        tenant,
+                        issue,
+                        defs.get(&self.store, tenant, &issue.project_id).await?,
+                    ),
+                ),
+                None => (DELETED, BTreeSet::new()),
+            };
+            self.reconcile(tenant, issue_id, version, desired, &current, true, metrics)
+                .await?;
+        }
+        Ok(())
+    }
+
+    /// Writes `desired − current` and deletes `current − desired`, then records the watermark.
+    /// Returns `false` if a newer watermark was recorded meanwhile.
+    #[allow(clippy::too_many_arguments)]
+    async fn reconcile(
+        &self,
+        tenant: &str,
+        issue_id: &str,
+        version: u64,
+        desired: BTreeSet<Entry>,
+        current: &BTreeSet<Entry>,
+        allow_equal: bool,
+        metrics: &mut Metrics,
+    ) -> Result<bool, IndexError> {
+        let puts: Vec<&Entry> = desired.difference(current).collect();
+        let deletes: Vec<&Entry> = current.difference(&desired).collect();
+        if puts.is_empty() && deletes.is_empty() && allow_equal {
+            return Ok(true);
+        }
+        metrics.writes += self.store.write_entries(&puts, &deletes).await?;
+        let wm = Watermark {
+            version,
+            entries: desired.clone(),
+        };
+        metrics.writes += 1;
+        Ok(self
+            .store
+            .put_watermark(tenant, issue_id, &wm, allow_equal)
+            .await?)
+    }
+
+    /// Re-indexes every issue of a project with its current fields; when a field was
+    /// removed, first removes that field's value from each issue that has one.
+    async fn reindex_project(
+        &self,
+        tenant: &str,
+        project_id: &str,
+        removed_field: Option<&str>,
+        defs: &mut DefsCache,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let mut start = None;
+        loop {
+            let page = self
+                .store
+                .issues_of_project(tenant, project_id, start.as_ref())
+                .await?;
+            for mut issue in page.items {
+                if let Some(field) = removed_field
+                    && issue.fields.remove(field).is_some()
+                {
+                    self.store
+                        .remove_field_value(tenant, &issue.id, field)
+                        .await?;
+                    metrics.writes += 1;
+                }
+                let target = Target {
+                    version: issue.version,
+                    issue: Some(&issue),
+                };
+                self.apply(tenant, &issue.id, &target, true, defs, metrics)
+                    .await?;
+            }
+            start = page.next;
+            if start.is_none() {
+                return Ok(());
+            }
+        }
+    }
+}
+
+/// Field definitions per project, read once per batch (and again after a field change).
+#[derive(Default)]
+struct DefsCache(HashMap<(String, String), Vec<FieldDef>>);
+
+impl DefsCache {
+    async fn get(
+        &mut self,
+        store: &Store,
+        tenant: &str,
+        project_id: &str,
+    ) -> Result<&[FieldDef], StoreError> {
+        let key = (tenant.to_string(), project_id.to_string());
+        if !self.0.contains_key(&key) {
+            let defs = store
+                .project_with_fields(tenant, project_id)
+                .await?
+                .map(|(_, d)| d)
+                .unwrap_or_default();
+            self.0.insert(key.clone(), defs);
+        }
+        Ok(self.0.get(&key).map(Vec::as_slice).unwrap_or_default())
+    }
+
+    fn clear(&mut self) {
+        self.0.clear();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn record(seq: &str, name: &str, sk: &str, version: u64, title: &str) -> EventRecord {
+        let image = json!({
+            "PK": {"S": "T#acme#I#01ISSUE"}, "SK": {"S": sk}, "GSI1PK": {"S": "x"}, "GSI1SK": {"S": "y"},
+            "entity": {"S": "issue"}, "id": {"S": "01ISSUE"}, "project_id": {"S": "01PROJ"},
+            "num": {"N": "1"}, "title": {"S": title}, "state": {"S": "open"}, "version": {"N": version.to_string()},
+            "created_at": {"S": "2026-11-21T20:42:03.123Z"}, "updated_at": {"S": "2026-11-21T20:42:03.123Z"},
+            "fields": {"M": {}}
+        });
+        serde_json::from_value(json!({
+            "eventID": seq, "eventName": name, "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
+            "dynamodb": {
+                "Keys": {"PK": {"S": "T#acme#I#01ISSUE"}, "SK": {"S": sk}},
+                "NewImage": if name == "REMOVE" { json!(null) } else { image.clone() },
+                "OldImage": if name == "INSERT" { json!(null) } else { image },
+                "SequenceNumber": seq, "SizeBytes": 100, "StreamViewType": "NEW_AND_OLD_IMAGES"
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn several_records_of_one_issue_become_one_unit_with_the_last_state() {
+        let records = vec![
+            record("100", "INSERT", "#ISSUE", 1, "a"),
+            record("200", "MODIFY", "#ISSUE", 2, "b"),
+            record("300", "MODIFY", "#ISSUE", 3, "c"),
+        ];
+        let (units, malformed) = plan(&records);
+        assert!(malformed.is_none());
+        assert_eq!(units.len(), 1);
+        assert_eq!(units[0].0, "100");
+        let Unit::Issue {
+            last: Some(issue), ..
+        } = &units[0].1
+        else {
+            panic!()
+        };
+        assert_eq!((issue.version, issue.title.as_str()), (3, "c"));
+    }
+
+    #[test]
+    fn a_deletion_after_changes_is_the_net_change() {
+        let records = vec![
+            record("1", "MODIFY", "#ISSUE", 2, "a"),
+            record("2", "REMOVE", "#ISSUE", 2, "a"),
+        ];
+        let (units, _) = plan(&records);
+        assert!(matches!(&units[0].1, Unit::Issue { last: None, .. }));
+    }
+
+    #[test]
+    fn a_malformed_record_stops_the_plan_at_its_sequence_number() {
+        let mut bad = record("2", "MODIFY", "#ISSUE", 2, "a");
+        bad.change.new_image.remove("version");
+        let records = vec![
+            record("1", "INSERT", "#ISSUE", 1, "a"),
+            bad,
+            record("3", "MODIFY", "#ISSUE", 3, "c"),
+        ];
+        let (units, malformed) = plan(&records);
+        assert_eq!(units.len(), 1);
+        assert_eq!(malformed.map(|m| m.0), Some("2".to_string()));
+    }
+
+    #[test]
+    fn descriptions_and_projects_are_not_indexed() {
+        let records = vec![record("1", "INSERT", "DESCRIPTION", 1, "a")];
+        assert!(plan(&records).0.is_empty());
+    }
+
+    #[test]
+    fn metrics_are_embedded_metric_format() {
+        let m = Metrics {
+            records: 3,
+            writes: 7,
+            ..Metrics::default()
+        };
+        let v: serde_json::Value = serde_json::from_str(&m.emf()).unwrap();
+        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Namespace"], "Gridline");
+        assert_eq!(v["IndexWrites"], 7);
+    }
+}
