@@ -2,6 +2,7 @@
 //! tables created from `template.yaml`, and the same router the Lambdas run. Also the harness
 //! the integration tests use.
 
+pub mod stream;
 pub mod template;
 pub mod testing;
 
@@ -180,6 +181,24 @@ impl Stack {
             tables: opts.tables,
             state,
         })
+    }
+
+    /// The indexer, reading and writing through this stack's engine.
+    pub fn indexer(&self) -> gridline::indexer::Indexer {
+        gridline::indexer::Indexer::new(self.state.store.clone())
+    }
+
+    /// The stream poller feeding the indexer, as the event source mapping would, with a
+    /// bounded number of retries before a record goes to the on-failure list.
+    pub async fn poller(&self, indexer: gridline::indexer::Indexer) -> stream::Poller {
+        let streams = stream::streams_client(&self.endpoint).await;
+        stream::Poller::new(
+            self.client.clone(),
+            streams,
+            self.tables.records.clone(),
+            indexer,
+            3,
+        )
     }
 
     /// Every function's routes in one router, as API Gateway would dispatch them.

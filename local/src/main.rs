@@ -115,10 +115,14 @@ async fn serve(port: u16, data: Data, jwt_secret: String, cursor_key: String) ->
          \x20 API:       http://{addr}\n\
          \x20 Data:      {where_data}\n\
          \x20 DynamoDB:  {} (tables {} and {})\n\
+         \x20 Indexer:   fed from the records table's stream (the grid catches up within a second)\n\
          \x20 Token:     make token USER=alice TENANT=acme\n\
          \x20 Try:       curl -s -H \"Authorization: Bearer $(make -s token USER=alice TENANT=acme)\" http://{addr}/projects\n",
         stack.endpoint, stack.tables.records, stack.tables.index
     );
+    // The indexer, fed from the engine's real stream about four times a second.
+    let poller = stack.poller(stack.indexer()).await;
+    tokio::spawn(poller.run(std::time::Duration::from_millis(250)));
     axum::serve(listener, stack.router())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;

@@ -32,6 +32,7 @@ impl Reply {
 pub struct TestApi {
     pub stack: Stack,
     router: Router,
+    poller: tokio::sync::Mutex<crate::stream::Poller>,
 }
 
 impl TestApi {
@@ -49,7 +50,27 @@ impl TestApi {
         .await
         .expect("local stack starts");
         let router = stack.router();
-        Self { stack, router }
+        let poller = tokio::sync::Mutex::new(stack.poller(stack.indexer()).await);
+        Self {
+            stack,
+            router,
+            poller,
+        }
+    }
+
+    /// Runs the indexer over everything the stream holds, as the event source mapping would.
+    pub async fn sync(&self) {
+        self.poller
+            .lock()
+            .await
+            .drain()
+            .await
+            .expect("the stream drains");
+    }
+
+    /// The records the local on-failure queue received.
+    pub async fn dead_letters(&self) -> usize {
+        self.poller.lock().await.dead_letters.len()
     }
 
     pub fn router(&self) -> Router {

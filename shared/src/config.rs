@@ -9,11 +9,10 @@ pub const LOCAL_JWT_SECRET: &str = "gridline-local-development-secret";
 /// Local default cursor key; in AWS the key comes from the deployment's secret parameter.
 pub const LOCAL_CURSOR_KEY: &str = "gridline-local-cursor-signing-key";
 
-#[derive(Clone)]
+#[derive(Clone, Debug)]
 pub struct Config {
     pub records_table: String,
     pub index_table: String,
-    pub cursor_key: CursorKey,
     /// Another DynamoDB endpoint (the local stack's engine, DynamoDB Local), if any.
     pub dynamodb_endpoint: Option<String>,
 }
@@ -26,23 +25,36 @@ pub enum ConfigError {
     Invalid(&'static str, &'static str),
 }
 
+fn var(name: &'static str) -> Option<String> {
+    std::env::var(name).ok().filter(|v| !v.is_empty())
+}
+
 impl Config {
-    /// Reads `RECORDS_TABLE`, `INDEX_TABLE`, `CURSOR_SIGNING_KEY` and `DYNAMODB_ENDPOINT`.
+    /// Reads `RECORDS_TABLE`, `INDEX_TABLE` and `DYNAMODB_ENDPOINT`.
     pub fn from_env() -> Result<Self, ConfigError> {
-        let var = |name: &'static str| std::env::var(name).ok().filter(|v| !v.is_empty());
-        let cursor = var("CURSOR_SIGNING_KEY").ok_or(ConfigError::Missing("CURSOR_SIGNING_KEY"))?;
-        if cursor.len() < 16 {
+        Ok(Self {
+            records_table: var("RECORDS_TABLE").ok_or(ConfigError::Missing("RECORDS_TABLE"))?,
+            index_table: var("INDEX_TABLE").ok_or(ConfigError::Missing("INDEX_TABLE"))?,
+            dynamodb_endpoint: var("DYNAMODB_ENDPOINT"),
+        })
+    }
+
+    /// `CURSOR_SIGNING_KEY`, which only the HTTP functions need.
+    pub fn cursor_key_from_env() -> Result<CursorKey, ConfigError> {
+        let key = var("CURSOR_SIGNING_KEY").ok_or(ConfigError::Missing("CURSOR_SIGNING_KEY"))?;
+        if key.len() < 16 {
             return Err(ConfigError::Invalid(
                 "CURSOR_SIGNING_KEY",
                 "must be at least 16 bytes",
             ));
         }
-        Ok(Self {
-            records_table: var("RECORDS_TABLE").ok_or(ConfigError::Missing("RECORDS_TABLE"))?,
-            index_table: var("INDEX_TABLE").ok_or(ConfigError::Missing("INDEX_TABLE"))?,
-            cursor_key: CursorKey::new(cursor.as_bytes()),
-            dynamodb_endpoint: var("DYNAMODB_ENDPOINT"),
-        })
+        Ok(CursorKey::new(key.as_bytes()))
+    }
+
+    /// The store every Lambda uses, built once per process.
+    pub async fn store(&self) -> crate::store::Store {
+        let client = crate::store::connect(self.dynamodb_endpoint.as_deref()).await;
+        crate::store::Store::new(client, &self.records_table, &self.index_table)
     }
 
     /// How the HTTP functions learn the caller behind API Gateway: from the authorizer's claims.

@@ -183,6 +183,13 @@ impl Indexer {
         Self { store }
     }
 
+    /// Handles a batch and prints its metrics as an EMF line (CloudWatch reads stdout).
+    pub async fn handle_and_report(&self, event: Event) -> DynamoDbEventResponse {
+        let (response, metrics) = self.handle(event).await;
+        println!("{}", metrics.emf());
+        response
+    }
+
     /// Handles one stream batch. On failure it reports the sequence number of the first unit
     /// that failed, so the event source retries from there (everything after is re-delivered
     /// and is idempotent); after the mapping's bounded retries the batch goes to the on-failure
@@ -205,7 +212,8 @@ impl Indexer {
         let mut failed: Option<String> = None;
         let mut defs = DefsCache::default();
         for (seq, unit) in &units {
-            match self.process(unit, &mut defs, &mut metrics).await {
+            // Boxed: the per-unit future is deep, and Lambda's runtime nests it further.
+            match Box::pin(self.process(unit, &mut defs, &mut metrics)).await {
                 Ok(()) => {}
                 Err(e) => {
                     tracing::error!(sequence_number = %seq, error = %crate::telemetry::chain(&e), "indexing failed");

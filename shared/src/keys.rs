@@ -92,6 +92,10 @@ pub const MISSING_PREFIX: &str = "2";
 /// Upper bound for value sort keys: above every value entry, below every missing one.
 pub const VALUE_CEILING: &str = "1\u{10FFFF}";
 
+/// Bounds of the missing entries.
+pub const MISSING_FLOOR: &str = MISSING_PREFIX;
+pub const MISSING_CEILING: &str = "2\u{10FFFF}";
+
 /// `1 enc(value) SEP num`: by value, ties by issue number.
 pub fn value_sk(encoded: &str, num: u64) -> String {
     format!("{VALUE_PREFIX}{encoded}{}{num:020}", text::SEP)

@@ -1,1 +1,8 @@
-fn main() {}
+//! The `grid` Lambda: a project's issues sorted by any column, behind API Gateway.
+
+use gridline::http::{Group, run_lambda};
+
+#[tokio::main]
+async fn main() -> Result<(), lambda_http::Error> {
+    run_lambda(Group::Grid).await
+}

@@ -2,6 +2,7 @@
 //! (`axum::serve`) and by tests (`oneshot`).
 
 mod extract;
+mod grid;
 mod issues;
 mod projects;
 pub mod views;
@@ -33,16 +34,18 @@ pub struct AppState {
 pub enum Group {
     Projects,
     Issues,
+    Grid,
 }
 
 impl Group {
-    pub const ALL: [Group; 2] = [Group::Projects, Group::Issues];
+    pub const ALL: [Group; 3] = [Group::Projects, Group::Issues, Group::Grid];
 
     /// The function's logical id in `template.yaml`.
     pub fn function_logical_id(self) -> &'static str {
         match self {
             Group::Projects => "ProjectsFunction",
             Group::Issues => "IssuesFunction",
+            Group::Grid => "GridFunction",
         }
     }
 }
@@ -91,6 +94,10 @@ fn table() -> Vec<(Route, MethodRouter<AppState>)> {
         (
             r(Issues, Method::POST, "/projects/{project_id}/issues"),
             post(issues::create),
+        ),
+        (
+            r(Grid, Method::GET, "/projects/{project_id}/issues"),
+            get(grid::list),
         ),
         (
             r(Issues, Method::GET, "/issues/{issue_id}"),
@@ -172,10 +179,9 @@ async fn as_problem(response: Response) -> Response {
 /// environment, one DynamoDB client, claims from API Gateway's authorizer.
 pub async fn lambda_state() -> Result<AppState, crate::config::ConfigError> {
     let config = crate::config::Config::from_env()?;
-    let client = crate::store::connect(config.dynamodb_endpoint.as_deref()).await;
     Ok(AppState {
-        store: Store::new(client, config.records_table, config.index_table),
-        cursor_key: config.cursor_key,
+        store: config.store().await,
+        cursor_key: crate::config::Config::cursor_key_from_env()?,
         auth: AuthMode::ApiGateway,
     })
 }

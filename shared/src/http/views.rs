@@ -30,7 +30,9 @@ pub struct IssueView {
     pub num: u64,
     pub title: String,
     pub state: IssueState,
-    pub description: Option<String>,
+    /// `None` in list views, which omit the description; `Some(None)` is an issue without one.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub description: Option<Option<String>>,
     pub fields: BTreeMap<String, Box<RawValue>>,
     pub participants: Vec<Participant>,
     pub version: u64,
@@ -54,12 +56,20 @@ impl IssueView {
             num: issue.num,
             title: issue.title,
             state: issue.state,
-            description: issue.description,
+            description: Some(issue.description),
             fields,
             participants: issue.participants,
             version: issue.version,
             created_at: issue.created_at,
             updated_at: issue.updated_at,
+        }
+    }
+
+    /// The issue as list views show it: without its description.
+    pub fn summary(issue: Issue, defs: &[FieldDef]) -> Self {
+        Self {
+            description: None,
+            ..Self::new(issue, defs)
         }
     }
 }

@@ -46,10 +46,9 @@ fn s(v: impl Into<String>) -> AttributeValue {
 
 async fn backoff(round: u32) {
     let ceiling = 10u64 << round.min(6);
-    tokio::time::sleep(Duration::from_millis(
-        rand::thread_rng().gen_range(ceiling / 2..=ceiling),
-    ))
-    .await;
+    // The RNG handle is not Send: draw before awaiting.
+    let pause = rand::thread_rng().gen_range(ceiling / 2..=ceiling);
+    tokio::time::sleep(Duration::from_millis(pause)).await;
 }
 
 impl Store {

@@ -1,0 +1,277 @@
+//! The local event source mapping: reads the records table's real change stream (DynamoDB
+//! Streams API) and invokes the indexer's handler with the `aws_lambda_events` event Lambda
+//! would deliver, with Lambda's semantics for partial batch failures: a reported failure is
+//! retried from its sequence number, and after `max_retries` the failing record goes to the
+//! on-failure queue (here, a list and the log) so it never blocks its shard.
+
+use std::collections::{BTreeMap, HashMap};
+
+use anyhow::{Context, Result};
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
+use gridline::indexer::Indexer;
+use serde_json::{Value, json};
+
+/// Records per GetRecords call: Lambda's default batch size for DynamoDB streams.
+pub const BATCH_SIZE: i32 = 100;
+
+#[derive(Default)]
+struct Shard {
+    iterator: Option<String>,
+    started: bool,
+    done: bool,
+    attempts: HashMap<String, u32>,
+}
+
+pub struct Poller {
+    ddb: aws_sdk_dynamodb::Client,
+    streams: aws_sdk_dynamodbstreams::Client,
+    table: String,
+    indexer: Indexer,
+    stream_arn: Option<String>,
+    shards: BTreeMap<String, Shard>,
+    max_retries: u32,
+    /// What would go to the on-failure queue: the failed records.
+    pub dead_letters: Vec<Value>,
+    /// Deliver every batch twice (tests of at-least-once delivery).
+    pub duplicate_delivery: bool,
+}
+
+/// A streams client for the same endpoint and credentials as the DynamoDB client.
+pub async fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
+    let mut loader =
+        aws_config::defaults(aws_config::BehaviorVersion::latest()).endpoint_url(endpoint);
+    if std::env::var_os("AWS_REGION").is_none() && std::env::var_os("AWS_DEFAULT_REGION").is_none()
+    {
+        loader = loader.region(aws_config::Region::new("us-east-1"));
+    }
+    if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
+        loader = loader.credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
+            "local",
+            "local",
+            None,
+            None,
+            "gridline-local",
+        ));
+    }
+    aws_sdk_dynamodbstreams::Client::new(&loader.load().await)
+}
+
+impl Poller {
+    pub fn new(
+        ddb: aws_sdk_dynamodb::Client,
+        streams: aws_sdk_dynamodbstreams::Client,
+        table: impl Into<String>,
+        indexer: Indexer,
+        max_retries: u32,
+    ) -> Self {
+        Self {
+            ddb,
+            streams,
+            table: table.into(),
+            indexer,
+            stream_arn: None,
+            shards: BTreeMap::new(),
+            max_retries,
+            dead_letters: Vec::new(),
+            duplicate_delivery: false,
+        }
+    }
+
+    async fn refresh_shards(&mut self) -> Result<String> {
+        let arn = match &self.stream_arn {
+            Some(a) => a.clone(),
+            None => {
+                let out = self
+                    .ddb
+                    .describe_table()
+                    .table_name(&self.table)
+                    .send()
+                    .await?;
+                let arn = out
+                    .table
+                    .and_then(|t| t.latest_stream_arn)
+                    .context("the records table has no stream")?;
+                self.stream_arn = Some(arn.clone());
+                arn
+            }
+        };
+        let out = self
+            .streams
+            .describe_stream()
+            .stream_arn(&arn)
+            .send()
+            .await?;
+        for shard in out
+            .stream_description
+            .map(|d| d.shards.unwrap_or_default())
+            .unwrap_or_default()
+        {
+            if let Some(id) = shard.shard_id {
+                self.shards.entry(id).or_default();
+            }
+        }
+        Ok(arn)
+    }
+
+    async fn iterator(
+        &self,
+        arn: &str,
+        shard: &str,
+        kind: ShardIteratorType,
+        seq: Option<&str>,
+    ) -> Result<Option<String>> {
+        let out = self
+            .streams
+            .get_shard_iterator()
+            .stream_arn(arn)
+            .shard_id(shard)
+            .shard_iterator_type(kind)
+            .set_sequence_number(seq.map(str::to_string))
+            .send()
+            .await?;
+        Ok(out.shard_iterator)
+    }
+
+    /// One pass over every shard; returns how many records were delivered.
+    pub async fn poll_once(&mut self) -> Result<usize> {
+        let arn = self.refresh_shards().await?;
+        let mut delivered = 0;
+        let ids: Vec<String> = self.shards.keys().cloned().collect();
+        for id in ids {
+            let (started, done) = {
+                let s = &self.shards[&id];
+                (s.started, s.done)
+            };
+            if done {
+                continue;
+            }
+            if !started {
+                let it = self
+                    .iterator(&arn, &id, ShardIteratorType::TrimHorizon, None)
+                    .await?;
+                if let Some(s) = self.shards.get_mut(&id) {
+                    s.iterator = it;
+                    s.started = true;
+                }
+            }
+            let Some(iterator) = self.shards.get(&id).and_then(|s| s.iterator.clone()) else {
+                if let Some(s) = self.shards.get_mut(&id) {
+                    s.done = true;
+                }
+                continue;
+            };
+            let out = self
+                .streams
+                .get_records()
+                .shard_iterator(iterator)
+                .limit(BATCH_SIZE)
+                .send()
+                .await?;
+            let records = out.records.unwrap_or_default();
+            let mut next = out.next_shard_iterator;
+            if !records.is_empty() {
+                delivered += records.len();
+                let event = to_event(&records, &arn)?;
+                let mut response = self.indexer.handle_and_report(event.clone()).await;
+                if self.duplicate_delivery {
+                    response = self.indexer.handle_and_report(event.clone()).await;
+                }
+                if let Some(seq) = response
+                    .batch_item_failures
+                    .first()
+                    .and_then(|f| f.item_identifier.clone())
+                {
+                    let attempts = {
+                        let s = self.shards.entry(id.clone()).or_default();
+                        let a = s.attempts.entry(seq.clone()).or_default();
+                        *a += 1;
+                        *a
+                    };
+                    next = if attempts > self.max_retries {
+                        // Like the mapping's on-failure destination: record it and move past it.
+                        let failed = event
+                            .records
+                            .iter()
+                            .find(|r| r.change.sequence_number.as_deref() == Some(seq.as_str()));
+                        tracing::error!(sequence_number = %seq, shard = %id, "record sent to the on-failure queue");
+                        self.dead_letters
+                            .push(serde_json::to_value(failed).unwrap_or(Value::Null));
+                        self.iterator(
+                            &arn,
+                            &id,
+                            ShardIteratorType::AfterSequenceNumber,
+                            Some(&seq),
+                        )
+                        .await?
+                    } else {
+                        self.iterator(&arn, &id, ShardIteratorType::AtSequenceNumber, Some(&seq))
+                            .await?
+                    };
+                }
+            }
+            if let Some(s) = self.shards.get_mut(&id) {
+                s.done = next.is_none();
+                s.iterator = next;
+            }
+        }
+        Ok(delivered)
+    }
+
+    /// Polls until a pass delivers nothing (bounded, so a stuck stream fails a test rather
+    /// than hanging it).
+    pub async fn drain(&mut self) -> Result<()> {
+        for _ in 0..10_000 {
+            if self.poll_once().await? == 0 {
+                return Ok(());
+            }
+        }
+        anyhow::bail!("the stream did not drain")
+    }
+
+    /// Polls forever, as the event source mapping would (the local stack).
+    pub async fn run(mut self, every: std::time::Duration) {
+        loop {
+            if let Err(e) = self.poll_once().await {
+                tracing::warn!(error = %e, "stream poll failed; retrying");
+            }
+            tokio::time::sleep(every).await;
+        }
+    }
+}
+
+/// The event Lambda delivers for these stream records.
+pub fn to_event(records: &[Record], stream_arn: &str) -> Result<Event> {
+    let records: Vec<EventRecord> = records
+        .iter()
+        .map(|r| {
+            let d = r.dynamodb.as_ref().context("stream record without dynamodb")?;
+            let image = |i: Option<&HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>>| {
+                i.map(|m| serde_json::to_value(serde_dynamo::Item::from(m.clone())))
+                    .transpose()
+                    .map(|v| v.unwrap_or(Value::Null))
+            };
+            let value = json!({
+                "eventID": r.event_id,
+                "eventName": r.event_name.as_ref().map(|n| n.as_str()),
+                "eventVersion": r.event_version,
+                "eventSource": "aws:dynamodb",
+                "awsRegion": r.aws_region.clone().unwrap_or_else(|| "us-east-1".into()),
+                "eventSourceARN": stream_arn,
+                "dynamodb": {
+                    "ApproximateCreationDateTime": d.approximate_creation_date_time.map(|t| t.as_secs_f64()),
+                    "Keys": image(d.keys.as_ref())?,
+                    "NewImage": image(d.new_image.as_ref())?,
+                    "OldImage": image(d.old_image.as_ref())?,
+                    "SequenceNumber": d.sequence_number,
+                    "SizeBytes": d.size_bytes.unwrap_or_default(),
+                    "StreamViewType": d.stream_view_type.as_ref().map(|v| v.as_str()),
+                }
+            });
+            serde_json::from_value(value).context("building the Lambda event")
+        })
+        .collect::<Result<_>>()?;
+    let mut event = Event::default();
+    event.records = records;
+    Ok(event)
+}

@@ -1,0 +1,239 @@
+//! The grid: a project's issues sorted by any column, a page at a time. A page is one Query of
+//! the column's partition in the index table (two where a descending page crosses from values
+//! to issues without one) and one BatchGetItem of the issues, whatever the project's size.
+
+use std::collections::HashMap;
+
+use axum::Json;
+use axum::extract::{Path, Query, State};
+
+use super::AppState;
+use super::extract::ListQuery;
+use super::views::{IssueView, List};
+use crate::auth::Caller;
+use crate::cursor::{Position, Scope};
+use crate::domain::IssueState;
+use crate::domain::ids::is_server_id;
+use crate::encoding::text::fold;
+use crate::error::{ApiError, ApiResult, FieldError};
+use crate::index::{Column, Kind, encode_bound, scope};
+use crate::keys;
+use crate::store::ColumnQuery;
+
+const ROUTE: &str = "GET /projects/{project_id}/issues";
+/// Cursor member naming the part of the column being read: values, then missing values.
+const PHASE: &str = "~phase";
+
+/// The interpreted query: what the page reads and what its cursor is bound to.
+struct GridQuery {
+    column: Column,
+    descending: bool,
+    state: Option<IssueState>,
+    /// Inclusive sort-key range of value entries.
+    from: String,
+    to: String,
+    /// Bounds or a prefix leave issues without a value out.
+    filtered: bool,
+    canonical: String,
+}
+
+fn parse(
+    project_id: &str,
+    params: &HashMap<String, String>,
+    defs: &[crate::domain::values::FieldDef],
+) -> Result<GridQuery, ApiError> {
+    let mut errors = Vec::new();
+    let known = ["sort", "order", "gte", "lte", "prefix", "state"];
+    for k in params.keys().filter(|k| !known.contains(&k.as_str())) {
+        errors.push(FieldError::new(
+            k.clone(),
+            "is not a parameter of this route",
+        ));
+    }
+    let column = Column::parse(params.get("sort").map_or("num", String::as_str));
+    let kind = column.kind(defs);
+    if kind.is_none() {
+        errors.push(FieldError::new(
+            "sort",
+            "must be num, title, state, created_at, updated_at or a field of this project",
+        ));
+    }
+    let descending = match params.get("order").map(String::as_str) {
+        None | Some("asc") => false,
+        Some("desc") => true,
+        Some(_) => {
+            errors.push(FieldError::new("order", "must be asc or desc"));
+            false
+        }
+    };
+    let state = match params.get("state").map(String::as_str) {
+        None => None,
+        Some(s) => {
+            let parsed = IssueState::parse(s);
+            if parsed.is_none() {
+                errors.push(FieldError::new("state", "must be open or closed"));
+            }
+            parsed
+        }
+    };
+    let mut from = keys::VALUE_PREFIX.to_string();
+    let mut to = keys::VALUE_CEILING.to_string();
+    let mut bound = |name: &str| -> Option<String> {
+        let (k, def) = kind?;
+        let raw = params.get(name)?;
+        match encode_bound(k, def, raw) {
+            Ok(e) => Some(e),
+            Err(m) => {
+                errors.push(FieldError::new(name, m));
+                None
+            }
+        }
+    };
+    let gte = bound("gte");
+    let lte = bound("lte");
+    if let Some(g) = &gte {
+        from = from.max(keys::value_floor(g));
+    }
+    if let Some(l) = &lte {
+        to = to.min(keys::value_ceiling_at(l));
+    }
+    let prefix = params.get("prefix");
+    if let Some(p) = prefix {
+        let is_text = matches!(column, Column::Title)
+            || (matches!(column, Column::Field(_)) && matches!(kind, Some((Kind::Text, _))));
+        if !is_text {
+            errors.push(FieldError::new(
+                "prefix",
+                "applies only to title and text fields",
+            ));
+        } else if p.is_empty() {
+            errors.push(FieldError::new("prefix", "must not be empty"));
+        } else {
+            from = from.max(keys::value_floor(&fold(p)));
+            to = to.min(keys::prefix_ceiling(&fold(p)));
+        }
+    }
+    if !errors.is_empty() {
+        return Err(ApiError::from_errors(errors));
+    }
+    let canonical = format!(
+        "project_id={project_id}&sort={}&order={}&state={}&gte={}&lte={}&prefix={}",
+        column.name(),
+        if descending { "desc" } else { "asc" },
+        state.map_or("", IssueState::as_str),
+        gte.unwrap_or_default(),
+        lte.unwrap_or_default(),
+        prefix.map(|p| fold(p)).unwrap_or_default(),
+    );
+    Ok(GridQuery {
+        column,
+        descending,
+        state,
+        filtered: params.contains_key("gte") || params.contains_key("lte") || prefix.is_some(),
+        from,
+        to,
+        canonical,
+    })
+}
+
+/// The phases of a read, in order: ascending reads values then missing ones in one range;
+/// descending reads values downwards, then missing ones downwards.
+fn ranges(q: &GridQuery) -> Vec<(&'static str, String, String)> {
+    if q.filtered {
+        vec![("v", q.from.clone(), q.to.clone())]
+    } else if q.descending {
+        vec![
+            ("v", keys::VALUE_PREFIX.into(), keys::VALUE_CEILING.into()),
+            (
+                "m",
+                keys::MISSING_FLOOR.into(),
+                keys::MISSING_CEILING.into(),
+            ),
+        ]
+    } else {
+        vec![("v", keys::VALUE_PREFIX.into(), keys::MISSING_CEILING.into())]
+    }
+}
+
+pub async fn list(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path(project_id): Path<String>,
+    q: ListQuery,
+    Query(mut params): Query<HashMap<String, String>>,
+) -> ApiResult<Json<List<IssueView>>> {
+    if !is_server_id(&project_id) {
+        return Err(ApiError::NotFound("project"));
+    }
+    params.remove("limit");
+    params.remove("cursor");
+    let (_, defs) = s
+        .store
+        .project_with_fields(&caller.tenant, &project_id)
+        .await?
+        .ok_or(ApiError::NotFound("project"))?;
+    let grid = parse(&project_id, &params, &defs)?;
+    let scope_ = Scope {
+        tenant: &caller.tenant,
+        route: ROUTE,
+        params: &grid.canonical,
+        caller: None,
+    };
+    let mut position = q.position(&s, &scope_)?;
+    let pk = keys::column_pk(
+        &caller.tenant,
+        &project_id,
+        grid.column.name(),
+        scope(grid.state),
+    );
+    let phases = ranges(&grid);
+    let mut phase_index = position
+        .as_mut()
+        .and_then(|p| p.remove(PHASE))
+        .and_then(|name| phases.iter().position(|(n, _, _)| *n == name))
+        .unwrap_or(0);
+    let mut ids = Vec::new();
+    let mut next: Option<Position> = None;
+    while phase_index < phases.len() {
+        let (name, from, to) = &phases[phase_index];
+        let remaining = q.limit - ids.len() as i32;
+        if remaining == 0 {
+            // The page is full exactly at a phase boundary: continue there next time.
+            next = Some(Position::from([(PHASE.to_string(), name.to_string())]));
+            break;
+        }
+        if from > to {
+            break; // An empty range (e.g. gte above lte); DynamoDB rejects BETWEEN with from > to.
+        }
+        let query = ColumnQuery {
+            pk: pk.clone(),
+            from: from.clone(),
+            to: to.clone(),
+            forward: !grid.descending,
+            limit: remaining,
+        };
+        let page = s
+            .store
+            .query_column(&query, position.take().as_ref())
+            .await?;
+        ids.extend(page.items);
+        if let Some(mut p) = page.next {
+            p.insert(PHASE.into(), name.to_string());
+            next = Some(p);
+            break;
+        }
+        phase_index += 1;
+    }
+    let mut found = s.store.batch_get_issues(&caller.tenant, &ids).await?;
+    // Entries of issues deleted (or moved to another state) since they were indexed are skipped.
+    let items = ids
+        .iter()
+        .filter_map(|id| found.remove(id))
+        .filter(|i| i.project_id == project_id && grid.state.is_none_or(|st| i.state == st))
+        .map(|i| IssueView::summary(i, &defs))
+        .collect();
+    Ok(Json(List {
+        items,
+        next_cursor: next.map(|p| s.cursor_key.seal(&scope_, &p)),
+    }))
+}
