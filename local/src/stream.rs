@@ -30,11 +30,15 @@ pub struct Poller {
     indexer: Indexer,
     stream_arn: Option<String>,
     shards: BTreeMap<String, Shard>,
-    max_retries: u32,
+    /// Retries of a failing record before it goes to the on-failure list.
+    pub max_retries: u32,
     /// What would go to the on-failure queue: the failed records.
     pub dead_letters: Vec<Value>,
     /// Deliver every batch twice (tests of at-least-once delivery).
     pub duplicate_delivery: bool,
+    /// Like a Lambda timeout: an invocation still running after this is abandoned mid-batch
+    /// and the whole batch is delivered again.
+    pub invocation_timeout: Option<std::time::Duration>,
 }
 
 /// A streams client for the same endpoint and credentials as the DynamoDB client.
@@ -75,6 +79,7 @@ impl Poller {
             max_retries,
             dead_letters: Vec::new(),
             duplicate_delivery: false,
+            invocation_timeout: None,
         }
     }
 
@@ -173,15 +178,11 @@ impl Poller {
             if !records.is_empty() {
                 delivered += records.len();
                 let event = to_event(&records, &arn)?;
-                let mut response = self.indexer.handle_and_report(event.clone()).await;
-                if self.duplicate_delivery {
-                    response = self.indexer.handle_and_report(event.clone()).await;
+                let mut failed = self.invoke(&event).await;
+                if self.duplicate_delivery && failed.is_none() {
+                    failed = self.invoke(&event).await;
                 }
-                if let Some(seq) = response
-                    .batch_item_failures
-                    .first()
-                    .and_then(|f| f.item_identifier.clone())
-                {
+                if let Some(seq) = failed {
                     let attempts = {
                         let s = self.shards.entry(id.clone()).or_default();
                         let a = s.attempts.entry(seq.clone()).or_default();
@@ -216,6 +217,29 @@ impl Poller {
             }
         }
         Ok(delivered)
+    }
+
+    /// Invokes the handler once: `None` on success, else the sequence number to retry from
+    /// (the batch's first record when the invocation timed out).
+    async fn invoke(&self, event: &Event) -> Option<String> {
+        let call = self.indexer.handle_and_report(event.clone());
+        let response = match self.invocation_timeout {
+            Some(limit) => match tokio::time::timeout(limit, call).await {
+                Ok(r) => r,
+                Err(_) => {
+                    tracing::warn!("indexer invocation timed out; the batch will be retried");
+                    return event
+                        .records
+                        .first()
+                        .and_then(|r| r.change.sequence_number.clone());
+                }
+            },
+            None => call.await,
+        };
+        response
+            .batch_item_failures
+            .first()
+            .and_then(|f| f.item_identifier.clone())
     }
 
     /// Polls until a pass delivers nothing (bounded, so a stuck stream fails a test rather
