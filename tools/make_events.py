@@ -111,9 +111,79 @@ EVENTS = [
      event("DELETE", "/issues/{issue_id}", {"issue_id": ISSUE_TO_DELETE})),
 ]
 
+EVENTS += [
+    ("grid-list", "GridFunction", 200, "The grid: issues by a custom field, descending, 10 a page.",
+     event("GET", "/projects/{project_id}/issues", P, query={"sort": FIELD, "order": "desc", "limit": "10"})),
+    ("grid-list-range", "GridFunction", 200, "The grid with a range: titles starting with 'check', open issues only.",
+     event("GET", "/projects/{project_id}/issues", P, query={"sort": "title", "prefix": "check", "state": "open"})),
+    ("grid-list-bad-sort", "GridFunction", 400, "Sorting by a column the project does not have.",
+     event("GET", "/projects/{project_id}/issues", P, query={"sort": "nope"})),
+]
+
+STREAM_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/gridline-RecordsTable/stream/2026-11-21T00:00:00.000"
+NEW_ISSUE = "01JDQ5S0000000000000000N05"
+
+
+def issue_image(issue_id, version, title, points=None, state="open", num=5):
+    fields = {FIELD: {"N": str(points)}} if points is not None else {}
+    return {
+        "PK": {"S": f"T#{TENANT}#I#{issue_id}"}, "SK": {"S": "#ISSUE"},
+        "GSI1PK": {"S": f"T#{TENANT}#P#{PROJECT}#ISSUES"}, "GSI1SK": {"S": f"{num:020}"},
+        "entity": {"S": "issue"}, "id": {"S": issue_id}, "project_id": {"S": PROJECT},
+        "num": {"N": str(num)}, "title": {"S": title}, "state": {"S": state},
+        "version": {"N": str(version)}, "fields": {"M": fields},
+        "participants": {"SS": [f"user#{SUB}#reporter"]},
+        "created_at": {"S": "2026-11-21T20:42:03.123Z"},
+        "updated_at": {"S": f"2026-11-21T20:42:0{version}.000Z"},
+    }
+
+
+def record(seq, name, old, new, issue_id=NEW_ISSUE):
+    change = {
+        "ApproximateCreationDateTime": 1763757723,
+        "Keys": {"PK": {"S": f"T#{TENANT}#I#{issue_id}"}, "SK": {"S": "#ISSUE"}},
+        "SequenceNumber": seq, "SizeBytes": 512, "StreamViewType": "NEW_AND_OLD_IMAGES",
+    }
+    if new is not None:
+        change["NewImage"] = new
+    if old is not None:
+        change["OldImage"] = old
+    return {"eventID": f"e{seq}", "eventName": name, "eventVersion": "1.1", "eventSource": "aws:dynamodb",
+            "awsRegion": "us-east-1", "dynamodb": change, "eventSourceARN": STREAM_ARN}
+
+
+def stream(*records):
+    return {"Records": list(records)}
+
+
+v1 = issue_image(NEW_ISSUE, 1, "Checkout fails", 3)
+v2 = issue_image(NEW_ISSUE, 2, "Checkout fails on Safari", 8)
+poison = {k: v for k, v in issue_image("01JDQ5S0000000000000000N07", 1, "bad").items() if k != "version"}
+STREAM_EVENTS = [
+    # file, purpose, event, expected failures, extra checks
+    ("indexer-insert", "A new issue: one entry per column (and state scope) is written.",
+     stream(record("100", "INSERT", None, v1)), [], {"writes_at_least": 1}),
+    ("indexer-modify", "An issue's title and a field value change: only those entries move.",
+     stream(record("200", "MODIFY", v1, v2)), [], {"writes_at_least": 1}),
+    ("indexer-modify-noop", "A MODIFY whose version is already indexed (run after indexer-insert): no write.",
+     stream(record("100", "MODIFY", v1, v1)), [], {"after": "indexer-insert.json", "writes": 0}),
+    ("indexer-remove", "An issue is deleted: its entries go, a tombstone keeps replays out.",
+     stream(record("300", "REMOVE", v2, None)), [], {"after": "indexer-modify.json", "writes_at_least": 1}),
+    ("indexer-batch-one-issue", "Three records for one issue in one batch: one net change, written once.",
+     stream(record("100", "INSERT", None, v1), record("200", "MODIFY", v1, v2),
+            record("300", "MODIFY", v2, issue_image(NEW_ISSUE, 3, "Checkout fixed", 8, "closed"))), [], {"units": 1}),
+    ("indexer-batch-poison", "A batch with an unreadable record: reported as the batch item failure.",
+     stream(record("100", "INSERT", None, v1), record("200", "INSERT", None, poison, "01JDQ5S0000000000000000N07"),
+            record("300", "MODIFY", v1, v2)), ["200"], {}),
+]
+
 manifest = []
 for name, function, status, purpose, ev in EVENTS:
     (root / f"{name}.json").write_text(json.dumps(ev, indent=2) + "\n")
     manifest.append({"file": f"{name}.json", "function": function, "status": status, "purpose": purpose})
+for name, purpose, ev, failures, checks in STREAM_EVENTS:
+    (root / f"{name}.json").write_text(json.dumps(ev, indent=2) + "\n")
+    manifest.append({"file": f"{name}.json", "function": "IndexerFunction", "batch_item_failures": failures,
+                     "purpose": purpose, **checks})
 (root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
 print(f"wrote {len(EVENTS)} events to {root}")

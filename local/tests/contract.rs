@@ -49,3 +49,28 @@ fn the_template_defines_both_tables_and_streams_the_records() {
     assert!(tables["RecordsTable"].has_stream());
     assert!(tables.contains_key("IndexTable"));
 }
+
+#[test]
+fn the_indexers_stream_filter_selects_issues_and_field_definitions_by_key() {
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(TEMPLATE).unwrap();
+    let stream =
+        &doc["Resources"]["IndexerFunction"]["Properties"]["Events"]["RecordsStream"]["Properties"];
+    let pattern: serde_json::Value = serde_json::from_str(
+        stream["FilterCriteria"]["Filters"][0]["Pattern"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(
+        pattern["dynamodb"]["Keys"]["SK"]["S"],
+        serde_json::json!([gridline::keys::ISSUE_SK, {"prefix": gridline::keys::FIELD_SK_PREFIX}])
+    );
+    assert_eq!(
+        stream["FunctionResponseTypes"][0].as_str(),
+        Some("ReportBatchItemFailures")
+    );
+    assert!(
+        stream["DestinationConfig"]["OnFailure"]["Destination"].is_tagged_value()
+            || !stream["DestinationConfig"].is_null()
+    );
+}

@@ -22,7 +22,31 @@ const ISSUE_TO_DELETE: &str = "01JDQ5S0000000000000000N02";
 struct Entry {
     file: String,
     function: String,
-    status: u16,
+    /// HTTP events: the status.
+    status: Option<u16>,
+    /// Stream events: the sequence numbers reported as failures.
+    batch_item_failures: Option<Vec<String>>,
+    /// Stream events: another event to handle first.
+    after: Option<String>,
+    writes: Option<usize>,
+    writes_at_least: Option<usize>,
+    units: Option<usize>,
+}
+
+async fn handle_stream_event(
+    api: &TestApi,
+    file: &str,
+) -> (Vec<String>, gridline::indexer::Metrics) {
+    let text = std::fs::read_to_string(events_dir().join(file)).unwrap();
+    let event: aws_lambda_events::event::dynamodb::Event =
+        serde_json::from_str(&text).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let (response, metrics) = api.stack.indexer().handle(event).await;
+    let failures = response
+        .batch_item_failures
+        .into_iter()
+        .filter_map(|f| f.item_identifier)
+        .collect();
+    (failures, metrics)
 }
 
 fn events_dir() -> std::path::PathBuf {
@@ -93,6 +117,31 @@ async fn every_sample_event_gets_its_expected_status_through_its_handler() {
     for entry in manifest {
         let api = TestApi::start().await;
         seed(&api).await;
+        if let Some(expected) = &entry.batch_item_failures {
+            assert_eq!(entry.function, "IndexerFunction", "{}", entry.file);
+            if let Some(first) = &entry.after {
+                assert_eq!(
+                    handle_stream_event(&api, first).await.0,
+                    Vec::<String>::new(),
+                    "{first}"
+                );
+            }
+            let (failures, metrics) = handle_stream_event(&api, &entry.file).await;
+            assert_eq!(&failures, expected, "{}", entry.file);
+            if let Some(w) = entry.writes {
+                assert_eq!(metrics.writes, w, "{}: {metrics:?}", entry.file);
+            }
+            if let Some(w) = entry.writes_at_least {
+                assert!(metrics.writes >= w, "{}: {metrics:?}", entry.file);
+            }
+            if let Some(u) = entry.units {
+                assert_eq!(metrics.units, u, "{}: {metrics:?}", entry.file);
+            }
+            continue;
+        }
+        let status = entry
+            .status
+            .unwrap_or_else(|| panic!("{}: no status", entry.file));
         let group = Group::ALL
             .into_iter()
             .find(|g| g.function_logical_id() == entry.function)
@@ -109,7 +158,7 @@ async fn every_sample_event_gets_its_expected_status_through_its_handler() {
         let reply = into_reply(response).await;
         assert_eq!(
             reply.status.as_u16(),
-            entry.status,
+            status,
             "{}: {}",
             entry.file,
             reply.text
