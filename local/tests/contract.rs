@@ -69,8 +69,8 @@ fn the_indexers_stream_filter_selects_issues_and_field_definitions_by_key() {
         stream["FunctionResponseTypes"][0].as_str(),
         Some("ReportBatchItemFailures")
     );
-    assert!(
-        stream["DestinationConfig"]["OnFailure"]["Destination"].is_tagged_value()
-            || !stream["DestinationConfig"].is_null()
+    assert_eq!(
+        stream["DestinationConfig"]["OnFailure"]["Type"].as_str(),
+        Some("SQS")
     );
 }
