@@ -58,10 +58,18 @@ fn s_of<'a>(item: &'a serde_dynamo::Item, name: &str) -> Option<&'a str> {
     }
 }
 
+/// A batch, planned: units at the sequence number of their first record, and the first record
+/// that could not be understood, if any (nothing after it was planned).
+#[derive(Debug)]
+pub struct Plan {
+    pub units: Vec<(String, Unit)>,
+    pub malformed: Option<(String, IndexError)>,
+}
+
 /// Groups a batch's records into units, keeping per-issue order: each issue's unit sits at its
 /// first record and holds its last record's outcome. A record that cannot be understood stops
 /// the plan there (its sequence number is returned), as stream order must be kept.
-pub fn plan(records: &[EventRecord]) -> (Vec<(String, Unit)>, Option<(String, IndexError)>) {
+pub fn plan(records: &[EventRecord]) -> Plan {
     let mut units: Vec<(String, Unit)> = Vec::new();
     let mut issue_slot: HashMap<String, usize> = HashMap::new();
     for record in records {
@@ -79,14 +87,15 @@ pub fn plan(records: &[EventRecord]) -> (Vec<(String, Unit)>, Option<(String, In
                 units.push((seq, unit));
             }
             Err(message) => {
-                return (
-                    units,
-                    Some((seq.clone(), IndexError::Malformed(seq, message))),
-                );
+                let malformed = Some((seq.clone(), IndexError::Malformed(seq, message)));
+                return Plan { units, malformed };
             }
         }
     }
-    (units, None)
+    Plan {
+        units,
+        malformed: None,
+    }
 }
 
 fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
@@ -207,7 +216,7 @@ impl Indexer {
             let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
             metrics.iterator_age_ms = (now as i64 - created).max(0);
         }
-        let (units, malformed) = plan(&event.records);
+        let Plan { units, malformed } = plan(&event.records);
         metrics.units = units.len();
         let mut failed: Option<String> = None;
         let mut defs = DefsCache::default();
@@ -478,7 +487,7 @@ mod tests {
             record("200", "MODIFY", "#ISSUE", 2, "b"),
             record("300", "MODIFY", "#ISSUE", 3, "c"),
         ];
-        let (units, malformed) = plan(&records);
+        let Plan { units, malformed } = plan(&records);
         assert!(malformed.is_none());
         assert_eq!(units.len(), 1);
         assert_eq!(units[0].0, "100");
@@ -497,7 +506,7 @@ mod tests {
             record("1", "MODIFY", "#ISSUE", 2, "a"),
             record("2", "REMOVE", "#ISSUE", 2, "a"),
         ];
-        let (units, _) = plan(&records);
+        let units = plan(&records).units;
         assert!(matches!(&units[0].1, Unit::Issue { last: None, .. }));
     }
 
@@ -510,7 +519,7 @@ mod tests {
             bad,
             record("3", "MODIFY", "#ISSUE", 3, "c"),
         ];
-        let (units, malformed) = plan(&records);
+        let Plan { units, malformed } = plan(&records);
         assert_eq!(units.len(), 1);
         assert_eq!(malformed.map(|m| m.0), Some("2".to_string()));
     }
@@ -518,7 +527,7 @@ mod tests {
     #[test]
     fn descriptions_and_projects_are_not_indexed() {
         let records = vec![record("1", "INSERT", "DESCRIPTION", 1, "a")];
-        assert!(plan(&records).0.is_empty());
+        assert!(plan(&records).units.is_empty());
     }
 
     #[test]
