@@ -1,6 +1,5 @@
 //! Configuration from the environment, read once at start-up.
 
-use crate::auth::AuthMode;
 use crate::cursor::CursorKey;
 
 /// Local default signing secret for tokens; the README documents it. Never used in AWS, where
@@ -55,10 +54,5 @@ impl Config {
     pub async fn store(&self) -> crate::store::Store {
         let client = crate::store::connect(self.dynamodb_endpoint.as_deref()).await;
         crate::store::Store::new(client, &self.records_table, &self.index_table)
-    }
-
-    /// How the HTTP functions learn the caller behind API Gateway: from the authorizer's claims.
-    pub fn lambda_auth() -> AuthMode {
-        AuthMode::ApiGateway
     }
 }

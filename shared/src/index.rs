@@ -246,6 +246,50 @@ mod tests {
         assert!(e.iter().all(|x| !x.pk.contains("GONE")));
     }
 
+    /// The entries that change between two states of an issue: (removed, added).
+    fn diff(a: &Issue, b: &Issue, defs: &[FieldDef]) -> (Vec<Entry>, Vec<Entry>) {
+        let (ea, eb) = (entries("t", a, defs), entries("t", b, defs));
+        (
+            ea.difference(&eb).cloned().collect(),
+            eb.difference(&ea).cloned().collect(),
+        )
+    }
+
+    #[test]
+    fn a_modify_moves_only_the_entries_of_changed_columns() {
+        let defs = [def("F1", FieldType::Number), def("F2", FieldType::Text)];
+        let five = StoredValue::N(DynNumber::parse("5").unwrap());
+        let base = issue(BTreeMap::new());
+        // A value appears: the missing entry becomes a value entry, in both scopes.
+        let with = issue(BTreeMap::from([("F1".into(), five.clone())]));
+        let (gone, new) = diff(&base, &with, &defs);
+        assert_eq!((gone.len(), new.len()), (2, 2));
+        assert!(
+            gone.iter().all(|e| e.sk == keys::missing_sk(7))
+                && new.iter().all(|e| e.sk.starts_with('1'))
+        );
+        // It changes: the value entry moves.
+        let changed = issue(BTreeMap::from([(
+            "F1".into(),
+            StoredValue::N(DynNumber::parse("6").unwrap()),
+        )]));
+        assert_eq!(diff(&with, &changed, &defs).0.len(), 2);
+        // It is removed: back to missing.
+        assert_eq!(diff(&with, &base, &defs), (new.clone(), gone.clone()));
+        // Nothing changes: nothing moves.
+        assert_eq!(diff(&with, &with, &defs), (vec![], vec![]));
+        // Closing moves every column's entry from the open scope to the closed one.
+        let mut closed = with.clone();
+        closed.state = IssueState::Closed;
+        let (gone, new) = diff(&with, &closed, &defs);
+        // All 7 columns leave `open` for `closed`; in `all` only the state column's value changes.
+        assert_eq!(gone.iter().filter(|e| e.pk.ends_with("#open")).count(), 7);
+        assert_eq!(new.iter().filter(|e| e.pk.ends_with("#closed")).count(), 7);
+        let state_all = keys::column_pk("t", "P", "state", SCOPE_ALL);
+        assert_eq!(gone.iter().filter(|e| e.pk == state_all).count(), 1);
+        assert_eq!((gone.len(), new.len()), (8, 8));
+    }
+
     #[test]
     fn select_sorts_by_option_position() {
         let d = def("S", FieldType::Select);
