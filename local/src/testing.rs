@@ -256,3 +256,83 @@ impl TestApi {
         r.body
     }
 }
+
+impl TestApi {
+    /// Every entry of the index table (watermarks aside), as the indexer wrote it.
+    pub async fn index_entries(&self) -> std::collections::BTreeSet<gridline::index::Entry> {
+        let mut out = std::collections::BTreeSet::new();
+        let mut start = None;
+        loop {
+            let page = self
+                .stack
+                .client
+                .scan()
+                .table_name(&self.stack.tables.index)
+                .set_exclusive_start_key(start)
+                .send()
+                .await
+                .expect("scan");
+            for item in page.items() {
+                let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+                let pk = s("PK").unwrap_or_default();
+                if pk.contains("#W#") {
+                    continue;
+                }
+                out.insert(gridline::index::Entry {
+                    pk,
+                    sk: s("SK").unwrap_or_default(),
+                    issue_id: s("issue_id").unwrap_or_default(),
+                    role: s("role"),
+                });
+            }
+            start = page.last_evaluated_key;
+            if start.is_none() {
+                return out;
+            }
+        }
+    }
+
+    /// The entries a fresh computation from the records gives for these projects.
+    pub async fn expected_entries(
+        &self,
+        tenant: &str,
+        projects: &[String],
+    ) -> std::collections::BTreeSet<gridline::index::Entry> {
+        let store = &self.stack.state.store;
+        let mut expected = std::collections::BTreeSet::new();
+        for p in projects {
+            let (_, defs) = store
+                .project_with_fields(tenant, p)
+                .await
+                .expect("read")
+                .expect("project");
+            let mut start = None;
+            loop {
+                let page = store
+                    .issues_of_project(tenant, p, start.as_ref())
+                    .await
+                    .expect("read");
+                for issue in &page.items {
+                    expected.extend(gridline::index::entries(tenant, issue, &defs));
+                }
+                start = page.next;
+                if start.is_none() {
+                    break;
+                }
+            }
+        }
+        expected
+    }
+
+    /// Asserts the index equals a recomputation from the records.
+    pub async fn assert_index_matches_records(&self, tenant: &str, projects: &[String]) {
+        let expected = self.expected_entries(tenant, projects).await;
+        let actual = self.index_entries().await;
+        let missing: Vec<_> = expected.difference(&actual).take(5).collect();
+        let extra: Vec<_> = actual.difference(&expected).take(5).collect();
+        assert!(
+            missing.is_empty() && extra.is_empty(),
+            "missing {missing:?}\nextra {extra:?}"
+        );
+    }
+}

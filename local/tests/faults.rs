@@ -4,7 +4,6 @@
 //! client talking to the real engine — the only thing simulated is the fault itself. At the end
 //! the index equals a recomputation from the records, with nothing lost.
 
-use std::collections::BTreeSet;
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
@@ -15,7 +14,6 @@ use aws_sdk_dynamodb::config::interceptors::{
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use aws_smithy_types::body::SdkBody;
-use gridline::index::{Entry, entries};
 use gridline::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::testing::{ALICE, TestApi};
@@ -97,55 +95,6 @@ impl Intercept for Chaos {
         *response.body_mut() = SdkBody::from(body);
         Ok(())
     }
-}
-
-async fn index_snapshot(api: &TestApi) -> BTreeSet<Entry> {
-    let out = api
-        .stack
-        .client
-        .scan()
-        .table_name(&api.stack.tables.index)
-        .send()
-        .await
-        .unwrap();
-    assert!(
-        out.last_evaluated_key.is_none(),
-        "small test tables fit one scan page"
-    );
-    out.items()
-        .iter()
-        .filter_map(|item| {
-            let s = |k: &str| {
-                item.get(k)
-                    .and_then(|v| v.as_s().ok())
-                    .cloned()
-                    .unwrap_or_default()
-            };
-            (!s("PK").contains("#W#")).then(|| Entry {
-                pk: s("PK"),
-                sk: s("SK"),
-                issue_id: s("issue_id"),
-            })
-        })
-        .collect()
-}
-
-async fn expected_index(api: &TestApi, project: &str) -> BTreeSet<Entry> {
-    let store = &api.stack.state.store;
-    let (_, defs) = store
-        .project_with_fields("acme", project)
-        .await
-        .unwrap()
-        .unwrap();
-    let page = store
-        .issues_of_project("acme", project, None)
-        .await
-        .unwrap();
-    assert!(page.next.is_none());
-    page.items
-        .iter()
-        .flat_map(|i| entries("acme", i, &defs))
-        .collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -232,17 +181,17 @@ async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_rep
             "seed {seed}: retries sufficed"
         );
         assert_eq!(
-            index_snapshot(&api).await,
-            expected_index(&api, &p).await,
+            api.index_entries().await,
+            api.expected_entries("acme", std::slice::from_ref(&p)).await,
             "seed {seed}"
         );
 
         // Replaying the whole stream (a new mapping from TRIM_HORIZON) changes nothing.
-        let before = index_snapshot(&api).await;
+        let before = api.index_entries().await;
         let mut replay = api.stack.poller(api.stack.indexer()).await;
         replay.drain().await.unwrap();
         assert_eq!(
-            index_snapshot(&api).await,
+            api.index_entries().await,
             before,
             "seed {seed}: replay is a no-op"
         );

@@ -124,17 +124,21 @@ pub fn encode_bound(kind: Kind, def: Option<&FieldDef>, raw: &str) -> Result<Str
     }
 }
 
-/// One index entry. Entries compare by key; the issue id is implied by the key.
+/// One index entry: an attribute-index entry, or a participation copy (which carries the
+/// participant's role, for `via` and role filters). Its key is `(pk, sk)`; the rest follows
+/// from the key and the issue's version, so the indexer diffs entries by key.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Entry {
     pub pk: String,
     pub sk: String,
     pub issue_id: String,
+    pub role: Option<String>,
 }
 
 /// Every entry `issue` should have: for each built-in column and each field the project
 /// defines, a value entry (or a missing entry when it has no value), in the `all` scope and in
-/// its state's scope.
+/// its state's scope; and for each participant, a participation copy in their inbox for the
+/// issue's state and one in the inbox for their role there.
 pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry> {
     let mut sort_keys: Vec<(String, String)> = vec![
         (
@@ -172,6 +176,18 @@ pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry
                 pk: keys::column_pk(tenant, &issue.project_id, &column, scope),
                 sk: sk.clone(),
                 issue_id: issue.id.clone(),
+                role: None,
+            });
+        }
+    }
+    let sk = keys::inbox_sk(&issue.updated_at, &issue.id);
+    for p in &issue.participants {
+        for role in [None, Some(p.role.as_str())] {
+            out.insert(Entry {
+                pk: keys::inbox_pk(tenant, p.kind.as_str(), &p.id, issue.state.as_str(), role),
+                sk: sk.clone(),
+                issue_id: issue.id.clone(),
+                role: Some(p.role.as_str().to_string()),
             });
         }
     }
@@ -230,6 +246,51 @@ mod tests {
         assert!(
             e.iter()
                 .any(|x| x.pk == keys::column_pk("t", "P", "F1", "open"))
+        );
+    }
+
+    #[test]
+    fn each_participant_gets_a_copy_by_state_and_one_by_role() {
+        use crate::domain::{Participant, ParticipantKind, Role};
+        let mut i = issue(BTreeMap::new());
+        i.participants = vec![
+            Participant {
+                kind: ParticipantKind::User,
+                id: "ann".into(),
+                role: Role::Assignee,
+            },
+            Participant {
+                kind: ParticipantKind::Team,
+                id: "T1".into(),
+                role: Role::Watcher,
+            },
+        ];
+        let e = entries("t", &i, &[]);
+        let copies: Vec<_> = e.iter().filter(|x| x.pk.contains("#IN#")).collect();
+        assert_eq!(copies.len(), 4);
+        assert!(
+            copies
+                .iter()
+                .any(|x| x.pk == keys::inbox_pk("t", "user", "ann", "open", None))
+        );
+        assert!(
+            copies
+                .iter()
+                .any(|x| x.pk == keys::inbox_pk("t", "team", "T1", "open", Some("watcher")))
+        );
+        assert!(
+            copies
+                .iter()
+                .all(|x| x.sk == keys::inbox_sk(&i.updated_at, "I"))
+        );
+        // Closing moves the copies to the closed inboxes; a new role moves the role copy.
+        let mut closed = i.clone();
+        closed.state = IssueState::Closed;
+        assert!(
+            entries("t", &closed, &[])
+                .iter()
+                .filter(|x| x.pk.contains("#IN#"))
+                .all(|x| x.pk.contains("#closed"))
         );
     }
 

@@ -370,8 +370,18 @@ impl Indexer {
         allow_equal: bool,
         metrics: &mut Metrics,
     ) -> Result<bool, IndexError> {
-        let puts: Vec<&Entry> = desired.difference(current).collect();
-        let deletes: Vec<&Entry> = current.difference(&desired).collect();
+        // Entries are compared by key: everything else on an entry follows from its key.
+        let key = |e: &Entry| (e.pk.clone(), e.sk.clone());
+        let current_keys: BTreeSet<_> = current.iter().map(key).collect();
+        let desired_keys: BTreeSet<_> = desired.iter().map(key).collect();
+        let puts: Vec<&Entry> = desired
+            .iter()
+            .filter(|e| !current_keys.contains(&key(e)))
+            .collect();
+        let deletes: Vec<&Entry> = current
+            .iter()
+            .filter(|e| !desired_keys.contains(&key(e)))
+            .collect();
         if puts.is_empty() && deletes.is_empty() && allow_equal {
             return Ok(true);
         }

@@ -66,15 +66,59 @@ pub fn num_sk(num: u64) -> String {
     format!("{num:020}")
 }
 
-/// An entry of an issue's participant edge set: `{kind}#{id}#{role}`.
-pub fn participant_edge(kind: &str, id: &str, role: &str) -> String {
-    format!("{kind}#{id}#{role}")
+/// An entry of an issue's participant edge set: `{kind}#{id}`. The role lives in the issue's
+/// `roles` map under the same key, so adding, re-roling and removing need no read.
+pub fn participant_edge(kind: &str, id: &str) -> String {
+    format!("{kind}#{id}")
 }
 
-/// `(kind, id, role)` of a participant edge.
-pub fn parse_participant_edge(edge: &str) -> Option<(&str, &str, &str)> {
-    let mut parts = edge.splitn(3, '#');
-    Some((parts.next()?, parts.next()?, parts.next()?))
+/// `(kind, id)` of a participant edge.
+pub fn parse_participant_edge(edge: &str) -> Option<(&str, &str)> {
+    edge.split_once('#')
+}
+
+// --- People and teams -----------------------------------------------------------------------
+
+/// Partition of a user: the profile and the user's team memberships.
+pub fn user_pk(t: &str, user_id: &str) -> String {
+    format!("{}#U#{user_id}", tenant(t))
+}
+
+pub const PROFILE_SK: &str = "#PROFILE";
+
+/// Partition of a team: the team and its members.
+pub fn team_pk(t: &str, team_id: &str) -> String {
+    format!("{}#TEAM#{team_id}", tenant(t))
+}
+
+pub const TEAM_SK: &str = "#TEAM";
+/// Sort-key prefix of a team's members (in the team's partition).
+pub const MEMBER_SK_PREFIX: &str = "M#";
+/// Sort-key prefix of a user's teams (in the user's partition).
+pub const USER_TEAM_SK_PREFIX: &str = "TM#";
+
+pub fn member_sk(user_id: &str) -> String {
+    format!("{MEMBER_SK_PREFIX}{user_id}")
+}
+
+pub fn user_team_sk(team_id: &str) -> String {
+    format!("{USER_TEAM_SK_PREFIX}{team_id}")
+}
+
+// --- Participation copies (index table) -----------------------------------------------------
+
+/// A participant's issues in one state, newest `updated_at` first; with `role`, only the
+/// issues where the participant has that role (the role-ranked copy).
+pub fn inbox_pk(t: &str, kind: &str, id: &str, state: &str, role: Option<&str>) -> String {
+    match role {
+        Some(r) => format!("{}#IN#{kind}#{id}#{state}#{r}", tenant(t)),
+        None => format!("{}#IN#{kind}#{id}#{state}", tenant(t)),
+    }
+}
+
+/// `{updated_at}#{issue}`: newest first when read backwards, unique per issue.
+pub fn inbox_sk(updated_at: &str, issue_id: &str) -> String {
+    format!("{updated_at}#{issue_id}")
 }
 
 // --- Index table (written only by the indexer) -------------------------------------------
@@ -161,9 +205,16 @@ mod tests {
         }
 
         #[test]
-        fn participant_edges_round_trip(kind in "user|team", id in "[A-Za-z0-9_.:-]{1,40}", role in "assignee|reporter|watcher") {
-            let edge = participant_edge(&kind, &id, &role);
-            prop_assert_eq!(parse_participant_edge(&edge), Some((kind.as_str(), id.as_str(), role.as_str())));
+        fn participant_edges_round_trip(kind in "user|team", id in "[A-Za-z0-9_.:-]{1,40}") {
+            let edge = participant_edge(&kind, &id);
+            prop_assert_eq!(parse_participant_edge(&edge), Some((kind.as_str(), id.as_str())));
+        }
+
+        #[test]
+        fn people_keys_carry_their_tenant(t in "[A-Za-z0-9_.:-]{1,40}", id in "[0-9A-Z]{26}") {
+            for key in [user_pk(&t, &id), team_pk(&t, &id), inbox_pk(&t, "user", &id, "open", None), inbox_pk(&t, "team", &id, "open", Some("watcher"))] {
+                prop_assert_eq!(tenant_of(&key), Some(t.as_str()));
+            }
         }
 
         #[test]

@@ -9,7 +9,7 @@ use axum::extract::{Path, Query, State};
 
 use super::AppState;
 use super::extract::ListQuery;
-use super::views::{IssueView, List};
+use super::views::{IssueView, List, participants_of};
 use crate::auth::Caller;
 use crate::cursor::{Position, Scope};
 use crate::domain::IssueState;
@@ -226,11 +226,18 @@ pub async fn list(
     }
     let mut found = s.store.batch_get_issues(&caller.tenant, &ids).await?;
     // Entries of issues deleted (or moved to another state) since they were indexed are skipped.
-    let items = ids
+    let issues: Vec<_> = ids
         .iter()
         .filter_map(|id| found.remove(id))
         .filter(|i| i.project_id == project_id && grid.state.is_none_or(|st| i.state == st))
-        .map(|i| IssueView::summary(i, &defs))
+        .collect();
+    let names = s
+        .store
+        .names(&caller.tenant, &participants_of(&issues))
+        .await?;
+    let items = issues
+        .into_iter()
+        .map(|i| IssueView::summary(i, &defs, &names))
         .collect();
     Ok(Json(List {
         items,

@@ -164,3 +164,77 @@ pub async fn delete(
         Err(ApiError::NotFound(ISSUE))
     }
 }
+
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RoleBody {
+    role: crate::domain::Role,
+}
+
+fn participant_path(kind: &str, id: &str) -> ApiResult<crate::domain::ParticipantKind> {
+    let kind = crate::domain::ParticipantKind::parse(kind)
+        .ok_or_else(|| ApiError::invalid("kind", "must be user or team"))?;
+    crate::domain::check_participant_id(kind, id).map_err(|m| ApiError::invalid("id", m))?;
+    Ok(kind)
+}
+
+/// `PUT /issues/{id}/participants/{kind}/{id}`: adds the participant or changes their role.
+pub async fn put_participant(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path((issue_id, kind, id)): Path<(String, String, String)>,
+    JsonBody(body): JsonBody<RoleBody>,
+) -> ApiResult<Response> {
+    if !is_server_id(&issue_id) {
+        return Err(ApiError::NotFound(ISSUE));
+    }
+    let kind = participant_path(&kind, &id)?;
+    if kind == crate::domain::ParticipantKind::Team
+        && s.store.get_team(&caller.tenant, &id).await?.is_none()
+    {
+        return Err(ApiError::invalid("id", "is not a team of this tenant"));
+    }
+    let participant = crate::domain::Participant {
+        kind,
+        id,
+        role: body.role,
+    };
+    let now = format_timestamp(time::OffsetDateTime::now_utc());
+    if !s
+        .store
+        .put_participant(&caller.tenant, &issue_id, &participant, &now)
+        .await?
+    {
+        return Err(ApiError::NotFound(ISSUE));
+    }
+    let issue = s
+        .store
+        .get_issue(&caller.tenant, &issue_id)
+        .await?
+        .ok_or(ApiError::NotFound(ISSUE))?;
+    let defs = defs_of(&s, &caller.tenant, &issue.project_id).await?;
+    Ok(issue_response(StatusCode::OK, issue, &defs))
+}
+
+/// `DELETE /issues/{id}/participants/{kind}/{id}`.
+pub async fn delete_participant(
+    State(s): State<AppState>,
+    caller: Caller,
+    Path((issue_id, kind, id)): Path<(String, String, String)>,
+) -> ApiResult<StatusCode> {
+    if !is_server_id(&issue_id) {
+        return Err(ApiError::NotFound(ISSUE));
+    }
+    let Ok(kind) = participant_path(&kind, &id) else {
+        return Err(ApiError::NotFound("participant"));
+    };
+    let now = format_timestamp(time::OffsetDateTime::now_utc());
+    if s.store
+        .delete_participant(&caller.tenant, &issue_id, kind, &id, &now)
+        .await?
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound("participant"))
+    }
+}

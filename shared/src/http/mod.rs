@@ -3,7 +3,9 @@
 
 mod extract;
 mod grid;
+mod inbox;
 mod issues;
+mod people;
 mod projects;
 pub mod views;
 
@@ -12,7 +14,7 @@ use axum::body::{Body, to_bytes};
 use axum::extract::DefaultBodyLimit;
 use axum::http::{Method, StatusCode, header};
 use axum::response::Response;
-use axum::routing::{MethodRouter, delete, get, patch, post};
+use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
 pub use extract::{MAX_BODY_BYTES, parse_json};
 
@@ -35,10 +37,18 @@ pub enum Group {
     Projects,
     Issues,
     Grid,
+    People,
+    Inbox,
 }
 
 impl Group {
-    pub const ALL: [Group; 3] = [Group::Projects, Group::Issues, Group::Grid];
+    pub const ALL: [Group; 5] = [
+        Group::Projects,
+        Group::Issues,
+        Group::Grid,
+        Group::People,
+        Group::Inbox,
+    ];
 
     /// The function's logical id in `template.yaml`.
     pub fn function_logical_id(self) -> &'static str {
@@ -46,6 +56,8 @@ impl Group {
             Group::Projects => "ProjectsFunction",
             Group::Issues => "IssuesFunction",
             Group::Grid => "GridFunction",
+            Group::People => "PeopleFunction",
+            Group::Inbox => "InboxFunction",
         }
     }
 }
@@ -98,6 +110,55 @@ fn table() -> Vec<(Route, MethodRouter<AppState>)> {
         (
             r(Grid, Method::GET, "/projects/{project_id}/issues"),
             get(grid::list),
+        ),
+        (
+            r(
+                Issues,
+                Method::PUT,
+                "/issues/{issue_id}/participants/{kind}/{participant_id}",
+            ),
+            put(issues::put_participant),
+        ),
+        (
+            r(
+                Issues,
+                Method::DELETE,
+                "/issues/{issue_id}/participants/{kind}/{participant_id}",
+            ),
+            delete(issues::delete_participant),
+        ),
+        (r(People, Method::PUT, "/me"), put(people::put_me)),
+        (r(People, Method::GET, "/me"), get(people::get_me)),
+        (r(People, Method::POST, "/teams"), post(people::create_team)),
+        (
+            r(People, Method::GET, "/teams/{team_id}"),
+            get(people::get_team),
+        ),
+        (
+            r(People, Method::PUT, "/teams/{team_id}/members/{user_id}"),
+            put(people::add_member),
+        ),
+        (
+            r(People, Method::DELETE, "/teams/{team_id}/members/{user_id}"),
+            delete(people::remove_member),
+        ),
+        (
+            r(People, Method::GET, "/teams/{team_id}/members"),
+            get(people::list_members),
+        ),
+        (r(People, Method::GET, "/me/teams"), get(people::my_teams)),
+        (
+            r(People, Method::GET, "/users/{user_id}/teams"),
+            get(people::user_teams),
+        ),
+        (r(Inbox, Method::GET, "/me/issues"), get(inbox::my_issues)),
+        (
+            r(Inbox, Method::GET, "/me/teams/issues"),
+            get(inbox::my_teams_issues),
+        ),
+        (
+            r(Inbox, Method::GET, "/teams/{team_id}/issues"),
+            get(inbox::team_issues),
         ),
         (
             r(Issues, Method::GET, "/issues/{issue_id}"),

@@ -1,12 +1,12 @@
 //! Response bodies.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
 use serde_json::value::RawValue;
 
 use crate::domain::values::FieldDef;
-use crate::domain::{Issue, IssueState, Participant, Project};
+use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Project};
 
 /// `{"items": [...], "next_cursor": ...}`
 #[derive(Serialize)]
@@ -22,6 +22,18 @@ pub struct ProjectWithFields {
     pub fields: Vec<FieldDef>,
 }
 
+/// Display names of participants, looked up when a list is read.
+pub type Names = HashMap<(ParticipantKind, String), String>;
+
+#[derive(Serialize)]
+pub struct ParticipantView {
+    #[serde(flatten)]
+    pub participant: Participant,
+    /// In list views: a user's profile name or a team's name; absent when there is none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub display_name: Option<String>,
+}
+
 /// An issue as the API returns it.
 #[derive(Serialize)]
 pub struct IssueView {
@@ -34,21 +46,40 @@ pub struct IssueView {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<Option<String>>,
     pub fields: BTreeMap<String, Box<RawValue>>,
-    pub participants: Vec<Participant>,
+    pub participants: Vec<ParticipantView>,
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
 }
 
+/// Every participant of these issues, for one names lookup per page.
+pub fn participants_of<'a>(
+    issues: impl IntoIterator<Item = &'a Issue>,
+) -> BTreeSet<(ParticipantKind, String)> {
+    issues
+        .into_iter()
+        .flat_map(|i| i.participants.iter().map(|p| (p.kind, p.id.clone())))
+        .collect()
+}
+
 impl IssueView {
-    /// Renders `issue`, keeping only values of fields the project still defines: a deleted
-    /// field's values disappear from every read at once.
-    pub fn new(issue: Issue, defs: &[FieldDef]) -> Self {
+    /// Renders `issue`. With `defs`, keeps only values of fields the project still defines (a
+    /// deleted field's values disappear from every read at once); with `names`, it is a list
+    /// view: no description, participants with their display names.
+    fn build(issue: Issue, defs: Option<&[FieldDef]>, names: Option<&Names>) -> Self {
         let fields = issue
             .fields
             .iter()
-            .filter(|(id, _)| defs.iter().any(|d| &d.id == *id))
+            .filter(|(id, _)| defs.is_none_or(|d| d.iter().any(|d| &d.id == *id)))
             .map(|(id, v)| (id.clone(), v.to_json()))
+            .collect();
+        let participants = issue
+            .participants
+            .into_iter()
+            .map(|p| ParticipantView {
+                display_name: names.and_then(|n| n.get(&(p.kind, p.id.clone())).cloned()),
+                participant: p,
+            })
             .collect();
         Self {
             id: issue.id,
@@ -56,20 +87,36 @@ impl IssueView {
             num: issue.num,
             title: issue.title,
             state: issue.state,
-            description: Some(issue.description),
+            description: names.is_none().then_some(issue.description),
             fields,
-            participants: issue.participants,
+            participants,
             version: issue.version,
             created_at: issue.created_at,
             updated_at: issue.updated_at,
         }
     }
 
-    /// The issue as list views show it: without its description.
-    pub fn summary(issue: Issue, defs: &[FieldDef]) -> Self {
-        Self {
-            description: None,
-            ..Self::new(issue, defs)
-        }
+    /// The whole issue.
+    pub fn new(issue: Issue, defs: &[FieldDef]) -> Self {
+        Self::build(issue, Some(defs), None)
     }
+
+    /// The issue as the grid shows it: without its description, with names.
+    pub fn summary(issue: Issue, defs: &[FieldDef], names: &Names) -> Self {
+        Self::build(issue, Some(defs), Some(names))
+    }
+
+    /// The issue as an inbox shows it. Inboxes span projects, so values of a just-deleted
+    /// field may show until the indexer has removed them from the issue (seconds).
+    pub fn inbox_summary(issue: Issue, names: &Names) -> Self {
+        Self::build(issue, None, Some(names))
+    }
+}
+
+/// An inbox item: the summary and the participant entries that put it in this list.
+#[derive(Serialize)]
+pub struct InboxItem {
+    #[serde(flatten)]
+    pub issue: IssueView,
+    pub via: Vec<Participant>,
 }

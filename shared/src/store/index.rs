@@ -88,6 +88,7 @@ impl Store {
                     pk: pk.into(),
                     sk: sk.into(),
                     issue_id: issue_id.into(),
+                    role: None,
                 })
                 .collect(),
             _ => BTreeSet::new(),
@@ -165,6 +166,9 @@ impl Store {
         for e in puts {
             let mut item = key(e.pk.clone(), &e.sk);
             item.insert("issue_id".into(), s(&e.issue_id));
+            if let Some(role) = &e.role {
+                item.insert("role".into(), s(role));
+            }
             let req = PutRequest::builder()
                 .set_item(Some(item))
                 .build()
@@ -364,5 +368,41 @@ impl Store {
             }
             Err(e) => Err(sdk("UpdateItem")(e)),
         }
+    }
+
+    /// One participation partition, newest first: `(sort key, issue id, role)` after
+    /// `after` (a sort key already returned), and whether more remain.
+    #[tracing::instrument(skip_all, fields(op = "query_inbox"))]
+    pub async fn query_inbox(
+        &self,
+        pk: &str,
+        limit: i32,
+        after: Option<&str>,
+    ) -> Result<(Vec<(String, String, String)>, bool), StoreError> {
+        let start = after
+            .map(|sk| Item::from([(keys::PK.to_string(), s(pk)), (keys::SK.to_string(), s(sk))]));
+        let out = self
+            .client
+            .query()
+            .table_name(&self.index)
+            .key_condition_expression("PK = :pk")
+            .expression_attribute_values(":pk", s(pk))
+            .scan_index_forward(false)
+            .limit(limit)
+            .set_exclusive_start_key(start)
+            .send()
+            .await
+            .map_err(sdk("Query"))?;
+        let more = out.last_evaluated_key.is_some();
+        let text = |i: &Item, k: &str| match i.get(k) {
+            Some(AttributeValue::S(v)) => v.clone(),
+            _ => String::new(),
+        };
+        let items = out
+            .items()
+            .iter()
+            .map(|i| (text(i, keys::SK), text(i, "issue_id"), text(i, "role")))
+            .collect();
+        Ok((items, more))
     }
 }

@@ -263,4 +263,88 @@ impl Store {
         // Only the summary's delete has a condition: cancelled means there was no issue.
         Ok(matches!(tx, Tx::Committed))
     }
+
+    /// Adds a participant or changes their role: one UpdateItem (`ADD` to the edge set, `SET`
+    /// in the roles map), no read. It is an issue change: version and `updated_at` move.
+    /// `false` when there is no such issue.
+    #[tracing::instrument(skip_all, fields(op = "put_participant"))]
+    pub async fn put_participant(
+        &self,
+        tenant: &str,
+        issue_id: &str,
+        p: &crate::domain::Participant,
+        now: &str,
+    ) -> Result<bool, StoreError> {
+        let edge = keys::participant_edge(p.kind.as_str(), &p.id);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.records)
+            .set_key(Some(key(keys::issue_pk(tenant, issue_id), keys::ISSUE_SK)))
+            .update_expression("ADD #p :edge, #v :one SET #r.#e = :role, #u = :now")
+            .condition_expression("attribute_exists(PK)")
+            .expression_attribute_names("#p", attr::PARTICIPANTS)
+            .expression_attribute_names("#r", attr::ROLES)
+            .expression_attribute_names("#e", &edge)
+            .expression_attribute_names("#v", attr::VERSION)
+            .expression_attribute_names("#u", attr::UPDATED_AT)
+            .expression_attribute_values(":edge", AttributeValue::Ss(vec![edge.clone()]))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":role", AttributeValue::S(p.role.as_str().into()))
+            .expression_attribute_values(":now", AttributeValue::S(now.into()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(sdk("UpdateItem")(e)),
+        }
+    }
+
+    /// Removes a participant: one UpdateItem, conditioned on them being one. `false` when the
+    /// issue does not exist or they are not a participant.
+    #[tracing::instrument(skip_all, fields(op = "delete_participant"))]
+    pub async fn delete_participant(
+        &self,
+        tenant: &str,
+        issue_id: &str,
+        kind: crate::domain::ParticipantKind,
+        id: &str,
+        now: &str,
+    ) -> Result<bool, StoreError> {
+        let edge = keys::participant_edge(kind.as_str(), id);
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.records)
+            .set_key(Some(key(keys::issue_pk(tenant, issue_id), keys::ISSUE_SK)))
+            .update_expression("DELETE #p :edges REMOVE #r.#e SET #u = :now ADD #v :one")
+            .condition_expression("contains(#p, :edge)")
+            .expression_attribute_names("#p", attr::PARTICIPANTS)
+            .expression_attribute_names("#r", attr::ROLES)
+            .expression_attribute_names("#e", &edge)
+            .expression_attribute_names("#v", attr::VERSION)
+            .expression_attribute_names("#u", attr::UPDATED_AT)
+            .expression_attribute_values(":edges", AttributeValue::Ss(vec![edge.clone()]))
+            .expression_attribute_values(":edge", AttributeValue::S(edge))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":now", AttributeValue::S(now.into()))
+            .send()
+            .await;
+        match result {
+            Ok(_) => Ok(true),
+            Err(e)
+                if e.as_service_error()
+                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(sdk("UpdateItem")(e)),
+        }
+    }
 }

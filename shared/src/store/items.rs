@@ -20,6 +20,7 @@ pub mod attr {
     pub const STATE: &str = "state";
     pub const FIELDS: &str = "fields";
     pub const PARTICIPANTS: &str = "participants";
+    pub const ROLES: &str = "roles";
     pub const VERSION: &str = "version";
     pub const UPDATED_AT: &str = "updated_at";
     pub const TEXT: &str = "text";
@@ -160,15 +161,17 @@ pub fn fields_attr(fields: &BTreeMap<String, StoredValue>) -> AttributeValue {
     )
 }
 
-pub fn participants_attr(ps: &[Participant]) -> Option<AttributeValue> {
-    // DynamoDB has no empty sets: an issue without participants has no attribute.
-    (!ps.is_empty()).then(|| {
-        AttributeValue::Ss(
-            ps.iter()
-                .map(|p| keys::participant_edge(p.kind.as_str(), &p.id, p.role.as_str()))
-                .collect(),
-        )
-    })
+/// The participant edge set (absent when empty: DynamoDB has no empty sets) and the roles map
+/// (always present, so `SET roles.#edge` works without a read).
+pub fn participants_attrs(ps: &[Participant]) -> (Option<AttributeValue>, AttributeValue) {
+    let edge = |p: &Participant| keys::participant_edge(p.kind.as_str(), &p.id);
+    let edges = (!ps.is_empty()).then(|| AttributeValue::Ss(ps.iter().map(edge).collect()));
+    let roles = AttributeValue::M(
+        ps.iter()
+            .map(|p| (edge(p), AttributeValue::S(p.role.as_str().into())))
+            .collect(),
+    );
+    (edges, roles)
 }
 
 /// The summary item of an issue (without its description).
@@ -190,9 +193,11 @@ pub fn issue_item(tenant: &str, issue: &Issue) -> Result<Item, StoreError> {
     };
     let mut item: Item = serde_dynamo::to_item(scalars)?;
     item.insert(attr::FIELDS.into(), fields_attr(&issue.fields));
-    if let Some(ps) = participants_attr(&issue.participants) {
-        item.insert(attr::PARTICIPANTS.into(), ps);
+    let (edges, roles) = participants_attrs(&issue.participants);
+    if let Some(edges) = edges {
+        item.insert(attr::PARTICIPANTS.into(), edges);
     }
+    item.insert(attr::ROLES.into(), roles);
     Ok(item)
 }
 
@@ -205,11 +210,19 @@ pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, Store
             .collect::<Result<BTreeMap<_, _>, StoreError>>()?,
         _ => BTreeMap::new(),
     };
+    let roles = match item.get(attr::ROLES) {
+        Some(AttributeValue::M(m)) => Some(m),
+        _ => None,
+    };
     let mut participants = match item.get(attr::PARTICIPANTS) {
         Some(AttributeValue::Ss(edges)) => edges
             .iter()
             .map(|e| {
-                parse_participant(e)
+                let role = roles.and_then(|r| match r.get(e) {
+                    Some(AttributeValue::S(role)) => Some(role.as_str()),
+                    _ => None,
+                });
+                parse_participant(e, role)
                     .ok_or_else(|| StoreError::Corrupt(format!("participant edge {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?,
@@ -236,12 +249,12 @@ pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, Store
     })
 }
 
-fn parse_participant(edge: &str) -> Option<Participant> {
-    let (kind, id, role) = keys::parse_participant_edge(edge)?;
+fn parse_participant(edge: &str, role: Option<&str>) -> Option<Participant> {
+    let (kind, id) = keys::parse_participant_edge(edge)?;
     Some(Participant {
         kind: ParticipantKind::parse(kind)?,
         id: id.to_string(),
-        role: Role::parse(role)?,
+        role: Role::parse(role?)?,
     })
 }
 

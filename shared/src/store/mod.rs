@@ -3,6 +3,7 @@
 mod index;
 mod issues;
 mod items;
+mod people;
 mod projects;
 
 use std::collections::HashMap;
@@ -18,6 +19,7 @@ use crate::cursor::Position;
 pub use index::{ColumnQuery, Watermark};
 pub use issues::{CreateIssueError, PatchOutcome};
 pub use items::issue_from;
+pub use people::{Profile, Team};
 pub use projects::CreateFieldError;
 
 pub type Item = HashMap<String, AttributeValue>;

@@ -1,0 +1,330 @@
+//! Profiles, teams and memberships. A membership is an adjacency list written in both
+//! directions in one transaction, so a team's members and a user's teams are each one Query.
+
+use std::collections::{BTreeSet, HashMap};
+
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, KeysAndAttributes, Put, TransactWriteItem,
+};
+use serde::{Deserialize, Serialize};
+
+use super::items::key;
+use super::{Item, Page, Store, StoreError, Tx, build_err, page_of, sdk, start_key};
+use crate::cursor::Position;
+use crate::domain::ParticipantKind;
+use crate::keys;
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Profile {
+    pub id: String,
+    pub display_name: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Team {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+}
+
+/// A user's edge to a team; it carries the team's name and creation time (teams are never
+/// renamed), so listing a user's teams needs no second read.
+#[derive(Serialize, Deserialize)]
+struct UserTeamEdge {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    entity: String,
+    team_id: String,
+    name: String,
+    created_at: String,
+}
+
+#[derive(Serialize, Deserialize)]
+struct MemberEdge {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    entity: String,
+    user_id: String,
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+impl Store {
+    #[tracing::instrument(skip_all, fields(op = "put_profile"))]
+    pub async fn put_profile(&self, tenant: &str, profile: &Profile) -> Result<(), StoreError> {
+        let mut item = key(keys::user_pk(tenant, &profile.id), keys::PROFILE_SK);
+        item.insert("entity".into(), s("user"));
+        item.insert("id".into(), s(&profile.id));
+        if let Some(name) = &profile.display_name {
+            item.insert("display_name".into(), s(name));
+        }
+        self.client
+            .put_item()
+            .table_name(&self.records)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(sdk("PutItem"))?;
+        Ok(())
+    }
+
+    #[tracing::instrument(skip_all, fields(op = "get_profile"))]
+    pub async fn get_profile(&self, tenant: &str, user_id: &str) -> Result<Profile, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.records)
+            .set_key(Some(key(keys::user_pk(tenant, user_id), keys::PROFILE_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk("GetItem"))?;
+        let display_name = out.item.as_ref().and_then(|i| match i.get("display_name") {
+            Some(AttributeValue::S(n)) => Some(n.clone()),
+            _ => None,
+        });
+        Ok(Profile {
+            id: user_id.to_string(),
+            display_name,
+        })
+    }
+
+    #[tracing::instrument(skip_all, fields(op = "create_team"))]
+    pub async fn create_team(&self, tenant: &str, team: &Team) -> Result<(), StoreError> {
+        let mut item = key(keys::team_pk(tenant, &team.id), keys::TEAM_SK);
+        item.insert("entity".into(), s("team"));
+        item.insert("id".into(), s(&team.id));
+        item.insert("name".into(), s(&team.name));
+        item.insert("created_at".into(), s(&team.created_at));
+        self.client
+            .put_item()
+            .table_name(&self.records)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(PK)")
+            .send()
+            .await
+            .map_err(sdk("PutItem"))?;
+        Ok(())
+    }
+
+    #[tracing::instrument(skip_all, fields(op = "get_team"))]
+    pub async fn get_team(&self, tenant: &str, team_id: &str) -> Result<Option<Team>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.records)
+            .set_key(Some(key(keys::team_pk(tenant, team_id), keys::TEAM_SK)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk("GetItem"))?;
+        Ok(out.item.map(serde_dynamo::from_item).transpose()?)
+    }
+
+    /// Adds a member: both edges in one transaction, conditioned on the team existing.
+    /// Idempotent. `false` when the team does not exist.
+    #[tracing::instrument(skip_all, fields(op = "add_member"))]
+    pub async fn add_member(
+        &self,
+        tenant: &str,
+        team: &Team,
+        user_id: &str,
+    ) -> Result<bool, StoreError> {
+        let check = ConditionCheck::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(keys::team_pk(tenant, &team.id), keys::TEAM_SK)))
+            .condition_expression("attribute_exists(PK)")
+            .build()
+            .map_err(build_err)?;
+        let member: Item = serde_dynamo::to_item(MemberEdge {
+            pk: keys::team_pk(tenant, &team.id),
+            sk: keys::member_sk(user_id),
+            entity: "member".into(),
+            user_id: user_id.into(),
+        })?;
+        let user_team: Item = serde_dynamo::to_item(UserTeamEdge {
+            pk: keys::user_pk(tenant, user_id),
+            sk: keys::user_team_sk(&team.id),
+            entity: "user_team".into(),
+            team_id: team.id.clone(),
+            name: team.name.clone(),
+            created_at: team.created_at.clone(),
+        })?;
+        let put = |item: Item| {
+            Put::builder()
+                .table_name(&self.records)
+                .set_item(Some(item))
+                .build()
+                .map_err(build_err)
+        };
+        let tx = self
+            .transact(vec![
+                TransactWriteItem::builder().condition_check(check).build(),
+                TransactWriteItem::builder().put(put(member)?).build(),
+                TransactWriteItem::builder().put(put(user_team)?).build(),
+            ])
+            .await?;
+        Ok(tx == Tx::Committed)
+    }
+
+    /// Removes both edges in one transaction; `false` when the user was not a member.
+    #[tracing::instrument(skip_all, fields(op = "remove_member"))]
+    pub async fn remove_member(
+        &self,
+        tenant: &str,
+        team_id: &str,
+        user_id: &str,
+    ) -> Result<bool, StoreError> {
+        let member = Delete::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(
+                keys::team_pk(tenant, team_id),
+                &keys::member_sk(user_id),
+            )))
+            .condition_expression("attribute_exists(PK)")
+            .build()
+            .map_err(build_err)?;
+        let user_team = Delete::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(
+                keys::user_pk(tenant, user_id),
+                &keys::user_team_sk(team_id),
+            )))
+            .build()
+            .map_err(build_err)?;
+        let tx = self
+            .transact(vec![
+                TransactWriteItem::builder().delete(member).build(),
+                TransactWriteItem::builder().delete(user_team).build(),
+            ])
+            .await?;
+        Ok(tx == Tx::Committed)
+    }
+
+    /// A page of a team's member ids: one Query of the team's partition.
+    #[tracing::instrument(skip_all, fields(op = "list_members"))]
+    pub async fn list_members(
+        &self,
+        tenant: &str,
+        team_id: &str,
+        limit: i32,
+        start: Option<&Position>,
+    ) -> Result<Page<String>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.records)
+            .key_condition_expression("PK = :pk AND begins_with(SK, :m)")
+            .expression_attribute_values(":pk", s(keys::team_pk(tenant, team_id)))
+            .expression_attribute_values(":m", s(keys::MEMBER_SK_PREFIX))
+            .limit(limit)
+            .set_exclusive_start_key(start_key(start))
+            .send()
+            .await
+            .map_err(sdk("Query"))?;
+        page_of(out, |e: MemberEdge| e.user_id)
+    }
+
+    /// A page of a user's teams: one Query of the user's partition.
+    #[tracing::instrument(skip_all, fields(op = "teams_of_user"))]
+    pub async fn teams_of_user(
+        &self,
+        tenant: &str,
+        user_id: &str,
+        limit: Option<i32>,
+        start: Option<&Position>,
+    ) -> Result<Page<Team>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.records)
+            .key_condition_expression("PK = :pk AND begins_with(SK, :t)")
+            .expression_attribute_values(":pk", s(keys::user_pk(tenant, user_id)))
+            .expression_attribute_values(":t", s(keys::USER_TEAM_SK_PREFIX))
+            .set_limit(limit)
+            .set_exclusive_start_key(start_key(start))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk("Query"))?;
+        page_of(out, |e: UserTeamEdge| Team {
+            id: e.team_id,
+            name: e.name,
+            created_at: e.created_at,
+        })
+    }
+
+    /// Display names of users (profile names) and teams (team names), in BatchGetItems of
+    /// 100 keys. Participants without a name are absent from the result.
+    #[tracing::instrument(skip_all, fields(op = "names", n = who.len()))]
+    pub async fn names(
+        &self,
+        tenant: &str,
+        who: &BTreeSet<(ParticipantKind, String)>,
+    ) -> Result<HashMap<(ParticipantKind, String), String>, StoreError> {
+        let mut names = HashMap::new();
+        let keys_: Vec<Item> = who
+            .iter()
+            .map(|(kind, id)| match kind {
+                ParticipantKind::User => key(keys::user_pk(tenant, id), keys::PROFILE_SK),
+                ParticipantKind::Team => key(keys::team_pk(tenant, id), keys::TEAM_SK),
+            })
+            .collect();
+        for chunk in keys_.chunks(100) {
+            let mut pending = Some(
+                KeysAndAttributes::builder()
+                    .set_keys(Some(chunk.to_vec()))
+                    .build()
+                    .map_err(build_err)?,
+            );
+            let mut rounds = 0;
+            while let Some(request) = pending.take() {
+                rounds += 1;
+                if rounds > 8 {
+                    return Err(StoreError::Contention(8));
+                }
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.records, request)
+                    .send()
+                    .await
+                    .map_err(sdk("BatchGetItem"))?;
+                for item in out
+                    .responses
+                    .and_then(|mut r| r.remove(&self.records))
+                    .unwrap_or_default()
+                {
+                    let text = |k: &str| match item.get(k) {
+                        Some(AttributeValue::S(v)) => Some(v.clone()),
+                        _ => None,
+                    };
+                    match (text("entity").as_deref(), text("id")) {
+                        (Some("user"), Some(id)) => {
+                            if let Some(n) = text("display_name") {
+                                names.insert((ParticipantKind::User, id), n);
+                            }
+                        }
+                        (Some("team"), Some(id)) => {
+                            if let Some(n) = text("name") {
+                                names.insert((ParticipantKind::Team, id), n);
+                            }
+                        }
+                        _ => {}
+                    }
+                }
+                pending = out
+                    .unprocessed_keys
+                    .and_then(|mut m| m.remove(&self.records))
+                    .filter(|k| !k.keys().is_empty());
+            }
+        }
+        Ok(names)
+    }
+}
