@@ -15,6 +15,7 @@ FIELD = "01JDQ5S0000000000000000F01"
 ISSUE = "01JDQ5S0000000000000000N01"
 ISSUE_TO_DELETE = "01JDQ5S0000000000000000N02"
 MISSING = "01JDQ5S0000000000000000X99"
+TEAM = "01JDQ5S0000000000000000T01"
 
 root = pathlib.Path(__file__).resolve().parent.parent / "events"
 
@@ -120,6 +121,37 @@ EVENTS += [
      event("GET", "/projects/{project_id}/issues", P, query={"sort": "nope"})),
 ]
 
+T = {"team_id": TEAM}
+EVENTS += [
+    ("participants-put", "IssuesFunction", 200, "Add a team as a watcher of an issue (or change its role).",
+     event("PUT", "/issues/{issue_id}/participants/{kind}/{participant_id}",
+           {"issue_id": ISSUE, "kind": "team", "participant_id": TEAM}, body={"role": "watcher"})),
+    ("participants-delete", "IssuesFunction", 204, "Remove the reporter from an issue.",
+     event("DELETE", "/issues/{issue_id}/participants/{kind}/{participant_id}",
+           {"issue_id": ISSUE, "kind": "user", "participant_id": SUB})),
+    ("me-put", "PeopleFunction", 200, "Set the caller's display name.",
+     event("PUT", "/me", body={"display_name": "Alice Example"})),
+    ("me-get", "PeopleFunction", 200, "The caller's profile.", event("GET", "/me")),
+    ("teams-create", "PeopleFunction", 201, "Create a team.", event("POST", "/teams", body={"name": "Platform"})),
+    ("teams-get", "PeopleFunction", 200, "Read a team.", event("GET", "/teams/{team_id}", T)),
+    ("members-put", "PeopleFunction", 204, "Add bob to a team (both directions, one transaction).",
+     event("PUT", "/teams/{team_id}/members/{user_id}", {"team_id": TEAM, "user_id": "bob"})),
+    ("members-delete", "PeopleFunction", 204, "Remove the caller from a team.",
+     event("DELETE", "/teams/{team_id}/members/{user_id}", {"team_id": TEAM, "user_id": SUB})),
+    ("members-list", "PeopleFunction", 200, "A team's members with their names.",
+     event("GET", "/teams/{team_id}/members", T)),
+    ("me-teams", "PeopleFunction", 200, "The caller's teams.", event("GET", "/me/teams")),
+    ("users-teams", "PeopleFunction", 200, "Another user's teams.",
+     event("GET", "/users/{user_id}/teams", {"user_id": SUB})),
+    ("inbox-me", "InboxFunction", 200, "The caller's open issues where they are the reporter.",
+     event("GET", "/me/issues", query={"state": "open", "role": "reporter"})),
+    ("inbox-me-teams", "InboxFunction", 200, "Open issues of all the caller's teams, merged, each once.",
+     event("GET", "/me/teams/issues", query={"limit": "20"})),
+    ("inbox-team", "InboxFunction", 200, "One team's open issues.", event("GET", "/teams/{team_id}/issues", T)),
+    ("inbox-me-bad-role", "InboxFunction", 400, "An unknown role in the filter.",
+     event("GET", "/me/issues", query={"role": "boss"})),
+]
+
 STREAM_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/gridline-RecordsTable/stream/2026-11-21T00:00:00.000"
 NEW_ISSUE = "01JDQ5S0000000000000000N05"
 
@@ -132,7 +164,8 @@ def issue_image(issue_id, version, title, points=None, state="open", num=5):
         "entity": {"S": "issue"}, "id": {"S": issue_id}, "project_id": {"S": PROJECT},
         "num": {"N": str(num)}, "title": {"S": title}, "state": {"S": state},
         "version": {"N": str(version)}, "fields": {"M": fields},
-        "participants": {"SS": [f"user#{SUB}#reporter"]},
+        "participants": {"SS": [f"user#{SUB}"]},
+        "roles": {"M": {f"user#{SUB}": {"S": "reporter"}}},
         "created_at": {"S": "2026-11-21T20:42:03.123Z"},
         "updated_at": {"S": f"2026-11-21T20:42:0{version}.000Z"},
     }

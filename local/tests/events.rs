@@ -17,6 +17,8 @@ const PROJECT: &str = "01JDQ5S0000000000000000P01";
 const FIELD: &str = "01JDQ5S0000000000000000F01";
 const ISSUE: &str = "01JDQ5S0000000000000000N01";
 const ISSUE_TO_DELETE: &str = "01JDQ5S0000000000000000N02";
+const TEAM: &str = "01JDQ5S0000000000000000T01";
+const SUB: &str = "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6";
 
 #[derive(Deserialize)]
 struct Entry {
@@ -68,6 +70,13 @@ async fn seed(api: &TestApi) {
         options: None,
     };
     store.create_field(TENANT, PROJECT, &field).await.unwrap();
+    let team = gridline::store::Team {
+        id: TEAM.into(),
+        name: "Platform".into(),
+        created_at: "2026-11-21T20:42:03.123Z".into(),
+    };
+    store.create_team(TENANT, &team).await.unwrap();
+    assert!(store.add_member(TENANT, &team, SUB).await.unwrap());
     for (last, id) in [(0, ISSUE), (1, ISSUE_TO_DELETE)] {
         let new = NewIssue {
             title: "Seeded".into(),
@@ -76,7 +85,7 @@ async fn seed(api: &TestApi) {
             fields: BTreeMap::from([(FIELD.to_string(), StoredValue::N("5".parse().unwrap()))]),
             participants: vec![Participant {
                 kind: ParticipantKind::User,
-                id: "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6".into(),
+                id: SUB.into(),
                 role: Role::Reporter,
             }],
         };

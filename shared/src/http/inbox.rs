@@ -65,7 +65,10 @@ async fn read(
         let after = positions.get(&src.name).cloned();
         async move {
             match after.as_deref() {
-                Some(DONE) => Ok((Vec::new(), false)),
+                Some(DONE) => Ok(crate::store::Page {
+                    items: Vec::new(),
+                    next: None,
+                }),
                 other => s.store.query_inbox(&src.pk, q.limit, other).await,
             }
         }
@@ -76,9 +79,13 @@ async fn read(
     let mut candidates: Vec<(String, usize, String, String)> = Vec::new();
     let mut more = Vec::with_capacity(sources.len());
     for (i, page) in pages.into_iter().enumerate() {
-        let (items, has_more) = page?;
-        more.push(has_more);
-        candidates.extend(items.into_iter().map(|(sk, id, role)| (sk, i, id, role)));
+        let page = page?;
+        more.push(page.next.is_some());
+        candidates.extend(
+            page.items
+                .into_iter()
+                .map(|c| (c.sk, i, c.issue_id, c.role)),
+        );
     }
     candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
     let fetched: Vec<usize> = (0..sources.len())

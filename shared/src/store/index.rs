@@ -29,6 +29,14 @@ pub struct Watermark {
     pub entries: BTreeSet<Entry>,
 }
 
+/// A participation copy as an inbox reads it.
+#[derive(Debug, Clone)]
+pub struct InboxCopy {
+    pub sk: String,
+    pub issue_id: String,
+    pub role: String,
+}
+
 /// A read of one column partition.
 #[derive(Debug, Clone)]
 pub struct ColumnQuery {
@@ -370,15 +378,15 @@ impl Store {
         }
     }
 
-    /// One participation partition, newest first: `(sort key, issue id, role)` after
-    /// `after` (a sort key already returned), and whether more remain.
+    /// One participation partition, newest first, after `after` (a sort key already
+    /// returned); `next` is set when more remain.
     #[tracing::instrument(skip_all, fields(op = "query_inbox"))]
     pub async fn query_inbox(
         &self,
         pk: &str,
         limit: i32,
         after: Option<&str>,
-    ) -> Result<(Vec<(String, String, String)>, bool), StoreError> {
+    ) -> Result<Page<InboxCopy>, StoreError> {
         let start = after
             .map(|sk| Item::from([(keys::PK.to_string(), s(pk)), (keys::SK.to_string(), s(sk))]));
         let out = self
@@ -393,7 +401,7 @@ impl Store {
             .send()
             .await
             .map_err(sdk("Query"))?;
-        let more = out.last_evaluated_key.is_some();
+        let next = position_of(out.last_evaluated_key())?;
         let text = |i: &Item, k: &str| match i.get(k) {
             Some(AttributeValue::S(v)) => v.clone(),
             _ => String::new(),
@@ -401,8 +409,12 @@ impl Store {
         let items = out
             .items()
             .iter()
-            .map(|i| (text(i, keys::SK), text(i, "issue_id"), text(i, "role")))
+            .map(|i| InboxCopy {
+                sk: text(i, keys::SK),
+                issue_id: text(i, "issue_id"),
+                role: text(i, "role"),
+            })
             .collect();
-        Ok((items, more))
+        Ok(Page { items, next })
     }
 }

@@ -16,7 +16,7 @@ use rand::Rng;
 
 use crate::cursor::Position;
 
-pub use index::{ColumnQuery, Watermark};
+pub use index::{ColumnQuery, InboxCopy, Watermark};
 pub use issues::{CreateIssueError, PatchOutcome};
 pub use items::issue_from;
 pub use people::{Profile, Team};
