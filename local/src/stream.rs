@@ -43,22 +43,7 @@ pub struct Poller {
 
 /// A streams client for the same endpoint and credentials as the DynamoDB client.
 pub async fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
-    let mut loader =
-        aws_config::defaults(aws_config::BehaviorVersion::latest()).endpoint_url(endpoint);
-    if std::env::var_os("AWS_REGION").is_none() && std::env::var_os("AWS_DEFAULT_REGION").is_none()
-    {
-        loader = loader.region(aws_config::Region::new("us-east-1"));
-    }
-    if std::env::var_os("AWS_ACCESS_KEY_ID").is_none() {
-        loader = loader.credentials_provider(aws_sdk_dynamodb::config::Credentials::new(
-            "local",
-            "local",
-            None,
-            None,
-            "gridline-local",
-        ));
-    }
-    aws_sdk_dynamodbstreams::Client::new(&loader.load().await)
+    aws_sdk_dynamodbstreams::Client::new(&gridline::store::sdk_config(Some(endpoint)).await)
 }
 
 impl Poller {

@@ -79,12 +79,17 @@ pub async fn get(
     if !is_server_id(&issue_id) {
         return Err(ApiError::NotFound(ISSUE));
     }
+    current(&s, &caller.tenant, &issue_id).await
+}
+
+/// The issue as it is now, with its ETag: GET, and the answer after a change.
+async fn current(s: &AppState, tenant: &str, issue_id: &str) -> ApiResult<Response> {
     let issue = s
         .store
-        .get_issue(&caller.tenant, &issue_id)
+        .get_issue(tenant, issue_id)
         .await?
         .ok_or(ApiError::NotFound(ISSUE))?;
-    let defs = defs_of(&s, &caller.tenant, &issue.project_id).await?;
+    let defs = defs_of(s, tenant, &issue.project_id).await?;
     Ok(issue_response(StatusCode::OK, issue, &defs))
 }
 
@@ -207,13 +212,7 @@ pub async fn put_participant(
     {
         return Err(ApiError::NotFound(ISSUE));
     }
-    let issue = s
-        .store
-        .get_issue(&caller.tenant, &issue_id)
-        .await?
-        .ok_or(ApiError::NotFound(ISSUE))?;
-    let defs = defs_of(&s, &caller.tenant, &issue.project_id).await?;
-    Ok(issue_response(StatusCode::OK, issue, &defs))
+    current(&s, &caller.tenant, &issue_id).await
 }
 
 /// `DELETE /issues/{id}/participants/{kind}/{id}`.

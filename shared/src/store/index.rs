@@ -4,9 +4,7 @@
 use std::collections::{BTreeSet, HashMap};
 use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{
-    AttributeValue, DeleteRequest, KeysAndAttributes, PutRequest, WriteRequest,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRequest};
 use rand::Rng;
 
 use super::items::{issue_from, key};
@@ -16,9 +14,8 @@ use crate::domain::Issue;
 use crate::index::Entry;
 use crate::keys;
 
-/// BatchWriteItem takes at most 25 requests; BatchGetItem at most 100 keys.
+/// BatchWriteItem takes at most 25 requests.
 const WRITE_CHUNK: usize = 25;
-const GET_CHUNK: usize = 100;
 /// Rounds of retrying unprocessed items (throttling) before giving up on a batch.
 const MAX_ROUNDS: u32 = 8;
 
@@ -60,26 +57,15 @@ async fn backoff(round: u32) {
 }
 
 impl Store {
-    /// Watermarks of these issues (strongly consistent). Issues never indexed have none.
+    /// The issue's watermark (strongly consistent). Issues never indexed have none.
     #[tracing::instrument(skip_all, fields(op = "get_watermark"))]
     pub async fn get_watermark(
         &self,
         tenant: &str,
         issue_id: &str,
     ) -> Result<Option<Watermark>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.index)
-            .set_key(Some(key(
-                keys::watermark_pk(tenant, issue_id),
-                keys::WATERMARK_SK,
-            )))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk("GetItem"))?;
-        let Some(item) = out.item else {
+        let key = key(keys::watermark_pk(tenant, issue_id), keys::WATERMARK_SK);
+        let Some(item) = self.get_item(&self.index, key).await? else {
             return Ok(None);
         };
         let version = match item.get("version") {
@@ -252,48 +238,15 @@ impl Store {
         tenant: &str,
         ids: &[String],
     ) -> Result<HashMap<String, Issue>, StoreError> {
+        let unique: BTreeSet<&String> = ids.iter().collect();
+        let keys = unique
+            .iter()
+            .map(|id| key(keys::issue_pk(tenant, id), keys::ISSUE_SK))
+            .collect();
         let mut found = HashMap::new();
-        for chunk in ids.chunks(GET_CHUNK) {
-            let unique: BTreeSet<&String> = chunk.iter().collect();
-            let keys: Vec<Item> = unique
-                .iter()
-                .map(|id| key(keys::issue_pk(tenant, id), keys::ISSUE_SK))
-                .collect();
-            let mut pending = Some(
-                KeysAndAttributes::builder()
-                    .set_keys(Some(keys))
-                    .build()
-                    .map_err(build_err)?,
-            );
-            let mut round = 0;
-            while let Some(request) = pending.take() {
-                if round == MAX_ROUNDS {
-                    return Err(StoreError::Contention(MAX_ROUNDS));
-                }
-                if round > 0 {
-                    backoff(round).await;
-                }
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.records, request)
-                    .send()
-                    .await
-                    .map_err(sdk("BatchGetItem"))?;
-                for item in out
-                    .responses
-                    .and_then(|mut r| r.remove(&self.records))
-                    .unwrap_or_default()
-                {
-                    let issue = issue_from(item, None)?;
-                    found.insert(issue.id.clone(), issue);
-                }
-                pending = out
-                    .unprocessed_keys
-                    .and_then(|mut m| m.remove(&self.records))
-                    .filter(|k| !k.keys().is_empty());
-                round += 1;
-            }
+        for item in self.batch_get_records(keys).await? {
+            let issue = issue_from(item, None)?;
+            found.insert(issue.id.clone(), issue);
         }
         Ok(found)
     }
@@ -334,16 +287,11 @@ impl Store {
         tenant: &str,
         issue_id: &str,
     ) -> Result<Option<Issue>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.records)
-            .set_key(Some(key(keys::issue_pk(tenant, issue_id), keys::ISSUE_SK)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk("GetItem"))?;
-        out.item.map(|i| issue_from(i, None)).transpose()
+        let key = key(keys::issue_pk(tenant, issue_id), keys::ISSUE_SK);
+        self.get_item(&self.records, key)
+            .await?
+            .map(|i| issue_from(i, None))
+            .transpose()
     }
 
     /// Removes a deleted field's value from an issue. It does not bump the version: the value

@@ -142,6 +142,68 @@ impl Store {
         &self.records
     }
 
+    /// A strongly consistent GetItem.
+    pub(crate) async fn get_item(
+        &self,
+        table: &str,
+        key: Item,
+    ) -> Result<Option<Item>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(table)
+            .set_key(Some(key))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(sdk("GetItem"))?;
+        Ok(out.item)
+    }
+
+    /// Every item of `keys` that exists in the records table: BatchGetItems of 100 keys, with
+    /// unprocessed keys (throttling) retried under jittered backoff.
+    pub(crate) async fn batch_get_records(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        const ROUNDS: u32 = 8;
+        let mut found = Vec::new();
+        for chunk in keys.chunks(100) {
+            let mut pending = Some(
+                aws_sdk_dynamodb::types::KeysAndAttributes::builder()
+                    .set_keys(Some(chunk.to_vec()))
+                    .build()
+                    .map_err(build_err)?,
+            );
+            let mut round = 0;
+            while let Some(request) = pending.take() {
+                if round == ROUNDS {
+                    return Err(StoreError::Contention(ROUNDS));
+                }
+                if round > 0 {
+                    let ceiling = 10u64 << round.min(6);
+                    let pause = rand::thread_rng().gen_range(ceiling / 2..=ceiling);
+                    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                }
+                let out = self
+                    .client
+                    .batch_get_item()
+                    .request_items(&self.records, request)
+                    .send()
+                    .await
+                    .map_err(sdk("BatchGetItem"))?;
+                found.extend(
+                    out.responses
+                        .and_then(|mut r| r.remove(&self.records))
+                        .unwrap_or_default(),
+                );
+                pending = out
+                    .unprocessed_keys
+                    .and_then(|mut m| m.remove(&self.records))
+                    .filter(|k| !k.keys().is_empty());
+                round += 1;
+            }
+        }
+        Ok(found)
+    }
+
     /// Runs a transaction. Cancellation by a failed condition is an outcome for the caller to
     /// interpret; cancellation by concurrent transactions alone is retried a few times with
     /// jittered backoff (the SDK does not retry it); any other failure is an error.
@@ -191,6 +253,12 @@ impl Store {
 /// Local) and no credentials in the environment, static placeholder credentials are used, as
 /// local engines ignore them.
 pub async fn connect(endpoint: Option<&str>) -> Client {
+    Client::new(&sdk_config(endpoint).await)
+}
+
+/// The SDK configuration every client of the process shares (DynamoDB, and DynamoDB Streams
+/// on the local stack).
+pub async fn sdk_config(endpoint: Option<&str>) -> aws_config::SdkConfig {
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
     if let Some(endpoint) = endpoint {
         loader = loader.endpoint_url(endpoint);
@@ -209,5 +277,5 @@ pub async fn connect(endpoint: Option<&str>) -> Client {
             ));
         }
     }
-    Client::new(&loader.load().await)
+    loader.load().await
 }

@@ -3,9 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, KeysAndAttributes, Put, TransactWriteItem,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem};
 use serde::{Deserialize, Serialize};
 
 use super::items::key;
@@ -76,19 +74,15 @@ impl Store {
 
     #[tracing::instrument(skip_all, fields(op = "get_profile"))]
     pub async fn get_profile(&self, tenant: &str, user_id: &str) -> Result<Profile, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.records)
-            .set_key(Some(key(keys::user_pk(tenant, user_id), keys::PROFILE_SK)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk("GetItem"))?;
-        let display_name = out.item.as_ref().and_then(|i| match i.get("display_name") {
-            Some(AttributeValue::S(n)) => Some(n.clone()),
-            _ => None,
-        });
+        let key = key(keys::user_pk(tenant, user_id), keys::PROFILE_SK);
+        let display_name = self
+            .get_item(&self.records, key)
+            .await?
+            .as_ref()
+            .and_then(|i| match i.get("display_name") {
+                Some(AttributeValue::S(n)) => Some(n.clone()),
+                _ => None,
+            });
         Ok(Profile {
             id: user_id.to_string(),
             display_name,
@@ -115,16 +109,12 @@ impl Store {
 
     #[tracing::instrument(skip_all, fields(op = "get_team"))]
     pub async fn get_team(&self, tenant: &str, team_id: &str) -> Result<Option<Team>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.records)
-            .set_key(Some(key(keys::team_pk(tenant, team_id), keys::TEAM_SK)))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk("GetItem"))?;
-        Ok(out.item.map(serde_dynamo::from_item).transpose()?)
+        let key = key(keys::team_pk(tenant, team_id), keys::TEAM_SK);
+        Ok(self
+            .get_item(&self.records, key)
+            .await?
+            .map(serde_dynamo::from_item)
+            .transpose()?)
     }
 
     /// Adds a member: both edges in one transaction, conditioned on the team existing.
@@ -276,53 +266,23 @@ impl Store {
                 ParticipantKind::Team => key(keys::team_pk(tenant, id), keys::TEAM_SK),
             })
             .collect();
-        for chunk in keys_.chunks(100) {
-            let mut pending = Some(
-                KeysAndAttributes::builder()
-                    .set_keys(Some(chunk.to_vec()))
-                    .build()
-                    .map_err(build_err)?,
-            );
-            let mut rounds = 0;
-            while let Some(request) = pending.take() {
-                rounds += 1;
-                if rounds > 8 {
-                    return Err(StoreError::Contention(8));
-                }
-                let out = self
-                    .client
-                    .batch_get_item()
-                    .request_items(&self.records, request)
-                    .send()
-                    .await
-                    .map_err(sdk("BatchGetItem"))?;
-                for item in out
-                    .responses
-                    .and_then(|mut r| r.remove(&self.records))
-                    .unwrap_or_default()
-                {
-                    let text = |k: &str| match item.get(k) {
-                        Some(AttributeValue::S(v)) => Some(v.clone()),
-                        _ => None,
-                    };
-                    match (text("entity").as_deref(), text("id")) {
-                        (Some("user"), Some(id)) => {
-                            if let Some(n) = text("display_name") {
-                                names.insert((ParticipantKind::User, id), n);
-                            }
-                        }
-                        (Some("team"), Some(id)) => {
-                            if let Some(n) = text("name") {
-                                names.insert((ParticipantKind::Team, id), n);
-                            }
-                        }
-                        _ => {}
+        for item in self.batch_get_records(keys_).await? {
+            let text = |k: &str| match item.get(k) {
+                Some(AttributeValue::S(v)) => Some(v.clone()),
+                _ => None,
+            };
+            match (text("entity").as_deref(), text("id")) {
+                (Some("user"), Some(id)) => {
+                    if let Some(n) = text("display_name") {
+                        names.insert((ParticipantKind::User, id), n);
                     }
                 }
-                pending = out
-                    .unprocessed_keys
-                    .and_then(|mut m| m.remove(&self.records))
-                    .filter(|k| !k.keys().is_empty());
+                (Some("team"), Some(id)) => {
+                    if let Some(n) = text("name") {
+                        names.insert((ParticipantKind::Team, id), n);
+                    }
+                }
+                _ => {}
             }
         }
         Ok(names)

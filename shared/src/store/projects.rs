@@ -64,19 +64,9 @@ impl Store {
         tenant: &str,
         project_id: &str,
     ) -> Result<Option<ProjectItem>, StoreError> {
-        let out = self
-            .client
-            .get_item()
-            .table_name(&self.records)
-            .set_key(Some(key(
-                keys::project_pk(tenant, project_id),
-                keys::PROJECT_SK,
-            )))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk("GetItem"))?;
-        out.item
+        let key = key(keys::project_pk(tenant, project_id), keys::PROJECT_SK);
+        self.get_item(&self.records, key)
+            .await?
             .map(serde_dynamo::from_item)
             .transpose()
             .map_err(StoreError::from)
