@@ -315,13 +315,32 @@ async fn inbox_routes_are_tenant_isolated_and_validate_their_parameters() {
     let t = team(&api, "Platform").await;
     join(&api, &t, "alice").await;
     let p = api.project("p").await;
-    api.issue(
-        &p,
-        json!({"title": "t", "participants": [{"kind": "team", "id": t, "role": "watcher"}]}),
-    )
-    .await;
+    let issue = api
+        .issue(
+            &p,
+            json!({"title": "t", "participants": [{"kind": "team", "id": t, "role": "watcher"}]}),
+        )
+        .await;
     api.sync().await;
     let mallory = ("alice", "evilcorp"); // the same user id in another tenant
+    let before = api.records_snapshot().await;
+    let id = issue["id"].as_str().unwrap();
+    let path = format!("/issues/{id}/participants/user/mallory");
+    let r = api
+        .call(
+            mallory,
+            Method::PUT,
+            &path,
+            Some(json!({"role": "watcher"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    let path = format!("/issues/{id}/participants/team/{t}");
+    assert_eq!(
+        api.call(mallory, Method::DELETE, &path, None).await.status,
+        StatusCode::NOT_FOUND
+    );
+    assert_eq!(api.records_snapshot().await, before);
     for path in [
         format!("/teams/{t}"),
         format!("/teams/{t}/members"),
