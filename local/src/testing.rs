@@ -142,11 +142,11 @@ impl TestApi {
         let mut items: Vec<String> = out
             .items()
             .iter()
+            // Through JSON, whose maps are ordered, so nested maps compare reliably.
             .map(|i| {
-                format!(
-                    "{:?}",
-                    i.iter().collect::<std::collections::BTreeMap<_, _>>()
-                )
+                serde_dynamo::from_item::<_, Value>(i.clone())
+                    .expect("an item maps to JSON")
+                    .to_string()
             })
             .collect();
         items.sort();
