@@ -52,11 +52,12 @@ fn check_known(params: &HashMap<String, String>, known: &[&str], errors: &mut Ve
     }
 }
 
-/// Reads one page over `sources` and renders it.
+/// Reads one page over `sources` (partitions of issues in `state`) and renders it.
 async fn read(
     s: &AppState,
     caller: &Caller,
     sources: Vec<Source>,
+    state: IssueState,
     q: &ListQuery,
     scope: &Scope<'_>,
 ) -> ApiResult<Json<List<InboxItem>>> {
@@ -133,12 +134,11 @@ async fn read(
 
     let ids: Vec<String> = taken.iter().map(|t| t.1.clone()).collect();
     let mut found = s.store.batch_get_issues(&caller.tenant, &ids).await?;
-    let state = scope_state(scope);
     let issues: Vec<(crate::domain::Issue, Vec<Participant>)> = taken
         .into_iter()
         .filter_map(|(_, id, via)| found.remove(&id).map(|i| (i, via)))
         // Copies of issues deleted or moved to another state since they were indexed.
-        .filter(|(i, _)| Some(i.state) == state)
+        .filter(|(i, _)| i.state == state)
         .collect();
     let names = s
         .store
@@ -158,16 +158,6 @@ async fn read(
         items,
         next_cursor: any_left.then(|| s.cursor_key.seal(scope, &positions)),
     }))
-}
-
-/// The state is the first member of every inbox's canonical parameters.
-fn scope_state(scope: &Scope<'_>) -> Option<IssueState> {
-    scope
-        .params
-        .strip_prefix("state=")?
-        .split('&')
-        .next()
-        .and_then(IssueState::parse)
 }
 
 pub async fn my_issues(
@@ -229,7 +219,7 @@ pub async fn my_issues(
         params: &params,
         caller: Some(&caller.user),
     };
-    read(&s, &caller, sources, &q, &scope).await
+    read(&s, &caller, sources, state, &q, &scope).await
 }
 
 pub async fn team_issues(
@@ -261,7 +251,7 @@ pub async fn team_issues(
         params: &params,
         caller: None,
     };
-    read(&s, &caller, sources, &q, &scope).await
+    read(&s, &caller, sources, state, &q, &scope).await
 }
 
 pub async fn my_teams_issues(
@@ -306,5 +296,5 @@ pub async fn my_teams_issues(
         params: &params,
         caller: Some(&caller.user),
     };
-    read(&s, &caller, sources, &q, &scope).await
+    read(&s, &caller, sources, state, &q, &scope).await
 }
