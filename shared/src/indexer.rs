@@ -316,7 +316,7 @@ impl Indexer {
                 tenant,
                 issue_id,
                 target.version,
-                desired,
+                &desired,
                 &current,
                 allow_equal,
                 metrics,
@@ -332,14 +332,7 @@ impl Indexer {
                 .await?
                 .unwrap_or_default();
             let mut current = wm.entries;
-            current.extend(match target.issue {
-                Some(issue) => entries(
-                    tenant,
-                    issue,
-                    defs.get(&self.store, tenant, &issue.project_id).await?,
-                ),
-                None => BTreeSet::new(),
-            });
+            current.extend(desired);
             let (version, desired) = match &now {
                 Some(issue) => (
                     issue.version.max(wm.version),
@@ -351,7 +344,7 @@ impl Indexer {
                 ),
                 None => (DELETED, BTreeSet::new()),
             };
-            self.reconcile(tenant, issue_id, version, desired, &current, true, metrics)
+            self.reconcile(tenant, issue_id, version, &desired, &current, true, metrics)
                 .await?;
         }
         Ok(())
@@ -365,7 +358,7 @@ impl Indexer {
         tenant: &str,
         issue_id: &str,
         version: u64,
-        desired: BTreeSet<Entry>,
+        desired: &BTreeSet<Entry>,
         current: &BTreeSet<Entry>,
         allow_equal: bool,
         metrics: &mut Metrics,
