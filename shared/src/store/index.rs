@@ -8,7 +8,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRe
 use rand::Rng;
 
 use super::items::{issue_from, key};
-use super::{Item, Page, Store, StoreError, build_err, position_of, sdk, start_key};
+use super::{
+    Item, Page, Store, StoreError, build_err, condition_held, position_of, sdk, start_key,
+};
 use crate::cursor::Position;
 use crate::domain::Issue;
 use crate::index::Entry;
@@ -128,16 +130,7 @@ impl Store {
             .expression_attribute_values(":v", AttributeValue::N(wm.version.to_string()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(sdk("PutItem")(e)),
-        }
+        condition_held("PutItem", result)
     }
 
     /// Puts and deletes entries in batches of 25, retrying unprocessed items (throttling) with
@@ -314,16 +307,8 @@ impl Store {
             .expression_attribute_names("#f", field_id)
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(()),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(())
-            }
-            Err(e) => Err(sdk("UpdateItem")(e)),
-        }
+        // Already gone: nothing to remove.
+        condition_held("UpdateItem", result).map(|_| ())
     }
 
     /// One participation partition, newest first, after `after` (a sort key already

@@ -8,7 +8,7 @@ use rand::Rng;
 use super::items::{
     attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, value_to_attr,
 };
-use super::{Store, StoreError, Tx, build_err, sdk};
+use super::{Store, StoreError, Tx, build_err, condition_held, sdk};
 use crate::domain::{Issue, IssuePatch, NewIssue};
 use crate::keys;
 
@@ -294,16 +294,7 @@ impl Store {
             .expression_attribute_values(":now", AttributeValue::S(now.into()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(sdk("UpdateItem")(e)),
-        }
+        condition_held("UpdateItem", result)
     }
 
     /// Removes a participant: one UpdateItem, conditioned on them being one. `false` when the
@@ -336,15 +327,6 @@ impl Store {
             .expression_attribute_values(":now", AttributeValue::S(now.into()))
             .send()
             .await;
-        match result {
-            Ok(_) => Ok(true),
-            Err(e)
-                if e.as_service_error()
-                    .is_some_and(|e| e.is_conditional_check_failed_exception()) =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(sdk("UpdateItem")(e)),
-        }
+        condition_held("UpdateItem", result)
     }
 }

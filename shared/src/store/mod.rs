@@ -53,6 +53,25 @@ where
     }
 }
 
+/// `Ok(true)` when a conditional write succeeded, `Ok(false)` when its condition failed;
+/// any other failure is an error.
+pub(crate) fn condition_held<T, E, R>(
+    op: &'static str,
+    result: Result<T, SdkError<E, R>>,
+) -> Result<bool, StoreError>
+where
+    aws_sdk_dynamodb::Error: From<SdkError<E, R>>,
+{
+    match result.map_err(aws_sdk_dynamodb::Error::from) {
+        Ok(_) => Ok(true),
+        Err(aws_sdk_dynamodb::Error::ConditionalCheckFailedException(_)) => Ok(false),
+        Err(e) => Err(StoreError::Dynamo {
+            op,
+            source: Box::new(e),
+        }),
+    }
+}
+
 /// How a transaction ended, when it did not fail outright.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Tx {
