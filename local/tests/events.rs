@@ -188,3 +188,27 @@ async fn every_sample_event_gets_its_expected_status_through_its_handler() {
         }
     }
 }
+
+#[test]
+fn every_route_has_a_sample_event() {
+    let mut covered = std::collections::BTreeSet::new();
+    for entry in std::fs::read_dir(events_dir()).unwrap() {
+        let path = entry.unwrap().path();
+        let event: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+        if let (Some(method), Some(resource)) =
+            (event["httpMethod"].as_str(), event["resource"].as_str())
+        {
+            covered.insert((method.to_string(), resource.to_string()));
+        }
+    }
+    let missing: Vec<_> = gridline::http::routes()
+        .into_iter()
+        .map(|r| (r.method.to_string(), r.path.to_string()))
+        .filter(|r| !covered.contains(r))
+        .collect();
+    assert!(
+        missing.is_empty(),
+        "routes without a sample event: {missing:?}"
+    );
+}
