@@ -93,6 +93,16 @@ impl<S: Send + Sync> FromRequestParts<S> for ListQuery {
     }
 }
 
+/// One error for each query parameter a route does not take (besides `limit` and `cursor`),
+/// so a typo never silently changes a list.
+pub fn unknown_params(params: &HashMap<String, String>, known: &[&str]) -> Vec<FieldError> {
+    params
+        .keys()
+        .filter(|k| !known.contains(&k.as_str()) && *k != "limit" && *k != "cursor")
+        .map(|k| FieldError::new(k.clone(), "is not a parameter of this route"))
+        .collect()
+}
+
 impl ListQuery {
     /// Opens the cursor, if any, for this scope; a cursor from elsewhere is `400`.
     pub fn position(

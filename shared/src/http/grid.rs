@@ -8,7 +8,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 
 use super::AppState;
-use super::extract::ListQuery;
+use super::extract::{ListQuery, unknown_params};
 use super::views::{IssueView, List, participants_of};
 use crate::auth::Caller;
 use crate::cursor::{Position, Scope};
@@ -42,14 +42,7 @@ fn parse(
     params: &HashMap<String, String>,
     defs: &[crate::domain::values::FieldDef],
 ) -> Result<GridQuery, ApiError> {
-    let mut errors = Vec::new();
-    let known = ["sort", "order", "gte", "lte", "prefix", "state"];
-    for k in params.keys().filter(|k| !known.contains(&k.as_str())) {
-        errors.push(FieldError::new(
-            k.clone(),
-            "is not a parameter of this route",
-        ));
-    }
+    let mut errors = unknown_params(params, &["sort", "order", "gte", "lte", "prefix", "state"]);
     let column = Column::parse(params.get("sort").map_or("num", String::as_str));
     let kind = column.kind(defs);
     if kind.is_none() {

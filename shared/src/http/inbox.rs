@@ -9,7 +9,7 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 
 use super::AppState;
-use super::extract::ListQuery;
+use super::extract::{ListQuery, unknown_params};
 use super::views::{InboxItem, IssueView, List, participants_of};
 use crate::auth::Caller;
 use crate::cursor::{Position, Scope};
@@ -40,15 +40,14 @@ fn parse_state(params: &HashMap<String, String>, errors: &mut Vec<FieldError>) -
     }
 }
 
-fn check_known(params: &HashMap<String, String>, known: &[&str], errors: &mut Vec<FieldError>) {
-    for k in params
-        .keys()
-        .filter(|k| !known.contains(&k.as_str()) && *k != "limit" && *k != "cursor")
-    {
-        errors.push(FieldError::new(
-            k.clone(),
-            "is not a parameter of this route",
-        ));
+/// The `state` of a route that takes no other parameter.
+fn state_only(params: &HashMap<String, String>) -> ApiResult<IssueState> {
+    let mut errors = unknown_params(params, &["state"]);
+    let state = parse_state(params, &mut errors);
+    if errors.is_empty() {
+        Ok(state)
+    } else {
+        Err(ApiError::from_errors(errors))
     }
 }
 
@@ -166,8 +165,7 @@ pub async fn my_issues(
     q: ListQuery,
     Query(params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<InboxItem>>> {
-    let mut errors = Vec::new();
-    check_known(&params, &["state", "role"], &mut errors);
+    let mut errors = unknown_params(&params, &["state", "role"]);
     let state = parse_state(&params, &mut errors);
     let mut roles: Vec<Role> = Vec::new();
     if let Some(list) = params.get("role") {
@@ -229,12 +227,7 @@ pub async fn team_issues(
     q: ListQuery,
     Query(params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<InboxItem>>> {
-    let mut errors = Vec::new();
-    check_known(&params, &["state"], &mut errors);
-    let state = parse_state(&params, &mut errors);
-    if !errors.is_empty() {
-        return Err(ApiError::from_errors(errors));
-    }
+    let state = state_only(&params)?;
     if !is_server_id(&team_id) || s.store.get_team(&caller.tenant, &team_id).await?.is_none() {
         return Err(ApiError::NotFound("team"));
     }
@@ -260,12 +253,7 @@ pub async fn my_teams_issues(
     q: ListQuery,
     Query(params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<InboxItem>>> {
-    let mut errors = Vec::new();
-    check_known(&params, &["state"], &mut errors);
-    let state = parse_state(&params, &mut errors);
-    if !errors.is_empty() {
-        return Err(ApiError::from_errors(errors));
-    }
+    let state = state_only(&params)?;
     // The caller's teams, read now: joining or leaving a team changes this list at once.
     let mut teams = BTreeMap::new();
     let mut start: Option<Position> = None;

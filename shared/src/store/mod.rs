@@ -161,6 +161,19 @@ impl Store {
         &self.records
     }
 
+    /// Puts a new item into the records table; its key must not exist yet.
+    pub(crate) async fn put_new(&self, item: Item) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(&self.records)
+            .set_item(Some(item))
+            .condition_expression("attribute_not_exists(PK)")
+            .send()
+            .await
+            .map_err(sdk("PutItem"))?;
+        Ok(())
+    }
+
     /// A strongly consistent GetItem.
     pub(crate) async fn get_item(
         &self,

@@ -96,15 +96,7 @@ impl Store {
         item.insert("id".into(), s(&team.id));
         item.insert("name".into(), s(&team.name));
         item.insert("created_at".into(), s(&team.created_at));
-        self.client
-            .put_item()
-            .table_name(&self.records)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(PK)")
-            .send()
-            .await
-            .map_err(sdk("PutItem"))?;
-        Ok(())
+        self.put_new(item).await
     }
 
     #[tracing::instrument(skip_all, fields(op = "get_team"))]

@@ -22,16 +22,8 @@ pub enum CreateFieldError {
 impl Store {
     #[tracing::instrument(skip_all, fields(op = "create_project"))]
     pub async fn create_project(&self, tenant: &str, project: &Project) -> Result<(), StoreError> {
-        let item: Item = serde_dynamo::to_item(ProjectItem::new(tenant, project))?;
-        self.client
-            .put_item()
-            .table_name(&self.records)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(PK)")
-            .send()
+        self.put_new(serde_dynamo::to_item(ProjectItem::new(tenant, project))?)
             .await
-            .map_err(sdk("PutItem"))?;
-        Ok(())
     }
 
     /// A tenant's projects, by name (case-insensitive), a page at a time.
