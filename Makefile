@@ -12,7 +12,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export SAM_CLI_TELEMETRY := 0
 CARGO_TARGET := aarch64-unknown-linux-gnu
 
-.PHONY: help dev token test lint fmt clippy template-check unit build tools rust-target clean
+.PHONY: help dev token test lint fmt clippy template-check unit conformance test-ddblocal build tools rust-target clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -27,7 +27,7 @@ token: ## Print a local token: make token USER=alice TENANT=acme
 
 ## --- Checks --------------------------------------------------------------
 
-test: lint unit ## Everything CI runs: formatting, clippy, template checks, all tests
+test: lint unit conformance test-ddblocal ## Everything CI runs: lint, all tests, schemathesis, the DynamoDB Local cross-check
 
 lint: fmt clippy template-check ## Formatting, clippy and the template linters
 
@@ -44,6 +44,12 @@ template-check: $(STAMP) ## cfn-lint, sam validate and sam validate --lint (offl
 
 unit: ## All Rust tests (unit, property, integration against the embedded engine, events)
 	cargo test --workspace
+
+conformance: $(STAMP) ## Schemathesis against the local stack (bounded; fails on any 5xx or off-spec response)
+	tools/conformance/run.sh
+
+test-ddblocal: ## The integration suite against AWS's DynamoDB Local (Java 17, from the npm lock file)
+	tools/ddblocal/run-tests.sh
 
 ## --- Build and deploy ----------------------------------------------------
 

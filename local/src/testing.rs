@@ -13,6 +13,34 @@ use crate::{Data, Stack, StackOptions, TableNames};
 pub const TEST_JWT_SECRET: &[u8] = b"test-jwt-secret";
 pub const TEST_CURSOR_KEY: &[u8] = b"test-cursor-key-0123456789";
 
+/// Set to an endpoint (AWS's DynamoDB Local, `make test-ddblocal`) to run the suite against
+/// that engine instead of a fresh embedded one per test.
+pub const TEST_ENDPOINT_VAR: &str = "GRIDLINE_TEST_DYNAMODB_ENDPOINT";
+
+/// Where a test's tables live: a fresh in-memory engine, or fresh tables on the shared
+/// external engine (its `-sharedDb` holds every test's tables, so names are unique).
+fn test_data() -> (Data, TableNames) {
+    match std::env::var(TEST_ENDPOINT_VAR).ok().filter(|v| !v.is_empty()) {
+        Some(endpoint) => {
+            let run = ulid::Ulid::new().to_string().to_lowercase();
+            (
+                Data::External(endpoint),
+                TableNames {
+                    records: format!("records-{run}"),
+                    index: format!("index-{run}"),
+                },
+            )
+        }
+        None => (
+            Data::Memory,
+            TableNames {
+                records: "records".into(),
+                index: "index".into(),
+            },
+        ),
+    }
+}
+
 /// A response, with the body parsed as JSON when it is JSON.
 #[derive(Debug)]
 pub struct Reply {
@@ -38,12 +66,10 @@ pub struct TestApi {
 impl TestApi {
     /// A fresh engine with fresh tables.
     pub async fn start() -> Self {
+        let (data, tables) = test_data();
         let stack = Stack::start(StackOptions {
-            data: Data::Memory,
-            tables: TableNames {
-                records: "records".into(),
-                index: "index".into(),
-            },
+            data,
+            tables,
             jwt_secret: TEST_JWT_SECRET.to_vec(),
             cursor_key: TEST_CURSOR_KEY.to_vec(),
         })

@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Schemathesis against the local stack: every operation of openapi.yaml, bounded by
+# tools/conformance/schemathesis.toml. Fails on a 5xx or on any response the spec does not allow.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/../.." && pwd)"
+cd "$root"
+venv="$root/.venv/bin"
+
+cargo build -q -p gridline-local
+port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
+log="$root/target/conformance-server.log"
+PORT="$port" RUST_LOG=warn target/debug/gridline-local serve --in-memory >"$log" 2>&1 &
+server=$!
+trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
+for _ in $(seq 1 100); do
+  curl -s -o /dev/null "http://127.0.0.1:$port/" && break
+  kill -0 "$server" 2>/dev/null || { echo "the local stack did not start:"; cat "$log"; exit 1; }
+  sleep 0.1
+done
+
+GRIDLINE_TOKEN="$(target/debug/gridline-local token --user conformance --tenant conformance --hours 1)" \
+  "$venv/st" --config-file tools/conformance/schemathesis.toml \
+  run openapi.yaml --url "http://127.0.0.1:$port" "$@"
