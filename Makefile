@@ -12,7 +12,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export SAM_CLI_TELEMETRY := 0
 CARGO_TARGET := aarch64-unknown-linux-gnu
 
-.PHONY: help dev token test lint fmt clippy template-check unit conformance test-ddblocal build tools rust-target clean
+.PHONY: help dev token invoke-local ddblocal test lint fmt clippy template-check unit conformance test-ddblocal build deploy delete invoke tools rust-target clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -24,6 +24,12 @@ dev: ## Run the local stack: embedded engine, tables from template.yaml, the API
 
 token: ## Print a local token: make token USER=alice TENANT=acme
 	@cargo run -q -p gridline-local -- token --user "$(USER)" --tenant "$(TENANT)"
+
+invoke-local: ## Sample events through their handlers, no Docker: [FN=IssuesFunction] [EVENT=events/x.json]; none: all
+	@cargo run -q -p gridline-local -- invoke $(if $(FN),--function $(FN)) $(EVENT)
+
+ddblocal: ## AWS's DynamoDB Local on port 8000 (DDB_PORT overrides), in memory
+	tools/ddblocal/ddblocal.sh serve $(or $(DDB_PORT),8000)
 
 ## --- Checks --------------------------------------------------------------
 
@@ -49,12 +55,27 @@ conformance: $(STAMP) ## Schemathesis against the local stack (bounded; fails on
 	tools/conformance/run.sh
 
 test-ddblocal: ## The integration suite against AWS's DynamoDB Local (Java 17, from the npm lock file)
-	tools/ddblocal/run-tests.sh
+	tools/ddblocal/ddblocal.sh test
 
 ## --- Build and deploy ----------------------------------------------------
 
 build: $(STAMP) rust-target ## sam build: every function for arm64 with cargo-lambda
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/sam build --template template.yaml
+
+deploy: build ## sam deploy: --guided the first time (answers saved to samconfig.toml), then from samconfig.toml
+	@if [ -f samconfig.toml ]; then \
+	  PATH="$(abspath $(BIN)):$$PATH" $(BIN)/sam deploy; \
+	else \
+	  PATH="$(abspath $(BIN)):$$PATH" $(BIN)/sam deploy --guided --capabilities CAPABILITY_IAM; \
+	fi
+
+delete: $(STAMP) ## sam delete: the stack and everything in it but the two tables (retained)
+	$(BIN)/sam delete
+
+invoke: build ## sam local invoke (needs Docker): make invoke FN=IssuesFunction EVENT=events/issues-get.json
+	@test -n "$(FN)" -a -n "$(EVENT)" || { echo "usage: make invoke FN=IssuesFunction EVENT=events/issues-get.json"; exit 2; }
+	$(BIN)/sam local invoke $(FN) --event $(EVENT) --env-vars events/env.json \
+	  --add-host host.docker.internal:host-gateway
 
 rust-target:
 	@rustup target list --installed | grep -qx $(CARGO_TARGET) || rustup target add $(CARGO_TARGET)

@@ -2,6 +2,8 @@
 //! tables created from `template.yaml`, and the same router the Lambdas run. Also the harness
 //! the integration tests use.
 
+pub mod fixtures;
+pub mod invoke;
 pub mod stream;
 pub mod template;
 pub mod testing;
@@ -173,6 +175,7 @@ impl Stack {
             auth: AuthMode::Hs256 {
                 secret: opts.jwt_secret,
             },
+            log: gridline::telemetry::LogStyle::Local,
         };
         Ok(Self {
             engine,

@@ -38,6 +38,20 @@ enum Command {
         #[arg(long, env = "CURSOR_SIGNING_KEY", default_value = LOCAL_CURSOR_KEY, hide_default_value = true)]
         cursor_key: String,
     },
+    /// Run sample events through their functions' handlers, without Docker: each on a fresh
+    /// in-memory stack holding the fixtures the events name. Prints what Lambda would return.
+    Invoke {
+        /// Event files (default: every event in events/manifest.json).
+        events: Vec<PathBuf>,
+        /// The function, as in template.yaml (`IssuesFunction`) or short (`issues`); default:
+        /// the one events/manifest.json names for the file.
+        #[arg(long)]
+        function: Option<String>,
+        /// Use the tables of another engine (e.g. the one `make dev` prints) instead; no
+        /// fixtures are written.
+        #[arg(long, env = "DYNAMODB_ENDPOINT")]
+        dynamodb_endpoint: Option<String>,
+    },
     /// Print a token the local stack accepts.
     Token {
         #[arg(long)]
@@ -51,9 +65,16 @@ enum Command {
     },
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
-    match Cli::parse().command {
+fn main() -> Result<()> {
+    // What template.yaml sets on every HTTP function: REST events carry the stage in their
+    // path ("/prod/..."), the routes do not.
+    // SAFETY: no other thread exists yet; the runtime starts below.
+    unsafe { std::env::set_var("AWS_LAMBDA_HTTP_IGNORE_STAGE_IN_PATH", "true") };
+    tokio::runtime::Runtime::new()?.block_on(run(Cli::parse()))
+}
+
+async fn run(cli: Cli) -> Result<()> {
+    match cli.command {
         Command::Token {
             user,
             tenant,
@@ -71,6 +92,18 @@ async fn main() -> Result<()> {
             println!(
                 "{}",
                 gridline::auth::mint_hs256(&user, &tenant, jwt_secret.as_bytes(), hours * 3600)
+            );
+            Ok(())
+        }
+        Command::Invoke {
+            events,
+            function,
+            dynamodb_endpoint,
+        } => {
+            let failures = invoke(events, function, dynamodb_endpoint).await?;
+            anyhow::ensure!(
+                failures == 0,
+                "{failures} event(s) did not give what events/manifest.json expects"
             );
             Ok(())
         }
@@ -129,4 +162,101 @@ async fn serve(port: u16, data: Data, jwt_secret: String, cursor_key: String) ->
         })
         .await?;
     Ok(())
+}
+
+/// Runs each event and prints its response; returns how many differ from the manifest.
+async fn invoke(
+    events: Vec<PathBuf>,
+    function: Option<String>,
+    endpoint: Option<String>,
+) -> Result<usize> {
+    use gridline_local::invoke::{Outcome, events_dir, invoke, manifest};
+    let manifest = manifest()?;
+    let function = function.map(|f| {
+        gridline::http::Group::ALL
+            .into_iter()
+            .find(|g| g.name() == f)
+            .map_or(f.clone(), |g| g.function_logical_id().to_string())
+    });
+    let function = function.map(|f| {
+        if f == "indexer" {
+            gridline_local::invoke::INDEXER_FUNCTION.to_string()
+        } else {
+            f
+        }
+    });
+    // No files: every sample event (of the function, when one is named).
+    let files: Vec<PathBuf> = if events.is_empty() {
+        manifest
+            .iter()
+            .filter(|e| function.as_ref().is_none_or(|f| *f == e.function))
+            .map(|e| events_dir().join(&e.file))
+            .collect()
+    } else {
+        events
+    };
+    let mut failures = 0;
+    for file in files {
+        let name = file
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let entry = manifest.iter().find(|e| e.file == name);
+        let function = function
+            .clone()
+            .or_else(|| entry.map(|e| e.function.clone()))
+            .with_context(|| format!("{name} is not in events/manifest.json: pass --function"))?;
+        let text = std::fs::read_to_string(&file)
+            .with_context(|| format!("reading {}", file.display()))?;
+        let stack = Stack::start(StackOptions {
+            data: match &endpoint {
+                Some(url) => Data::External(url.clone()),
+                None => Data::Memory,
+            },
+            tables: TableNames::default(),
+            jwt_secret: LOCAL_JWT_SECRET.as_bytes().to_vec(),
+            cursor_key: LOCAL_CURSOR_KEY.as_bytes().to_vec(),
+        })
+        .await?;
+        if endpoint.is_none() {
+            gridline_local::fixtures::seed(&stack.state.store).await?;
+        }
+        println!("\n=== {name} → {function}");
+        if let Some(e) = entry {
+            println!("    {}", e.purpose);
+            if let Some(first) = &e.after {
+                let before = std::fs::read_to_string(events_dir().join(first))?;
+                invoke(&stack, &function, &before).await?;
+            }
+        }
+        let outcome = invoke(&stack, &function, &text).await?;
+        println!(
+            "{}",
+            serde_json::to_string_pretty(&outcome.to_lambda_json())?
+        );
+        let expected = entry.and_then(|e| match &outcome {
+            Outcome::Api(reply) => e
+                .status
+                .filter(|s| *s != reply.status.as_u16())
+                .map(|s| format!("status {s}")),
+            Outcome::Stream { response, .. } => {
+                let got: Vec<String> = response
+                    .batch_item_failures
+                    .iter()
+                    .filter_map(|f| f.item_identifier.clone())
+                    .collect();
+                e.batch_item_failures
+                    .as_ref()
+                    .filter(|want| **want != got)
+                    .map(|want| format!("batch item failures {want:?}"))
+            }
+        });
+        if endpoint.is_none()
+            && let Some(expected) = expected
+        {
+            println!("!!! events/manifest.json expects {expected}");
+            failures += 1;
+        }
+    }
+    Ok(failures)
 }

@@ -20,7 +20,10 @@ pub const TEST_ENDPOINT_VAR: &str = "GRIDLINE_TEST_DYNAMODB_ENDPOINT";
 /// Where a test's tables live: a fresh in-memory engine, or fresh tables on the shared
 /// external engine (its `-sharedDb` holds every test's tables, so names are unique).
 fn test_data() -> (Data, TableNames) {
-    match std::env::var(TEST_ENDPOINT_VAR).ok().filter(|v| !v.is_empty()) {
+    match std::env::var(TEST_ENDPOINT_VAR)
+        .ok()
+        .filter(|v| !v.is_empty())
+    {
         Some(endpoint) => {
             let run = ulid::Ulid::new().to_string().to_lowercase();
             (

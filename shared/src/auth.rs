@@ -50,7 +50,9 @@ impl FromRequestParts<AppState> for Caller {
                 bearer(parts).and_then(|token| verify_hs256(token, secret, now()))
             }
         };
-        caller.ok_or(ApiError::Unauthorized)
+        let caller = caller.ok_or(ApiError::Unauthorized)?;
+        crate::telemetry::note_tenant(&caller.tenant);
+        Ok(caller)
     }
 }
 

@@ -22,7 +22,18 @@ pub enum ConfigError {
     Missing(&'static str),
     #[error("environment variable {0} {1}")]
     Invalid(&'static str, &'static str),
+    #[error("the cursor signing key could not be read from Secrets Manager")]
+    Secret(#[source] Box<aws_sdk_secretsmanager::Error>),
+    #[error("the cursor signing key secret {0}")]
+    SecretInvalid(&'static str),
 }
+
+/// The secret (ARN or name) holding the cursor signing key, in AWS.
+pub const CURSOR_KEY_SECRET_VAR: &str = "CURSOR_SIGNING_KEY_SECRET_ARN";
+/// The cursor signing key itself, on the local stack and in tests.
+pub const CURSOR_KEY_VAR: &str = "CURSOR_SIGNING_KEY";
+/// Shortest key accepted: HMAC-SHA256 wants at least 16 bytes of secret.
+const MIN_KEY_BYTES: usize = 16;
 
 fn var(name: &'static str) -> Option<String> {
     std::env::var(name).ok().filter(|v| !v.is_empty())
@@ -38,16 +49,29 @@ impl Config {
         })
     }
 
-    /// `CURSOR_SIGNING_KEY`, which only the HTTP functions need.
+    /// `CURSOR_SIGNING_KEY`, which only the HTTP functions need (the local stack and tests).
     pub fn cursor_key_from_env() -> Result<CursorKey, ConfigError> {
-        let key = var("CURSOR_SIGNING_KEY").ok_or(ConfigError::Missing("CURSOR_SIGNING_KEY"))?;
-        if key.len() < 16 {
+        let key = var(CURSOR_KEY_VAR).ok_or(ConfigError::Missing(CURSOR_KEY_VAR))?;
+        if key.len() < MIN_KEY_BYTES {
             return Err(ConfigError::Invalid(
-                "CURSOR_SIGNING_KEY",
+                CURSOR_KEY_VAR,
                 "must be at least 16 bytes",
             ));
         }
         Ok(CursorKey::new(key.as_bytes()))
+    }
+
+    /// The cursor key as a Lambda gets it: from the secret named by
+    /// `CURSOR_SIGNING_KEY_SECRET_ARN` (read once, at init), or from `CURSOR_SIGNING_KEY` when
+    /// that is set instead (`sam local invoke` with an env file, the local stack).
+    pub async fn cursor_key(&self) -> Result<CursorKey, ConfigError> {
+        let Some(secret_id) = var(CURSOR_KEY_SECRET_VAR) else {
+            return Self::cursor_key_from_env();
+        };
+        // Not the DynamoDB endpoint: the SDK honours AWS_ENDPOINT_URL_SECRETS_MANAGER itself.
+        let sdk = crate::store::sdk_config(None).await;
+        let client = aws_sdk_secretsmanager::Client::new(&sdk);
+        cursor_key_from_secret(&client, &secret_id).await
     }
 
     /// The store every Lambda uses, built once per process.
@@ -55,4 +79,26 @@ impl Config {
         let client = crate::store::connect(self.dynamodb_endpoint.as_deref()).await;
         crate::store::Store::new(client, &self.records_table, &self.index_table)
     }
+}
+
+/// Reads the key from Secrets Manager. The secret is the key itself (the template generates
+/// 64 random characters); its value never reaches a log.
+#[tracing::instrument(level = "debug", skip_all)]
+pub async fn cursor_key_from_secret(
+    client: &aws_sdk_secretsmanager::Client,
+    secret_id: &str,
+) -> Result<CursorKey, ConfigError> {
+    let out = client
+        .get_secret_value()
+        .secret_id(secret_id)
+        .send()
+        .await
+        .map_err(|e| ConfigError::Secret(Box::new(e.into())))?;
+    let key = out
+        .secret_string()
+        .ok_or(ConfigError::SecretInvalid("has no string value"))?;
+    if key.len() < MIN_KEY_BYTES {
+        return Err(ConfigError::SecretInvalid("must be at least 16 bytes"));
+    }
+    Ok(CursorKey::new(key.as_bytes()))
 }

@@ -20,6 +20,10 @@ pub const ISSUE_SK: &str = "#ISSUE";
 /// Sort key of an issue's long description, kept apart so summaries stay small.
 pub const DESCRIPTION_SK: &str = "DESCRIPTION";
 
+/// A partition no item ever has (it does not start with `T#`): a Query of it at start-up
+/// opens the connection and finds nothing.
+pub const WARM_UP_PK: &str = "#WARM-UP";
+
 /// The `entity` attribute on every item, which stream filters and scans select by.
 pub mod entity {
     pub const PROJECT: &str = "project";

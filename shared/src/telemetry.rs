@@ -41,3 +41,202 @@ pub fn chain(e: &dyn std::error::Error) -> String {
     }
     out
 }
+
+// --- Per-request observation -----------------------------------------------------------------
+
+use std::sync::Arc;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU32, Ordering};
+
+use aws_sdk_dynamodb::config::interceptors::BeforeSerializationInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept};
+use aws_sdk_dynamodb::error::BoxError;
+
+/// What a request learns about itself on the way through: the DynamoDB calls it made and the
+/// tenant its token named. Task-local, so concurrent requests never mix.
+#[derive(Default, Debug)]
+pub struct RequestScope {
+    calls: AtomicU32,
+    tenant: Mutex<Option<String>>,
+}
+
+impl RequestScope {
+    pub fn calls(&self) -> u32 {
+        self.calls.load(Ordering::Relaxed)
+    }
+
+    pub fn tenant(&self) -> Option<String> {
+        self.tenant.lock().ok().and_then(|t| t.clone())
+    }
+}
+
+tokio::task_local! {
+    static SCOPE: Arc<RequestScope>;
+}
+
+/// Runs `f` with a fresh scope and returns the scope with its output.
+pub async fn observed<F: std::future::Future>(f: F) -> (F::Output, Arc<RequestScope>) {
+    let scope = Arc::new(RequestScope::default());
+    let out = SCOPE.scope(scope.clone(), f).await;
+    (out, scope)
+}
+
+/// Records the verified caller's tenant for the request log (outside a request, a no-op).
+pub fn note_tenant(tenant: &str) {
+    let _ = SCOPE.try_with(|s| {
+        if let Ok(mut t) = s.tenant.lock() {
+            *t = Some(tenant.to_string());
+        }
+    });
+}
+
+/// Counts every DynamoDB operation the client sends (retries of one operation count once).
+#[derive(Debug, Clone, Copy)]
+pub struct CallCounter;
+
+impl Intercept for CallCounter {
+    fn name(&self) -> &'static str {
+        "GridlineCallCounter"
+    }
+
+    fn read_before_execution(
+        &self,
+        _ctx: &BeforeSerializationInterceptorContextRef<'_>,
+        _cfg: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let _ = SCOPE.try_with(|s| s.calls.fetch_add(1, Ordering::Relaxed));
+        Ok(())
+    }
+}
+
+/// How request records are written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LogStyle {
+    /// One EMF JSON line per request on stdout (Lambda).
+    Emf,
+    /// A human-readable log event (the local stack, tests).
+    Local,
+}
+
+/// One request, as the API logs it: a structured line that is also a CloudWatch Embedded
+/// Metric Format document. It holds ids, the route template, status, latency and call
+/// counts, never a token, a path with ids, or a field value.
+#[derive(Debug, Clone)]
+pub struct RequestRecord {
+    pub function: String,
+    pub request_id: String,
+    pub method: String,
+    /// The route template (`/issues/{issue_id}`), not the concrete path.
+    pub route: String,
+    pub status: u16,
+    pub latency_ms: f64,
+    pub dynamodb_calls: u32,
+    pub tenant: Option<String>,
+}
+
+impl RequestRecord {
+    /// The EMF document: metrics `Latency`, `DynamoDBCalls`, `ServerErrors`, `ClientErrors`
+    /// by function and by function and route; the rest are searchable properties.
+    pub fn emf(&self, timestamp_ms: i64) -> serde_json::Value {
+        serde_json::json!({
+            "_aws": {
+                "Timestamp": timestamp_ms,
+                "CloudWatchMetrics": [{
+                    "Namespace": "Gridline",
+                    "Dimensions": [["Function"], ["Function", "Route"]],
+                    "Metrics": [
+                        {"Name": "Latency", "Unit": "Milliseconds"},
+                        {"Name": "DynamoDBCalls", "Unit": "Count"},
+                        {"Name": "ServerErrors", "Unit": "Count"},
+                        {"Name": "ClientErrors", "Unit": "Count"}
+                    ]
+                }]
+            },
+            "level": "INFO",
+            "message": "request",
+            "Function": self.function,
+            "Route": format!("{} {}", self.method, self.route),
+            "requestId": self.request_id,
+            "tenant": self.tenant,
+            "status": self.status,
+            "Latency": (self.latency_ms * 1000.0).round() / 1000.0,
+            "DynamoDBCalls": self.dynamodb_calls,
+            "ServerErrors": u32::from(self.status >= 500),
+            "ClientErrors": u32::from((400..500).contains(&self.status)),
+        })
+    }
+
+    /// Writes the record: an EMF line on stdout in Lambda (CloudWatch reads it), a log event
+    /// on the local stack.
+    pub fn emit(&self, style: LogStyle) {
+        if style == LogStyle::Emf {
+            let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
+            println!("{}", self.emf(now as i64));
+        } else {
+            tracing::info!(
+                request_id = %self.request_id,
+                tenant = self.tenant.as_deref().unwrap_or("-"),
+                status = self.status,
+                latency_ms = format_args!("{:.1}", self.latency_ms),
+                dynamodb_calls = self.dynamodb_calls,
+                "{} {}",
+                self.method,
+                self.route,
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn scopes_are_per_task_and_count_only_inside() {
+        note_tenant("outside"); // no scope: ignored
+        let ((), a) = observed(async {
+            note_tenant("acme");
+            let ((), b) = observed(async { note_tenant("other") }).await;
+            assert_eq!(b.tenant().as_deref(), Some("other"));
+        })
+        .await;
+        assert_eq!(a.tenant().as_deref(), Some("acme"));
+        assert_eq!(a.calls(), 0);
+    }
+
+    #[test]
+    fn the_request_record_is_emf_with_properties() {
+        let r = RequestRecord {
+            function: "grid".into(),
+            request_id: "c6af9ac6-7b61-11e6-9a41-93e8deadbeef".into(),
+            method: "GET".into(),
+            route: "/projects/{project_id}/issues".into(),
+            status: 503,
+            latency_ms: 12.34567,
+            dynamodb_calls: 3,
+            tenant: Some("acme".into()),
+        };
+        let v = r.emf(1_700_000_000_000);
+        assert_eq!(v["_aws"]["CloudWatchMetrics"][0]["Namespace"], "Gridline");
+        assert_eq!(v["Route"], "GET /projects/{project_id}/issues");
+        assert_eq!(v["DynamoDBCalls"], 3);
+        assert_eq!(v["ServerErrors"], 1);
+        assert_eq!(v["ClientErrors"], 0);
+        assert_eq!(v["Latency"], 12.346);
+        // Every metric the directive names is a top-level member.
+        for m in v["_aws"]["CloudWatchMetrics"][0]["Metrics"]
+            .as_array()
+            .unwrap()
+        {
+            assert!(v.get(m["Name"].as_str().unwrap()).is_some());
+        }
+        for d in v["_aws"]["CloudWatchMetrics"][0]["Dimensions"]
+            .as_array()
+            .unwrap()
+        {
+            for name in d.as_array().unwrap() {
+                assert!(v[name.as_str().unwrap()].is_string());
+            }
+        }
+    }
+}

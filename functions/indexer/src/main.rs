@@ -8,7 +8,9 @@ use lambda_runtime::{Error, LambdaEvent, service_fn};
 #[tokio::main]
 async fn main() -> Result<(), Error> {
     gridline::telemetry::init_lambda();
-    let indexer = Indexer::new(Config::from_env()?.store().await);
+    let store = Config::from_env()?.store().await;
+    store.warm_up().await;
+    let indexer = Indexer::new(store);
     let indexer = &indexer;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {
         Ok::<_, Error>(indexer.handle_and_report(event.payload).await)

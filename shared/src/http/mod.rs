@@ -11,8 +11,9 @@ pub mod views;
 
 use axum::Router;
 use axum::body::{Body, to_bytes};
-use axum::extract::DefaultBodyLimit;
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{Method, StatusCode, header};
+use axum::middleware::Next;
 use axum::response::Response;
 use axum::routing::{MethodRouter, delete, get, patch, post, put};
 
@@ -22,6 +23,7 @@ use crate::auth::AuthMode;
 use crate::cursor::CursorKey;
 use crate::error::{PROBLEM_JSON, problem_response};
 use crate::store::Store;
+use crate::telemetry::{LogStyle, RequestRecord, observed};
 
 /// Everything a handler needs, built once per process.
 #[derive(Clone)]
@@ -29,6 +31,8 @@ pub struct AppState {
     pub store: Store,
     pub cursor_key: CursorKey,
     pub auth: AuthMode,
+    /// How each request's record is written (EMF in Lambda).
+    pub log: LogStyle,
 }
 
 /// Which Lambda function serves a route. The template's `Events` must list exactly these.
@@ -49,6 +53,17 @@ impl Group {
         Group::People,
         Group::Inbox,
     ];
+
+    /// The function's short name: the crate, and the `Function` dimension of its metrics.
+    pub fn name(self) -> &'static str {
+        match self {
+            Group::Projects => "projects",
+            Group::Issues => "issues",
+            Group::Grid => "grid",
+            Group::People => "people",
+            Group::Inbox => "inbox",
+        }
+    }
 
     /// The function's logical id in `template.yaml`.
     pub fn function_logical_id(self) -> &'static str {
@@ -182,6 +197,11 @@ pub fn routes() -> Vec<Route> {
 
 /// The router for the given functions' routes (all of them on the local stack).
 pub fn router(state: AppState, groups: &[Group]) -> Router {
+    let function = match groups {
+        [one] => one.name(),
+        _ => "local",
+    };
+    let style = state.log;
     let mut router = Router::new();
     for (route, handler) in table() {
         if groups.contains(&route.group) {
@@ -199,7 +219,58 @@ pub fn router(state: AppState, groups: &[Group]) -> Router {
         })
         .layer(axum::middleware::map_response(as_problem))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        .layer(axum::middleware::from_fn(
+            move |req: Request<Body>, next: Next| observe(function, style, req, next),
+        ))
         .with_state(state)
+}
+
+/// Times the request, counts its DynamoDB calls and writes its record once it is answered.
+async fn observe(
+    function: &'static str,
+    style: LogStyle,
+    req: Request<Body>,
+    next: Next,
+) -> Response {
+    let started = std::time::Instant::now();
+    let method = req.method().to_string();
+    let route = req
+        .extensions()
+        .get::<MatchedPath>()
+        .map_or_else(|| "(no route)".to_string(), |m| m.as_str().to_string());
+    let request_id = request_id(&req);
+    let (mut response, scope) = observed(next.run(req)).await;
+    if let Ok(v) = header::HeaderValue::from_str(&request_id) {
+        response.headers_mut().insert("x-request-id", v);
+    }
+    RequestRecord {
+        function: function.to_string(),
+        request_id,
+        method,
+        route,
+        status: response.status().as_u16(),
+        latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+        dynamodb_calls: scope.calls(),
+        tenant: scope.tenant(),
+    }
+    .emit(style);
+    response
+}
+
+/// API Gateway's request id; locally a well-formed `x-request-id` from the client, or a new one.
+fn request_id(req: &Request<Body>) -> String {
+    if let Some(lambda_http::request::RequestContext::ApiGatewayV1(ctx)) =
+        req.extensions()
+            .get::<lambda_http::request::RequestContext>()
+        && let Some(id) = &ctx.request_id
+    {
+        return id.clone();
+    }
+    req.headers()
+        .get("x-request-id")
+        .and_then(|v| v.to_str().ok())
+        .filter(|v| (1..=128).contains(&v.len()) && v.bytes().all(|b| b.is_ascii_graphic()))
+        .map_or_else(crate::domain::ids::new_id, str::to_string)
 }
 
 /// Turns any error response that is not yet a problem document (the framework's own 405s,
@@ -240,10 +311,13 @@ async fn as_problem(response: Response) -> Response {
 /// environment, one DynamoDB client, claims from API Gateway's authorizer.
 pub async fn lambda_state() -> Result<AppState, crate::config::ConfigError> {
     let config = crate::config::Config::from_env()?;
+    let store = config.store().await;
+    let (cursor_key, ()) = tokio::join!(config.cursor_key(), store.warm_up());
     Ok(AppState {
-        store: config.store().await,
-        cursor_key: crate::config::Config::cursor_key_from_env()?,
+        store,
+        cursor_key: cursor_key?,
         auth: AuthMode::ApiGateway,
+        log: LogStyle::Emf,
     })
 }
 

@@ -15,6 +15,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
 use rand::Rng;
 
 use crate::cursor::Position;
+use crate::keys;
 
 pub use index::{ColumnQuery, InboxCopy, Watermark};
 pub use issues::{CreateIssueError, PatchOutcome};
@@ -149,6 +150,25 @@ impl Store {
         }
     }
 
+    /// Opens the client's connection (DNS, TCP, TLS) during Lambda init, so the first request
+    /// does not pay for it: one Query of an empty partition, which every function may make.
+    /// A failure is only logged; requests will simply open the connection themselves.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub async fn warm_up(&self) {
+        let result = self
+            .client
+            .query()
+            .table_name(&self.records)
+            .key_condition_expression("PK = :pk")
+            .expression_attribute_values(":pk", AttributeValue::S(keys::WARM_UP_PK.into()))
+            .limit(1)
+            .send()
+            .await;
+        if let Err(e) = result {
+            tracing::warn!(error = %crate::telemetry::chain(&e), "warm-up query failed");
+        }
+    }
+
     pub fn index_table(&self) -> &str {
         &self.index
     }
@@ -162,6 +182,7 @@ impl Store {
     }
 
     /// Puts a new item into the records table; its key must not exist yet.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn put_new(&self, item: Item) -> Result<(), StoreError> {
         self.client
             .put_item()
@@ -175,6 +196,7 @@ impl Store {
     }
 
     /// A strongly consistent GetItem.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn get_item(
         &self,
         table: &str,
@@ -194,6 +216,7 @@ impl Store {
 
     /// Every item of `keys` that exists in the records table: BatchGetItems of 100 keys, with
     /// unprocessed keys (throttling) retried under jittered backoff.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn batch_get_records(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
         const ROUNDS: u32 = 8;
         let mut found = Vec::new();
@@ -239,6 +262,7 @@ impl Store {
     /// Runs a transaction. Cancellation by a failed condition is an outcome for the caller to
     /// interpret; cancellation by concurrent transactions alone is retried a few times with
     /// jittered backoff (the SDK does not retry it); any other failure is an error.
+    #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Tx, StoreError> {
         const ATTEMPTS: u32 = 5;
         let mut attempt = 0;
@@ -284,12 +308,17 @@ impl Store {
 /// Builds the DynamoDB client once per process. With `endpoint` (the local engine, DynamoDB
 /// Local) and no credentials in the environment, static placeholder credentials are used, as
 /// local engines ignore them.
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn connect(endpoint: Option<&str>) -> Client {
-    Client::new(&sdk_config(endpoint).await)
+    let config = aws_sdk_dynamodb::config::Builder::from(&sdk_config(endpoint).await)
+        .interceptor(crate::telemetry::CallCounter)
+        .build();
+    Client::from_conf(config)
 }
 
 /// The SDK configuration every client of the process shares (DynamoDB, and DynamoDB Streams
 /// on the local stack).
+#[tracing::instrument(level = "debug", skip_all)]
 pub async fn sdk_config(endpoint: Option<&str>) -> aws_config::SdkConfig {
     let mut loader = aws_config::defaults(aws_config::BehaviorVersion::latest());
     if let Some(endpoint) = endpoint {

@@ -1,0 +1,64 @@
+//! The records the sample events in `events/` name: tenant `acme`, project Apollo with a
+//! number field, two issues, team Platform with the events' caller as a member. Used by
+//! `gridline-local invoke` and by the events test.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use gridline::domain::values::{FieldDef, FieldType, StoredValue};
+use gridline::domain::{IssueState, NewIssue, Participant, ParticipantKind, Project, Role};
+use gridline::store::{Store, Team};
+
+pub const TENANT: &str = "acme";
+pub const PROJECT: &str = "01JDQ5S0000000000000000P01";
+pub const FIELD: &str = "01JDQ5S0000000000000000F01";
+pub const ISSUE: &str = "01JDQ5S0000000000000000N01";
+pub const ISSUE_TO_DELETE: &str = "01JDQ5S0000000000000000N02";
+pub const TEAM: &str = "01JDQ5S0000000000000000T01";
+/// The `sub` of the events' Cognito claims.
+pub const SUB: &str = "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6";
+const CREATED_AT: &str = "2026-11-21T20:42:03.123Z";
+
+/// Writes the fixtures into empty tables.
+pub async fn seed(store: &Store) -> Result<()> {
+    let project = Project {
+        id: PROJECT.into(),
+        name: "Apollo".into(),
+        created_at: CREATED_AT.into(),
+    };
+    store.create_project(TENANT, &project).await?;
+    let field = FieldDef {
+        id: FIELD.into(),
+        name: "Points".into(),
+        field_type: FieldType::Number,
+        options: None,
+    };
+    store.create_field(TENANT, PROJECT, &field).await?;
+    let team = Team {
+        id: TEAM.into(),
+        name: "Platform".into(),
+        created_at: CREATED_AT.into(),
+    };
+    store.create_team(TENANT, &team).await?;
+    anyhow::ensure!(
+        store.add_member(TENANT, &team, SUB).await?,
+        "the fixture team exists"
+    );
+    for (last, id) in [(0, ISSUE), (1, ISSUE_TO_DELETE)] {
+        let new = NewIssue {
+            title: "Seeded".into(),
+            state: IssueState::Open,
+            description: Some("seeded description".into()),
+            fields: BTreeMap::from([(FIELD.to_string(), StoredValue::N("5".parse()?))]),
+            participants: vec![Participant {
+                kind: ParticipantKind::User,
+                id: SUB.into(),
+                role: Role::Reporter,
+            }],
+        };
+        store
+            .create_issue(TENANT, PROJECT, last, new, id.into(), CREATED_AT.into())
+            .await?;
+    }
+    Ok(())
+}

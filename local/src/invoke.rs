@@ -1,0 +1,117 @@
+//! `make invoke-local`: a sample event through its function's handler, without Docker.
+//!
+//! An API event goes through `lambda_http`'s own event parsing and the function's router with
+//! claims from the request context, exactly as in Lambda; a stream event goes to the indexer's
+//! handler. Responses print as Lambda returns them (an API Gateway proxy response, or the
+//! batch-item-failures response).
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result, bail};
+use aws_lambda_events::event::dynamodb::Event;
+use aws_lambda_events::event::streams::DynamoDbEventResponse;
+use gridline::auth::AuthMode;
+use gridline::http::{AppState, Group, router};
+use gridline::indexer::Metrics;
+use gridline::telemetry::LogStyle;
+use serde::Deserialize;
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use crate::Stack;
+use crate::testing::{Reply, into_reply};
+
+/// The template's logical id of the indexer.
+pub const INDEXER_FUNCTION: &str = "IndexerFunction";
+
+/// One line of `events/manifest.json`: an event, its function and what it should produce.
+#[derive(Debug, Clone, Deserialize)]
+pub struct ManifestEntry {
+    pub file: String,
+    pub function: String,
+    pub purpose: String,
+    /// API events: the status.
+    pub status: Option<u16>,
+    /// Stream events: the sequence numbers reported as failures.
+    pub batch_item_failures: Option<Vec<String>>,
+    /// Stream events: another event to handle first.
+    pub after: Option<String>,
+    pub writes: Option<usize>,
+    pub writes_at_least: Option<usize>,
+    pub units: Option<usize>,
+}
+
+/// `events/` of this checkout.
+pub fn events_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../events")
+}
+
+pub fn manifest() -> Result<Vec<ManifestEntry>> {
+    let path = events_dir().join("manifest.json");
+    let text =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| format!("parsing {}", path.display()))
+}
+
+/// What the handler returned.
+#[derive(Debug)]
+pub enum Outcome {
+    Api(Reply),
+    Stream {
+        response: DynamoDbEventResponse,
+        metrics: Metrics,
+    },
+}
+
+impl Outcome {
+    /// The response as Lambda hands it back to `sam local invoke`'s caller.
+    pub fn to_lambda_json(&self) -> Value {
+        match self {
+            Outcome::Api(reply) => {
+                let headers: BTreeMap<String, String> = reply
+                    .headers
+                    .iter()
+                    .filter_map(|(k, v)| Some((k.to_string(), v.to_str().ok()?.to_string())))
+                    .collect();
+                json!({
+                    "statusCode": reply.status.as_u16(),
+                    "headers": headers,
+                    "body": reply.text,
+                    "isBase64Encoded": false,
+                })
+            }
+            Outcome::Stream { response, .. } => {
+                serde_json::to_value(response).unwrap_or(Value::Null)
+            }
+        }
+    }
+}
+
+/// Runs `event` (the file's text) through the handler of `function` (a template logical id).
+pub async fn invoke(stack: &Stack, function: &str, event: &str) -> Result<Outcome> {
+    if function == INDEXER_FUNCTION {
+        let event: Event = serde_json::from_str(event).context("not a DynamoDB stream event")?;
+        let (response, metrics) = stack.indexer().handle(event).await;
+        println!("{}", metrics.emf());
+        return Ok(Outcome::Stream { response, metrics });
+    }
+    let Some(group) = Group::ALL
+        .into_iter()
+        .find(|g| g.function_logical_id() == function)
+    else {
+        bail!("no function {function} in template.yaml");
+    };
+    // As in Lambda: claims from API Gateway's authorizer, EMF request records on stdout.
+    let state = AppState {
+        auth: AuthMode::ApiGateway,
+        log: LogStyle::Emf,
+        ..stack.state.clone()
+    };
+    let request = lambda_http::request::from_str(event).context("not an API Gateway event")?;
+    let response = router(state, &[group])
+        .oneshot(request)
+        .await
+        .context("the router failed")?;
+    Ok(Outcome::Api(into_reply(response).await))
+}

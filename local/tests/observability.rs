@@ -1,0 +1,100 @@
+//! The request log: one record per request with the route template, tenant, status, latency and
+//! the DynamoDB calls it made; never the token or a field value.
+
+use std::io::Write;
+use std::sync::{Arc, Mutex};
+
+use gridline_local::testing::{ALICE, TestApi};
+use http::Method;
+use serde_json::{Value, json};
+
+#[derive(Clone, Default)]
+struct Buffer(Arc<Mutex<Vec<u8>>>);
+
+impl Write for Buffer {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.0.lock().unwrap().extend_from_slice(buf);
+        Ok(buf.len())
+    }
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+fn records(buffer: &Buffer) -> Vec<Value> {
+    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    text.lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|v| v["fields"]["request_id"].is_string())
+        .map(|v| v["fields"].clone())
+        .collect()
+}
+
+#[tokio::test]
+async fn each_request_logs_its_route_tenant_and_calls_and_no_secrets() {
+    let api = TestApi::start().await;
+    let project = api.project("Observed").await;
+    let field = api
+        .field(&project, json!({"name": "Secret", "type": "text"}))
+        .await;
+    let issue = api
+        .issue(
+            &project,
+            json!({"title": "t", "fields": {field.clone(): "hush-value"}}),
+        )
+        .await;
+    let issue_id = issue["id"].as_str().unwrap().to_string();
+
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .json()
+            .with_writer(move || writer.clone())
+            .finish(),
+    );
+
+    let token = TestApi::token(ALICE.0, ALICE.1);
+    let got = api
+        .send(
+            Method::GET,
+            &format!("/issues/{issue_id}"),
+            Some(&token),
+            None,
+            &[("x-request-id", "req-123")],
+        )
+        .await;
+    assert_eq!(got.status, 200);
+    assert_eq!(got.header("x-request-id"), Some("req-123"));
+    let patched = api
+        .send(
+            Method::PATCH,
+            &format!("/issues/{issue_id}"),
+            Some(&token),
+            Some(&json!({"fields": {field.clone(): "another-hush"}}).to_string()),
+            &[],
+        )
+        .await;
+    assert_eq!(patched.status, 200);
+    let missing = api.send(Method::GET, "/projects", None, None, &[]).await;
+    assert_eq!(missing.status, 401);
+
+    let logged = records(&buffer);
+    assert_eq!(logged.len(), 3, "{logged:?}");
+    let get = &logged[0];
+    assert_eq!(get["request_id"], "req-123");
+    assert_eq!(get["message"], "GET /issues/{issue_id}");
+    assert_eq!(get["tenant"], "acme");
+    assert_eq!(get["status"], 200);
+    // The issue and its description in one Query, plus the project's fields.
+    assert_eq!(get["dynamodb_calls"], 2, "{get}");
+    assert!(logged[1]["dynamodb_calls"].as_u64().unwrap() >= 2);
+    assert_eq!(logged[2]["status"], 401);
+    assert_eq!(logged[2]["tenant"], "-");
+    assert_eq!(logged[2]["dynamodb_calls"], 0);
+
+    let all = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    assert!(!all.contains(&token), "the token reached the log");
+    assert!(!all.contains("hush"), "a field value reached the log");
+    assert!(!all.contains(&issue_id), "a concrete path reached the log");
+}
