@@ -12,7 +12,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export SAM_CLI_TELEMETRY := 0
 CARGO_TARGET := aarch64-unknown-linux-gnu
 
-.PHONY: help dev token invoke-local ddblocal test lint fmt clippy template-check unit conformance test-ddblocal build deploy delete invoke tools rust-target clean
+.PHONY: help dev token gridctl invoke-local ddblocal test lint fmt clippy template-check unit conformance test-ddblocal build deploy delete invoke tools rust-target clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -24,6 +24,9 @@ dev: ## Run the local stack: embedded engine, tables from template.yaml, the API
 
 token: ## Print a local token: make token USER=alice TENANT=acme
 	@cargo run -q -p gridline-local -- token --user "$(USER)" --tenant "$(TENANT)"
+
+gridctl: ## The operator tool against the local stack: make gridctl ARGS="verify" (ARGS="--help" lists commands)
+	@cargo run -q -p gridctl -- --endpoint $(or $(ENDPOINT),http://127.0.0.1:8100) $(ARGS)
 
 invoke-local: ## Sample events through their handlers, no Docker: [FN=IssuesFunction] [EVENT=events/x.json]; none: all
 	@cargo run -q -p gridline-local -- invoke $(if $(FN),--function $(FN)) $(EVENT)

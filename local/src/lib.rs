@@ -2,6 +2,7 @@
 //! tables created from `template.yaml`, and the same router the Lambdas run. Also the harness
 //! the integration tests use.
 
+pub mod chaos;
 pub mod fixtures;
 pub mod invoke;
 pub mod stream;
@@ -62,8 +63,8 @@ pub struct Engine {
 }
 
 impl Engine {
-    /// Starts an engine backed by the SQLite file `data`, or in memory.
-    pub async fn start(data: Option<&Path>) -> Result<Self> {
+    /// Starts an engine backed by the SQLite file `data`, or in memory, on `port` (0: any).
+    pub async fn start(data: Option<&Path>, port: u16) -> Result<Self> {
         let db = match data {
             Some(path) => {
                 if let Some(dir) = path.parent() {
@@ -75,7 +76,9 @@ impl Engine {
             }
             None => dynoxide::Database::memory().context("creating an in-memory database")?,
         };
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .with_context(|| format!("binding the engine to port {port}"))?;
         let endpoint = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = oneshot::channel::<()>();
         tokio::spawn(async move {
@@ -146,6 +149,8 @@ pub struct Stack {
 
 pub struct StackOptions {
     pub data: Data,
+    /// The embedded engine's port (0: any free one).
+    pub engine_port: u16,
     pub tables: TableNames,
     pub jwt_secret: Vec<u8>,
     pub cursor_key: Vec<u8>,
@@ -154,8 +159,8 @@ pub struct StackOptions {
 impl Stack {
     pub async fn start(opts: StackOptions) -> Result<Self> {
         let engine = match &opts.data {
-            Data::File(path) => Some(Engine::start(Some(path)).await?),
-            Data::Memory => Some(Engine::start(None).await?),
+            Data::File(path) => Some(Engine::start(Some(path), opts.engine_port).await?),
+            Data::Memory => Some(Engine::start(None, opts.engine_port).await?),
             Data::External(_) => None,
         };
         let endpoint = match (&engine, &opts.data) {

@@ -30,6 +30,9 @@ enum Command {
         /// Keep the data in memory only.
         #[arg(long)]
         in_memory: bool,
+        /// The embedded engine's port, where `gridctl --endpoint` and other tools reach it.
+        #[arg(long, env = "ENGINE_PORT", default_value_t = 8100)]
+        engine_port: u16,
         /// Use another DynamoDB endpoint (DynamoDB Local, AWS) instead of the embedded engine.
         #[arg(long, env = "DYNAMODB_ENDPOINT")]
         dynamodb_endpoint: Option<String>,
@@ -111,6 +114,7 @@ async fn run(cli: Cli) -> Result<()> {
             port,
             data,
             in_memory,
+            engine_port,
             dynamodb_endpoint,
             jwt_secret,
             cursor_key,
@@ -121,14 +125,21 @@ async fn run(cli: Cli) -> Result<()> {
                 (None, true) => Data::Memory,
                 (None, false) => Data::File(data),
             };
-            serve(port, data, jwt_secret, cursor_key).await
+            serve(port, engine_port, data, jwt_secret, cursor_key).await
         }
     }
 }
 
-async fn serve(port: u16, data: Data, jwt_secret: String, cursor_key: String) -> Result<()> {
+async fn serve(
+    port: u16,
+    engine_port: u16,
+    data: Data,
+    jwt_secret: String,
+    cursor_key: String,
+) -> Result<()> {
     let stack = Stack::start(StackOptions {
         data: data.clone(),
+        engine_port,
         tables: TableNames::default(),
         jwt_secret: jwt_secret.into_bytes(),
         cursor_key: cursor_key.into_bytes(),
@@ -150,11 +161,16 @@ async fn serve(port: u16, data: Data, jwt_secret: String, cursor_key: String) ->
          \x20 DynamoDB:  {} (tables {} and {})\n\
          \x20 Indexer:   fed from the records table's stream (the grid catches up within a second)\n\
          \x20 Token:     make token USER=alice TENANT=acme\n\
+         \x20 Operator:  make gridctl ARGS=verify   (gridctl --endpoint {})\n\
          \x20 Try:       curl -s -H \"Authorization: Bearer $(make -s token USER=alice TENANT=acme)\" http://{addr}/projects\n",
-        stack.endpoint, stack.tables.records, stack.tables.index
+        stack.endpoint, stack.tables.records, stack.tables.index, stack.endpoint
     );
     // The indexer, fed from the engine's real stream about four times a second.
-    let poller = stack.poller(stack.indexer()).await;
+    let mut poller = stack.poller(stack.indexer()).await;
+    // Where `gridctl replay --file` finds what exhausted its retries.
+    if let Data::File(path) = &data {
+        poller.on_failure_file = Some(path.with_file_name("on-failure.jsonl"));
+    }
     tokio::spawn(poller.run(std::time::Duration::from_millis(250)));
     axum::serve(listener, stack.router())
         .with_graceful_shutdown(async {
@@ -213,6 +229,7 @@ async fn invoke(
                 Some(url) => Data::External(url.clone()),
                 None => Data::Memory,
             },
+            engine_port: 0,
             tables: TableNames::default(),
             jwt_secret: LOCAL_JWT_SECRET.as_bytes().to_vec(),
             cursor_key: LOCAL_CURSOR_KEY.as_bytes().to_vec(),

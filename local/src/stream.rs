@@ -32,8 +32,12 @@ pub struct Poller {
     shards: BTreeMap<String, Shard>,
     /// Retries of a failing record before it goes to the on-failure list.
     pub max_retries: u32,
-    /// What would go to the on-failure queue: the failed records.
+    /// What went to the on-failure "queue": messages in the shape Lambda sends to an SQS
+    /// on-failure destination (a `DDBStreamBatchInfo` naming the shard and sequence range).
     pub dead_letters: Vec<Value>,
+    /// Also append each message, one JSON per line, to this file (`make dev`), where
+    /// `gridctl replay --file` reads them.
+    pub on_failure_file: Option<std::path::PathBuf>,
     /// Deliver every batch twice (tests of at-least-once delivery).
     pub duplicate_delivery: bool,
     /// Like a Lambda timeout: an invocation still running after this is abandoned mid-batch
@@ -63,6 +67,7 @@ impl Poller {
             shards: BTreeMap::new(),
             max_retries,
             dead_letters: Vec::new(),
+            on_failure_file: None,
             duplicate_delivery: false,
             invocation_timeout: None,
         }
@@ -181,8 +186,11 @@ impl Poller {
                             .iter()
                             .find(|r| r.change.sequence_number.as_deref() == Some(seq.as_str()));
                         tracing::error!(sequence_number = %seq, shard = %id, "record sent to the on-failure queue");
-                        self.dead_letters
-                            .push(serde_json::to_value(failed).unwrap_or(Value::Null));
+                        let message = on_failure_message(&arn, &id, &seq, attempts, failed);
+                        if let Some(path) = &self.on_failure_file {
+                            append_line(path, &message);
+                        }
+                        self.dead_letters.push(message);
                         self.iterator(
                             &arn,
                             &id,
@@ -283,4 +291,57 @@ pub fn to_event(records: &[Record], stream_arn: &str) -> Result<Event> {
     let mut event = Event::default();
     event.records = records;
     Ok(event)
+}
+
+/// The message Lambda sends to a stream mapping's on-failure destination: it describes the
+/// batch (here, the one record that exhausted its retries), it does not carry the records.
+pub fn on_failure_message(
+    stream_arn: &str,
+    shard_id: &str,
+    sequence_number: &str,
+    attempts: u32,
+    record: Option<&EventRecord>,
+) -> Value {
+    let now = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let arrival = record
+        .map(|r| r.change.approximate_creation_date_time.to_rfc3339())
+        .unwrap_or_else(|| now.clone());
+    json!({
+        "requestContext": {
+            "requestId": ulid::Ulid::new().to_string(),
+            "functionArn": "arn:aws:lambda:local:000000000000:function:indexer",
+            "condition": "RetryAttemptsExhausted",
+            "approximateInvokeCount": attempts + 1
+        },
+        "responseContext": {
+            "statusCode": 200,
+            "executedVersion": "$LATEST",
+            "functionError": "Unhandled"
+        },
+        "version": "1.0",
+        "timestamp": now,
+        "DDBStreamBatchInfo": {
+            "shardId": shard_id,
+            "startSequenceNumber": sequence_number,
+            "endSequenceNumber": sequence_number,
+            "approximateArrivalOfFirstRecord": arrival,
+            "approximateArrivalOfLastRecord": arrival,
+            "batchSize": 1,
+            "streamArn": stream_arn
+        }
+    })
+}
+
+fn append_line(path: &std::path::Path, message: &Value) {
+    use std::io::Write;
+    let result = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .and_then(|mut f| writeln!(f, "{message}"));
+    if let Err(e) = result {
+        tracing::error!(error = %e, path = %path.display(), "could not record the on-failure message");
+    }
 }

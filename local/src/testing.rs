@@ -72,6 +72,7 @@ impl TestApi {
         let (data, tables) = test_data();
         let stack = Stack::start(StackOptions {
             data,
+            engine_port: 0,
             tables,
             jwt_secret: TEST_JWT_SECRET.to_vec(),
             cursor_key: TEST_CURSOR_KEY.to_vec(),

@@ -127,7 +127,7 @@ pub fn encode_bound(kind: Kind, def: Option<&FieldDef>, raw: &str) -> Result<Str
 /// One index entry: an attribute-index entry, or a participation copy (which carries the
 /// participant's role, for `via` and role filters). Its key is `(pk, sk)`; the rest follows
 /// from the key and the version, so the indexer diffs entries by key.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Entry {
     pub pk: String,
     pub sk: String,

@@ -21,7 +21,7 @@ use crate::store::{Store, StoreError, Watermark, issue_from};
 
 /// Version recorded for a deleted issue: above every real version, so nothing older is
 /// ever applied again.
-const DELETED: u64 = u64::MAX;
+pub const DELETED: u64 = u64::MAX;
 
 /// One piece of work in a batch, at the sequence number of its first record.
 #[derive(Debug, Clone, PartialEq)]
@@ -281,6 +281,35 @@ impl Indexer {
                     .await
             }
         }
+    }
+
+    /// Re-indexes one issue from its current record (or its absence), whatever the watermark
+    /// says about versions: what `gridctl replay` does for the issues a failed batch named.
+    pub async fn reindex_issue(&self, tenant: &str, issue_id: &str) -> Result<Metrics, IndexError> {
+        let mut metrics = Metrics::default();
+        let issue = self.store.get_issue_summary(tenant, issue_id).await?;
+        let target = Target {
+            version: issue.as_ref().map_or(DELETED, |i| i.version),
+            issue: issue.as_ref(),
+        };
+        let mut defs = DefsCache::default();
+        self.apply(tenant, issue_id, &target, true, &mut defs, &mut metrics)
+            .await?;
+        Ok(metrics)
+    }
+
+    /// Re-indexes every issue of a project with its current fields (after a field change
+    /// whose record failed).
+    pub async fn reindex_whole_project(
+        &self,
+        tenant: &str,
+        project_id: &str,
+    ) -> Result<Metrics, IndexError> {
+        let mut metrics = Metrics::default();
+        let mut defs = DefsCache::default();
+        self.reindex_project(tenant, project_id, None, &mut defs, &mut metrics)
+            .await?;
+        Ok(metrics)
     }
 
     /// Makes the index hold exactly `target`'s entries for the issue, writing only the

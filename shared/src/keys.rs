@@ -190,10 +190,54 @@ pub fn tenant_of(key: &str) -> Option<&str> {
     key.strip_prefix("T#")?.split('#').next()
 }
 
+/// `(tenant, project)` of a [`project_pk`].
+pub fn parse_project_pk(pk: &str) -> Option<(&str, &str)> {
+    let mut parts = pk.strip_prefix("T#")?.split('#');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(t), Some("P"), Some(p), None) => Some((t, p)),
+        _ => None,
+    }
+}
+
+/// `(tenant, issue)` of an [`issue_pk`].
+pub fn parse_issue_pk(pk: &str) -> Option<(&str, &str)> {
+    let mut parts = pk.strip_prefix("T#")?.split('#');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(t), Some("I"), Some(i), None) => Some((t, i)),
+        _ => None,
+    }
+}
+
+/// Whether an index-table partition key is a watermark's.
+pub fn is_watermark_pk(pk: &str) -> bool {
+    pk.strip_prefix("T#")
+        .and_then(|rest| rest.split('#').nth(1))
+        .is_some_and(|kind| kind == "W")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn partition_kinds_parse_back() {
+        assert_eq!(
+            parse_project_pk(&project_pk("acme", "P1")),
+            Some(("acme", "P1"))
+        );
+        assert_eq!(parse_project_pk(&issue_pk("acme", "I1")), None);
+        assert_eq!(
+            parse_issue_pk(&issue_pk("acme", "I1")),
+            Some(("acme", "I1"))
+        );
+        assert_eq!(parse_issue_pk(&project_pk("acme", "P1")), None);
+        assert!(is_watermark_pk(&watermark_pk("acme", "I1")));
+        assert!(!is_watermark_pk(&column_pk("acme", "P1", "num", "all")));
+        assert!(!is_watermark_pk(&inbox_pk(
+            "acme", "user", "W", "open", None
+        )));
+    }
 
     #[test]
     fn project_items_sort_before_their_fields() {

@@ -3,6 +3,7 @@
 //! Handlers in `functions/*` only build state and run [`http::router`]; everything else lives
 //! here, in small modules with one job each.
 
+pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod cursor;

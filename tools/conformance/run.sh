@@ -9,7 +9,7 @@ venv="$root/.venv/bin"
 cargo build -q -p gridline-local
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 log="$root/target/conformance-server.log"
-PORT="$port" RUST_LOG=warn target/debug/gridline-local serve --in-memory >"$log" 2>&1 &
+PORT="$port" ENGINE_PORT=0 RUST_LOG=warn target/debug/gridline-local serve --in-memory >"$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do

@@ -47,6 +47,24 @@ pub struct ColumnQuery {
     pub limit: i32,
 }
 
+/// The watermark as an item: its version and its entries' keys as a string set.
+pub(super) fn watermark_item(tenant: &str, issue_id: &str, wm: &Watermark) -> Item {
+    let mut item = key(keys::watermark_pk(tenant, issue_id), keys::WATERMARK_SK);
+    item.insert("version".into(), AttributeValue::N(wm.version.to_string()));
+    if !wm.entries.is_empty() {
+        item.insert(
+            "entries".into(),
+            AttributeValue::Ss(
+                wm.entries
+                    .iter()
+                    .map(|e| keys::entry_ref(&e.pk, &e.sk))
+                    .collect(),
+            ),
+        );
+    }
+    item
+}
+
 fn s(v: impl Into<String>) -> AttributeValue {
     AttributeValue::S(v.into())
 }
@@ -103,19 +121,7 @@ impl Store {
         wm: &Watermark,
         allow_equal: bool,
     ) -> Result<bool, StoreError> {
-        let mut item = key(keys::watermark_pk(tenant, issue_id), keys::WATERMARK_SK);
-        item.insert("version".into(), AttributeValue::N(wm.version.to_string()));
-        if !wm.entries.is_empty() {
-            item.insert(
-                "entries".into(),
-                AttributeValue::Ss(
-                    wm.entries
-                        .iter()
-                        .map(|e| keys::entry_ref(&e.pk, &e.sk))
-                        .collect(),
-                ),
-            );
-        }
+        let item = watermark_item(tenant, issue_id, wm);
         let condition = if allow_equal {
             "attribute_not_exists(PK) OR version <= :v"
         } else {

@@ -202,6 +202,11 @@ pub fn issue_item(tenant: &str, issue: &Issue) -> Result<Item, StoreError> {
 }
 
 /// An issue from its summary item and, if read, its description item.
+/// A field definition from its item.
+pub fn field_def_from(item: Item) -> Result<FieldDef, StoreError> {
+    Ok(serde_dynamo::from_item::<_, FieldItem>(item)?.def())
+}
+
 pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, StoreError> {
     let fields = match item.get(attr::FIELDS) {
         Some(AttributeValue::M(m)) => m

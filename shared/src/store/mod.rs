@@ -1,5 +1,6 @@
 //! DynamoDB access: the records table (projects, fields, issues) through one adapter.
 
+mod audit;
 mod index;
 mod issues;
 mod items;
@@ -17,9 +18,10 @@ use rand::Rng;
 use crate::cursor::Position;
 use crate::keys;
 
+pub use audit::{Table, entry_from_item};
 pub use index::{ColumnQuery, InboxCopy, Watermark};
 pub use issues::{CreateIssueError, PatchOutcome};
-pub use items::issue_from;
+pub use items::{field_def_from, issue_from};
 pub use people::{Profile, Team};
 pub use projects::CreateFieldError;
 
@@ -218,6 +220,15 @@ impl Store {
     /// unprocessed keys (throttling) retried under jittered backoff.
     #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn batch_get_records(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
+        self.batch_get(&self.records, keys).await
+    }
+
+    /// Every item of `keys` that exists in `table` (see [`Store::batch_get_records`]).
+    pub(crate) async fn batch_get(
+        &self,
+        table: &str,
+        keys: Vec<Item>,
+    ) -> Result<Vec<Item>, StoreError> {
         const ROUNDS: u32 = 8;
         let mut found = Vec::new();
         for chunk in keys.chunks(100) {
@@ -240,18 +251,18 @@ impl Store {
                 let out = self
                     .client
                     .batch_get_item()
-                    .request_items(&self.records, request)
+                    .request_items(table, request)
                     .send()
                     .await
                     .map_err(sdk("BatchGetItem"))?;
                 found.extend(
                     out.responses
-                        .and_then(|mut r| r.remove(&self.records))
+                        .and_then(|mut r| r.remove(table))
                         .unwrap_or_default(),
                 );
                 pending = out
                     .unprocessed_keys
-                    .and_then(|mut m| m.remove(&self.records))
+                    .and_then(|mut m| m.remove(table))
                     .filter(|k| !k.keys().is_empty());
                 round += 1;
             }

@@ -1,0 +1,6 @@
+//! `gridctl`: the operator's tools. Every command works against the local stack's engine or
+//! AWS alike; the logic that compares and fixes the index lives in `gridline::audit`.
+
+pub mod ops;
+pub mod replay;
+pub mod seed;

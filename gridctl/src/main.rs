@@ -1,0 +1,288 @@
+//! `gridctl`: verify and repair the index, replay the indexer's failed batches, seed data —
+//! against the local stack (`--endpoint`) or AWS (credentials and region from the environment).
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use anyhow::Result;
+use clap::{Parser, Subcommand};
+use gridctl::{ops, replay, seed};
+use gridline::indexer::Indexer;
+use gridline::store::{Store, connect, sdk_config};
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+
+#[derive(Parser)]
+#[command(name = "gridctl", version, about = "Gridline's operator tool")]
+struct Cli {
+    /// A DynamoDB endpoint (the local stack's engine: http://127.0.0.1:8100); AWS when absent.
+    #[arg(long, global = true, env = "DYNAMODB_ENDPOINT")]
+    endpoint: Option<String>,
+    /// The records table (the stack's RecordsTableName output).
+    #[arg(
+        long,
+        global = true,
+        env = "RECORDS_TABLE",
+        default_value = "gridline-records"
+    )]
+    records_table: String,
+    /// The index table (the stack's IndexTableName output).
+    #[arg(
+        long,
+        global = true,
+        env = "INDEX_TABLE",
+        default_value = "gridline-index"
+    )]
+    index_table: String,
+    /// Print one JSON document instead of text (and no progress bars).
+    #[arg(long, global = true)]
+    json: bool,
+    /// Parallel scan segments per table.
+    #[arg(long, global = true, default_value_t = 4)]
+    segments: u32,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Compare the index with a recomputation from the records; exit 1 on any drift.
+    Verify {
+        /// Entries of each kind to list.
+        #[arg(long, default_value_t = 10)]
+        show: usize,
+    },
+    /// Fix every drifted issue (safe while traffic flows), then verify; exit 1 if drift remains.
+    Repair {
+        /// Verify-and-fix rounds before giving up on issues the stream keeps changing.
+        #[arg(long, default_value_t = 3)]
+        rounds: u32,
+    },
+    /// Re-drive the issues named by the indexer's on-failure messages.
+    Replay {
+        /// The stack's IndexerFailureQueueUrl; messages are deleted once replayed.
+        #[arg(long, conflicts_with = "file")]
+        queue_url: Option<String>,
+        /// Messages one per line (the local stack writes .local/on-failure.jsonl).
+        #[arg(long)]
+        file: Option<PathBuf>,
+        /// Leave replayed messages on the queue.
+        #[arg(long)]
+        keep: bool,
+    },
+    /// Create a realistic project: fields of every type, users, teams, issues.
+    Seed {
+        #[arg(long, default_value = "acme")]
+        tenant: String,
+        #[arg(long, default_value = "Seeded")]
+        project: String,
+        #[arg(long, default_value_t = 1000)]
+        issues: u64,
+        /// Custom fields beyond the five typed ones.
+        #[arg(long, default_value_t = 0)]
+        extra_fields: usize,
+        #[arg(long, default_value_t = 20)]
+        users: usize,
+        #[arg(long, default_value_t = 5)]
+        teams: usize,
+        #[arg(long, default_value_t = 1)]
+        rng_seed: u64,
+    },
+}
+
+fn bar(json: bool, what: &str, len: u64) -> ProgressBar {
+    if json {
+        return ProgressBar::hidden();
+    }
+    let bar = if len == 0 {
+        ProgressBar::new_spinner().with_style(
+            ProgressStyle::with_template("{spinner} {msg}: {pos} items {per_sec}")
+                .unwrap_or_else(|_| ProgressStyle::default_spinner()),
+        )
+    } else {
+        ProgressBar::new(len).with_style(
+            ProgressStyle::with_template("{msg:10} [{bar:40}] {pos}/{len} {per_sec} eta {eta}")
+                .unwrap_or_else(|_| ProgressStyle::default_bar())
+                .progress_chars("=> "),
+        )
+    };
+    bar.set_draw_target(ProgressDrawTarget::stderr());
+    bar.enable_steady_tick(Duration::from_millis(120));
+    bar.set_message(what.to_string());
+    bar
+}
+
+fn print_json(value: &impl serde::Serialize) -> Result<()> {
+    println!("{}", serde_json::to_string_pretty(value)?);
+    Ok(())
+}
+
+fn main() {
+    let cli = Cli::parse();
+    let code = match tokio::runtime::Runtime::new()
+        .map_err(anyhow::Error::from)
+        .and_then(|rt| rt.block_on(run(cli)))
+    {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("gridctl: {e:#}");
+            2
+        }
+    };
+    std::process::exit(code);
+}
+
+async fn run(cli: Cli) -> Result<i32> {
+    let client = connect(cli.endpoint.as_deref()).await;
+    let store = Store::new(client, &cli.records_table, &cli.index_table);
+    let json = cli.json;
+    match cli.command {
+        Command::Verify { show } => {
+            let progress = bar(json, "scanning", 0);
+            let report = ops::verify(&store, cli.segments, &progress).await?;
+            progress.finish_and_clear();
+            if json {
+                print_json(&report)?;
+            } else {
+                println!(
+                    "scanned {} records and {} index items: {} issues",
+                    report.records_scanned, report.index_scanned, report.issues
+                );
+                println!(
+                    "missing {}, extra {}, stale {} entries, in {} issues",
+                    report.missing, report.extra, report.stale, report.drifted_issues
+                );
+                for e in report.drift.missing.iter().take(show) {
+                    println!(
+                        "  missing  {} | {}  (issue {})",
+                        e.pk,
+                        e.sk.escape_debug(),
+                        e.issue_id
+                    );
+                }
+                for e in report.drift.extra.iter().take(show) {
+                    println!(
+                        "  extra    {} | {}  (issue {})",
+                        e.pk,
+                        e.sk.escape_debug(),
+                        e.issue_id
+                    );
+                }
+                for s in report.drift.stale.iter().take(show) {
+                    println!(
+                        "  stale    {} | {}  (issue {})",
+                        s.actual.pk,
+                        s.actual.sk.escape_debug(),
+                        s.actual.issue_id
+                    );
+                }
+                println!(
+                    "{}",
+                    if report.is_clean() {
+                        "clean"
+                    } else {
+                        "DRIFT: run `gridctl repair`"
+                    }
+                );
+            }
+            Ok(if report.is_clean() { 0 } else { 1 })
+        }
+        Command::Repair { rounds } => {
+            let report = ops::repair(&store, cli.segments, rounds, &|what, len| {
+                bar(json, what, len)
+            })
+            .await?;
+            if json {
+                print_json(&report)?;
+            } else {
+                println!(
+                    "{} round(s): fixed {} issues ({} entries written, {} deleted), {} already right, {} in flight",
+                    report.rounds,
+                    report.fixed,
+                    report.puts,
+                    report.deletes,
+                    report.already_right,
+                    report.in_flight
+                );
+                println!(
+                    "{}",
+                    if report.clean {
+                        "clean"
+                    } else {
+                        "drift remains: run again once writes settle"
+                    }
+                );
+            }
+            Ok(if report.clean { 0 } else { 1 })
+        }
+        Command::Replay {
+            queue_url,
+            file,
+            keep,
+        } => {
+            let config = sdk_config(cli.endpoint.as_deref()).await;
+            let streams = aws_sdk_dynamodbstreams::Client::new(&config);
+            let indexer = Indexer::new(store.clone());
+            let mut report = replay::ReplayReport::default();
+            match (queue_url, file) {
+                (Some(url), _) => {
+                    let sqs = aws_sdk_sqs::Client::new(&sdk_config(None).await);
+                    replay::from_queue(&sqs, &url, &streams, &indexer, keep, &mut report).await?;
+                }
+                (None, Some(path)) => {
+                    for body in replay::messages_from_file(&path)? {
+                        let batch = replay::parse_message(&body)?;
+                        let touched = replay::touched_by(&streams, &batch).await?;
+                        replay::redrive(&indexer, &touched, &mut report).await?;
+                        report.messages += 1;
+                    }
+                }
+                (None, None) => replay::no_source()?,
+            }
+            if json {
+                print_json(&report)?;
+            } else {
+                println!(
+                    "{} message(s): re-indexed {} issues and {} projects ({} index writes)",
+                    report.messages, report.issues, report.projects, report.index_writes
+                );
+            }
+            Ok(0)
+        }
+        Command::Seed {
+            tenant,
+            project,
+            issues,
+            extra_fields,
+            users,
+            teams,
+            rng_seed,
+        } => {
+            let spec = seed::Spec {
+                tenant,
+                project_name: project,
+                issues,
+                extra_fields,
+                users,
+                teams,
+                rng_seed,
+            };
+            let progress = bar(json, "seeding", issues.max(1));
+            let seeded = seed::seed(&store, &spec, &progress).await?;
+            progress.finish_and_clear();
+            if json {
+                print_json(&seeded)?;
+            } else {
+                println!(
+                    "project {} in tenant {}: {} issues, {} fields, {} users, {} teams",
+                    seeded.project_id,
+                    seeded.tenant,
+                    seeded.issues,
+                    seeded.fields.len(),
+                    seeded.users.len(),
+                    seeded.teams.len()
+                );
+            }
+            Ok(0)
+        }
+    }
+}

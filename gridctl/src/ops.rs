@@ -1,0 +1,112 @@
+//! `verify` and `repair`: scans, comparisons and fixes, with progress for people and a report
+//! for scripts.
+
+use std::collections::BTreeMap;
+
+use anyhow::Result;
+use gridline::audit::{self, Drift, Repaired};
+use gridline::store::Store;
+use indicatif::ProgressBar;
+use serde::Serialize;
+
+/// What `verify` found.
+#[derive(Debug, Serialize)]
+pub struct VerifyReport {
+    pub records_scanned: usize,
+    pub index_scanned: usize,
+    pub issues: usize,
+    pub missing: usize,
+    pub extra: usize,
+    pub stale: usize,
+    pub drifted_issues: usize,
+    pub drift: Drift,
+}
+
+impl VerifyReport {
+    pub fn is_clean(&self) -> bool {
+        self.drift.is_clean()
+    }
+}
+
+/// Scans both tables (`segments` parallel segments each) and compares.
+pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Result<VerifyReport> {
+    let snap = audit::snapshot(store, segments, &|n| progress.inc(n as u64)).await?;
+    let drift = audit::compare(&snap);
+    Ok(VerifyReport {
+        records_scanned: snap.records_scanned,
+        index_scanned: snap.index_scanned,
+        issues: snap.issues.len(),
+        missing: drift.missing.len(),
+        extra: drift.extra.len(),
+        stale: drift.stale.len(),
+        drifted_issues: drift.issues().len(),
+        drift,
+    })
+}
+
+/// What `repair` did.
+#[derive(Debug, Default, Serialize)]
+pub struct RepairReport {
+    pub rounds: u32,
+    pub fixed: usize,
+    pub already_right: usize,
+    pub in_flight: usize,
+    pub puts: usize,
+    pub deletes: usize,
+    /// Drift left after the last round (empty when clean).
+    pub remaining: BTreeMap<String, usize>,
+    pub clean: bool,
+}
+
+/// Verifies, fixes every drifted issue, and verifies again, up to `rounds` times: an issue
+/// the stream was still writing (`in flight`) is looked at again in the next round.
+pub async fn repair(
+    store: &Store,
+    segments: u32,
+    rounds: u32,
+    progress: &dyn Fn(&str, u64) -> ProgressBar,
+) -> Result<RepairReport> {
+    let mut report = RepairReport::default();
+    for round in 1..=rounds.max(1) {
+        report.rounds = round;
+        let scan = progress("scanning", 0);
+        let found = verify(store, segments, &scan).await?;
+        scan.finish_and_clear();
+        report.remaining = BTreeMap::from([
+            ("missing".to_string(), found.missing),
+            ("extra".to_string(), found.extra),
+            ("stale".to_string(), found.stale),
+        ]);
+        if found.is_clean() {
+            report.clean = true;
+            return Ok(report);
+        }
+        let issues = found.drift.issues();
+        let bar = progress("repairing", issues.len() as u64);
+        for issue in &issues {
+            let hints = found.drift.entries_of(issue);
+            match audit::repair_issue(store, &issue.0, &issue.1, &hints).await? {
+                Repaired::Fixed { puts, deletes } => {
+                    report.fixed += 1;
+                    report.puts += puts;
+                    report.deletes += deletes;
+                }
+                Repaired::AlreadyRight => report.already_right += 1,
+                Repaired::InFlight => report.in_flight += 1,
+            }
+            bar.inc(1);
+        }
+        bar.finish_and_clear();
+    }
+    // The last round's fixes are checked once more.
+    let scan = progress("scanning", 0);
+    let found = verify(store, segments, &scan).await?;
+    scan.finish_and_clear();
+    report.remaining = BTreeMap::from([
+        ("missing".to_string(), found.missing),
+        ("extra".to_string(), found.extra),
+        ("stale".to_string(), found.stale),
+    ]);
+    report.clean = found.is_clean();
+    Ok(report)
+}

@@ -1,0 +1,218 @@
+//! `replay`: re-drives what the indexer's on-failure queue names. Lambda's on-failure messages
+//! for a stream describe the failed batch (stream, shard, first and last sequence numbers);
+//! they do not carry the records. So replay reads that range of the shard back, collects the
+//! issues (and projects, for field changes) it touched, and re-indexes each from its current
+//! record — which is what the records say now, whatever the failed batch held.
+
+use std::collections::BTreeSet;
+
+use anyhow::{Context, Result, bail};
+use aws_sdk_dynamodbstreams::types::ShardIteratorType;
+use gridline::indexer::Indexer;
+use gridline::keys;
+use serde::Serialize;
+use serde_json::Value;
+
+/// The part of an on-failure message replay needs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BatchInfo {
+    pub stream_arn: String,
+    pub shard_id: String,
+    pub start: String,
+    pub end: String,
+}
+
+/// Parses one message body (`DDBStreamBatchInfo`, as Lambda sends it).
+pub fn parse_message(body: &str) -> Result<BatchInfo> {
+    let v: Value = serde_json::from_str(body).context("the message is not JSON")?;
+    let info = &v["DDBStreamBatchInfo"];
+    let field = |name: &str| {
+        info[name]
+            .as_str()
+            .map(str::to_string)
+            .with_context(|| format!("the message has no DDBStreamBatchInfo.{name}"))
+    };
+    Ok(BatchInfo {
+        stream_arn: field("streamArn")?,
+        shard_id: field("shardId")?,
+        start: field("startSequenceNumber")?,
+        end: field("endSequenceNumber")?,
+    })
+}
+
+/// What a stream record changed.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Touched {
+    Issue { tenant: String, issue_id: String },
+    Project { tenant: String, project_id: String },
+}
+
+/// Sequence numbers are decimal strings of varying length: compare them as numbers.
+fn seq_le(a: &str, b: &str) -> bool {
+    (a.len(), a) <= (b.len(), b)
+}
+
+/// Reads the batch's range back from the stream.
+pub async fn touched_by(
+    streams: &aws_sdk_dynamodbstreams::Client,
+    batch: &BatchInfo,
+) -> Result<BTreeSet<Touched>> {
+    let iterator = streams
+        .get_shard_iterator()
+        .stream_arn(&batch.stream_arn)
+        .shard_id(&batch.shard_id)
+        .shard_iterator_type(ShardIteratorType::AtSequenceNumber)
+        .sequence_number(&batch.start)
+        .send()
+        .await
+        .with_context(|| {
+            format!(
+                "the stream no longer holds shard {} from {} (streams keep 24 hours); run `gridctl repair` instead",
+                batch.shard_id, batch.start
+            )
+        })?
+        .shard_iterator;
+    let mut touched = BTreeSet::new();
+    let mut next = iterator;
+    let mut empty_reads = 0;
+    while let Some(it) = next.take() {
+        let out = streams.get_records().shard_iterator(it).send().await?;
+        let records = out.records.unwrap_or_default();
+        if records.is_empty() {
+            empty_reads += 1;
+            if empty_reads > 5 {
+                break;
+            }
+        }
+        for r in &records {
+            let Some(change) = r.dynamodb() else { continue };
+            if change
+                .sequence_number()
+                .is_some_and(|s| !seq_le(s, &batch.end))
+            {
+                return Ok(touched);
+            }
+            let key = |k: &str| {
+                change
+                    .keys()
+                    .and_then(|m| m.get(k))
+                    .and_then(|v| v.as_s().ok())
+                    .cloned()
+                    .unwrap_or_default()
+            };
+            let (pk, sk) = (key(keys::PK), key(keys::SK));
+            if let Some((t, i)) = keys::parse_issue_pk(&pk) {
+                touched.insert(Touched::Issue {
+                    tenant: t.into(),
+                    issue_id: i.into(),
+                });
+            } else if let Some((t, p)) = keys::parse_project_pk(&pk)
+                && sk.starts_with(keys::FIELD_SK_PREFIX)
+            {
+                touched.insert(Touched::Project {
+                    tenant: t.into(),
+                    project_id: p.into(),
+                });
+            }
+        }
+        next = out.next_shard_iterator;
+    }
+    Ok(touched)
+}
+
+/// What replay did.
+#[derive(Debug, Default, Serialize)]
+pub struct ReplayReport {
+    pub messages: usize,
+    pub issues: usize,
+    pub projects: usize,
+    pub index_writes: usize,
+    pub touched: Vec<Touched>,
+}
+
+/// Re-indexes everything `touched` names from the current records.
+pub async fn redrive(
+    indexer: &Indexer,
+    touched: &BTreeSet<Touched>,
+    report: &mut ReplayReport,
+) -> Result<()> {
+    for t in touched {
+        let metrics = match t {
+            Touched::Issue { tenant, issue_id } => {
+                report.issues += 1;
+                indexer.reindex_issue(tenant, issue_id).await?
+            }
+            Touched::Project { tenant, project_id } => {
+                report.projects += 1;
+                indexer.reindex_whole_project(tenant, project_id).await?
+            }
+        };
+        report.index_writes += metrics.writes;
+        report.touched.push(t.clone());
+    }
+    Ok(())
+}
+
+/// Message bodies from a file: one JSON message per line (what `make dev` writes to
+/// `.local/on-failure.jsonl`, or bodies saved from the queue).
+pub fn messages_from_file(path: &std::path::Path) -> Result<Vec<String>> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    Ok(text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_string)
+        .collect())
+}
+
+/// Drains the SQS queue: each message is replayed, then deleted unless `keep`.
+pub async fn from_queue(
+    sqs: &aws_sdk_sqs::Client,
+    queue_url: &str,
+    streams: &aws_sdk_dynamodbstreams::Client,
+    indexer: &Indexer,
+    keep: bool,
+    report: &mut ReplayReport,
+) -> Result<()> {
+    loop {
+        let out = sqs
+            .receive_message()
+            .queue_url(queue_url)
+            .max_number_of_messages(10)
+            .wait_time_seconds(1)
+            .send()
+            .await
+            .context("receiving from the on-failure queue")?;
+        let messages = out.messages.unwrap_or_default();
+        if messages.is_empty() {
+            return Ok(());
+        }
+        for m in messages {
+            let Some(body) = m.body() else { continue };
+            let batch = parse_message(body)?;
+            let touched = touched_by(streams, &batch).await?;
+            redrive(indexer, &touched, report).await?;
+            report.messages += 1;
+            if !keep && let Some(handle) = m.receipt_handle() {
+                sqs.delete_message()
+                    .queue_url(queue_url)
+                    .receipt_handle(handle)
+                    .send()
+                    .await
+                    .context("deleting a replayed message")?;
+            }
+        }
+        if keep {
+            // Kept messages come back after their visibility timeout; one pass is enough.
+            return Ok(());
+        }
+    }
+}
+
+/// Fails clearly when neither source was given.
+pub fn no_source() -> Result<()> {
+    bail!(
+        "give --queue-url (the stack's IndexerFailureQueueUrl) or --file (.local/on-failure.jsonl)"
+    )
+}

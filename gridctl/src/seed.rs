@@ -1,0 +1,245 @@
+//! `seed`: a realistic project — custom fields of every type, users with names, teams with
+//! members, issues with values (some missing) and participants — written through the same
+//! store calls and validation the API uses. Deterministic for a given `--rng-seed`.
+
+use std::collections::BTreeMap;
+
+use anyhow::{Context, Result};
+use gridline::domain::ids::new_id;
+use gridline::domain::values::{FieldDef, FieldType, StoredValue, parse_value};
+use gridline::domain::{IssueState, NewIssue, Participant, ParticipantKind, Project, Role};
+use gridline::store::{Profile, Store, Team};
+use indicatif::ProgressBar;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde::Serialize;
+
+#[derive(Debug, Clone)]
+pub struct Spec {
+    pub tenant: String,
+    pub project_name: String,
+    pub issues: u64,
+    /// Custom fields beyond the five typed ones every seeded project has.
+    pub extra_fields: usize,
+    pub users: usize,
+    pub teams: usize,
+    pub rng_seed: u64,
+}
+
+/// What was created, for scripts and benchmarks.
+#[derive(Debug, Clone, Serialize)]
+pub struct Seeded {
+    pub tenant: String,
+    pub project_id: String,
+    /// Field id by name.
+    pub fields: BTreeMap<String, String>,
+    pub users: Vec<String>,
+    pub teams: Vec<String>,
+    pub issues: u64,
+}
+
+const WORDS: &[&str] = &[
+    "login",
+    "crash",
+    "timeout",
+    "billing",
+    "export",
+    "search",
+    "upload",
+    "slow",
+    "dashboard",
+    "email",
+    "webhook",
+    "report",
+    "sync",
+    "mobile",
+    "cache",
+    "invoice",
+    "permissions",
+    "import",
+    "filter",
+    "chart",
+    "token",
+    "retry",
+    "latency",
+    "backup",
+    "audit",
+    "calendar",
+    "sso",
+    "theme",
+];
+const COMPONENTS: &[&str] = &[
+    "API", "Web", "iOS", "Android", "Billing", "Search", "Infra", "Docs",
+];
+const PRIORITIES: &[&str] = &["P0", "P1", "P2", "P3"];
+
+fn def(name: &str, field_type: FieldType, options: Option<Vec<String>>) -> FieldDef {
+    FieldDef {
+        id: new_id(),
+        name: name.into(),
+        field_type,
+        options,
+    }
+}
+
+fn value(def: &FieldDef, rng: &mut StdRng) -> Result<Option<StoredValue>> {
+    // About one issue in five has no value, so "missing values last" is exercised.
+    if rng.gen_bool(0.2) {
+        return Ok(None);
+    }
+    let json = match def.field_type {
+        FieldType::Number => format!("{}.{}", rng.gen_range(-50..1000), rng.gen_range(0..100)),
+        FieldType::Text => format!(
+            "\"{} {}\"",
+            COMPONENTS[rng.gen_range(0..COMPONENTS.len())],
+            WORDS[rng.gen_range(0..WORDS.len())]
+        ),
+        FieldType::Date => format!(
+            "\"2026-{:02}-{:02}\"",
+            rng.gen_range(1..=12),
+            rng.gen_range(1..=28)
+        ),
+        FieldType::Datetime => format!(
+            "\"2026-{:02}-{:02}T{:02}:{:02}:{:02}.{:03}Z\"",
+            rng.gen_range(1..=12),
+            rng.gen_range(1..=28),
+            rng.gen_range(0..24),
+            rng.gen_range(0..60),
+            rng.gen_range(0..60),
+            rng.gen_range(0..1000)
+        ),
+        FieldType::Select => {
+            let options = def.options.as_deref().unwrap_or_default();
+            format!("\"{}\"", options[rng.gen_range(0..options.len().max(1))])
+        }
+    };
+    let raw = serde_json::value::RawValue::from_string(json)?;
+    parse_value(def, &raw)
+        .map(Some)
+        .map_err(|e| anyhow::anyhow!("seed value for {}: {e}", def.name))
+}
+
+/// Creates the project, its fields, users, teams and issues.
+pub async fn seed(store: &Store, spec: &Spec, progress: &ProgressBar) -> Result<Seeded> {
+    let mut rng = StdRng::seed_from_u64(spec.rng_seed);
+    let now = gridline::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
+    let t = spec.tenant.as_str();
+    let project = Project {
+        id: new_id(),
+        name: spec.project_name.clone(),
+        created_at: now.clone(),
+    };
+    store.create_project(t, &project).await?;
+
+    let mut defs = vec![
+        def("Points", FieldType::Number, None),
+        def(
+            "Priority",
+            FieldType::Select,
+            Some(PRIORITIES.iter().map(|s| s.to_string()).collect()),
+        ),
+        def("Due", FieldType::Date, None),
+        def("Component", FieldType::Text, None),
+        def("Last seen", FieldType::Datetime, None),
+    ];
+    for i in 0..spec.extra_fields {
+        let kind = [FieldType::Number, FieldType::Text, FieldType::Date][i % 3];
+        defs.push(def(&format!("Extra {i}"), kind, None));
+    }
+    for d in &defs {
+        store
+            .create_field(t, &project.id, d)
+            .await
+            .with_context(|| format!("creating field {}", d.name))?;
+    }
+
+    let users: Vec<String> = (0..spec.users.max(1))
+        .map(|i| format!("user-{i:04}"))
+        .collect();
+    for u in &users {
+        store
+            .put_profile(
+                t,
+                &Profile {
+                    id: u.clone(),
+                    display_name: Some(format!("User {u}")),
+                },
+            )
+            .await?;
+    }
+    let mut teams = Vec::new();
+    for i in 0..spec.teams {
+        let team = Team {
+            id: new_id(),
+            name: format!("Team {i}"),
+            created_at: now.clone(),
+        };
+        store.create_team(t, &team).await?;
+        // Every user is in a team; user-0000 (the benchmarks' caller) is in every team.
+        for (n, u) in users.iter().enumerate() {
+            if n == 0 || n % spec.teams.max(1) == i {
+                store.add_member(t, &team, u).await?;
+            }
+        }
+        teams.push(team.id);
+    }
+
+    progress.set_length(spec.issues);
+    for n in 0..spec.issues {
+        let mut fields = BTreeMap::new();
+        for d in &defs {
+            if let Some(v) = value(d, &mut rng)? {
+                fields.insert(d.id.clone(), v);
+            }
+        }
+        let mut participants = vec![Participant {
+            kind: ParticipantKind::User,
+            id: users[rng.gen_range(0..users.len())].clone(),
+            role: Role::Reporter,
+        }];
+        let assignee = &users[rng.gen_range(0..users.len())];
+        if !participants.iter().any(|p| &p.id == assignee) {
+            participants.push(Participant {
+                kind: ParticipantKind::User,
+                id: assignee.clone(),
+                role: Role::Assignee,
+            });
+        }
+        if !teams.is_empty() && rng.gen_bool(0.3) {
+            participants.push(Participant {
+                kind: ParticipantKind::Team,
+                id: teams[rng.gen_range(0..teams.len())].clone(),
+                role: Role::Watcher,
+            });
+        }
+        let new = NewIssue {
+            title: format!(
+                "{} {} {}",
+                WORDS[rng.gen_range(0..WORDS.len())],
+                WORDS[rng.gen_range(0..WORDS.len())],
+                n + 1
+            ),
+            state: if rng.gen_bool(0.3) {
+                IssueState::Closed
+            } else {
+                IssueState::Open
+            },
+            description: None,
+            fields,
+            participants,
+        };
+        store
+            .create_issue(t, &project.id, n, new, new_id(), now.clone())
+            .await
+            .with_context(|| format!("creating issue {}", n + 1))?;
+        progress.inc(1);
+    }
+    Ok(Seeded {
+        tenant: spec.tenant.clone(),
+        project_id: project.id,
+        fields: defs.into_iter().map(|d| (d.name, d.id)).collect(),
+        users,
+        teams,
+        issues: spec.issues,
+    })
+}

@@ -1,0 +1,214 @@
+//! `gridctl verify`, `repair` and `replay` against the embedded engine and its real stream.
+
+use std::time::Duration;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use gridctl::{ops, replay, seed};
+use gridline::indexer::Indexer;
+use gridline::store::Store;
+use gridline_local::chaos::{Chaos, Rates};
+use gridline_local::testing::{ALICE, TestApi};
+use http::Method;
+use indicatif::ProgressBar;
+use serde_json::json;
+
+fn spec(issues: u64) -> seed::Spec {
+    seed::Spec {
+        tenant: "acme".into(),
+        project_name: "Seeded".into(),
+        issues,
+        extra_fields: 1,
+        users: 6,
+        teams: 2,
+        rng_seed: 7,
+    }
+}
+
+async fn verify(api: &TestApi) -> ops::VerifyReport {
+    ops::verify(&api.stack.state.store, 3, &ProgressBar::hidden())
+        .await
+        .unwrap()
+}
+
+fn hidden(_: &str, _: u64) -> ProgressBar {
+    ProgressBar::hidden()
+}
+
+async fn delete_index_item(api: &TestApi, pk: &str, sk: &str) {
+    api.stack
+        .client
+        .delete_item()
+        .table_name(&api.stack.tables.index)
+        .key("PK", AttributeValue::S(pk.into()))
+        .key("SK", AttributeValue::S(sk.into()))
+        .send()
+        .await
+        .unwrap();
+}
+
+async fn put_index_item(api: &TestApi, pk: &str, sk: &str, issue_id: &str, role: Option<&str>) {
+    let mut put = api
+        .stack
+        .client
+        .put_item()
+        .table_name(&api.stack.tables.index)
+        .item("PK", AttributeValue::S(pk.into()))
+        .item("SK", AttributeValue::S(sk.into()))
+        .item("issue_id", AttributeValue::S(issue_id.into()));
+    if let Some(r) = role {
+        put = put.item("role", AttributeValue::S(r.into()));
+    }
+    put.send().await.unwrap();
+}
+
+#[tokio::test]
+async fn verify_finds_each_kind_of_drift_and_repair_removes_it() {
+    let api = TestApi::start().await;
+    let seeded = seed::seed(&api.stack.state.store, &spec(40), &ProgressBar::hidden())
+        .await
+        .unwrap();
+    api.sync().await;
+    let clean = verify(&api).await;
+    assert!(clean.is_clean(), "{:?}", clean.drift);
+    assert_eq!(clean.issues, 40);
+
+    // Drift of every kind: entries lost, an entry no record calls for, an entry with the
+    // wrong role (a participation copy), and the entries of an issue whose delete was lost.
+    let entries = api.index_entries().await;
+    let mut lost = entries.iter().filter(|e| e.role.is_none()).take(3);
+    let (a, b, c) = (lost.next().unwrap(), lost.next().unwrap(), lost.next().unwrap());
+    for e in [a, b, c] {
+        delete_index_item(&api, &e.pk, &e.sk).await;
+    }
+    let copy = entries.iter().find(|e| e.role.is_some()).unwrap();
+    put_index_item(&api, &copy.pk, &copy.sk, &copy.issue_id, Some("bogus")).await;
+    let stray_pk = format!("T#acme#X#{}#num#all", seeded.project_id);
+    put_index_item(&api, &stray_pk, "1zz\u{1}00000000000000000999", "01JDQ5S0000000000000GHOST1", None).await;
+
+    let found = verify(&api).await;
+    assert_eq!((found.missing, found.extra, found.stale), (3, 1, 1), "{:?}", found.drift);
+    assert!(!found.is_clean());
+
+    let report = ops::repair(&api.stack.state.store, 3, 3, &hidden).await.unwrap();
+    assert!(report.clean, "{report:?}");
+    assert_eq!(report.puts, 4, "3 missing + 1 stale rewritten: {report:?}");
+    assert_eq!(report.deletes, 1, "the stray entry: {report:?}");
+    assert!(verify(&api).await.is_clean());
+
+    // The repaired index keeps working with the indexer: a later change is applied exactly.
+    let issue = api.index_entries().await.iter().next().unwrap().issue_id.clone();
+    let r = api
+        .call(ALICE, Method::PATCH, &format!("/issues/{issue}"), Some(json!({"title": "after repair"})))
+        .await;
+    assert_eq!(r.status, 200);
+    api.sync().await;
+    assert!(verify(&api).await.is_clean());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn repair_is_safe_while_writes_and_the_indexer_run() {
+    let api = std::sync::Arc::new(TestApi::start().await);
+    let seeded = seed::seed(&api.stack.state.store, &spec(30), &ProgressBar::hidden())
+        .await
+        .unwrap();
+    api.sync().await;
+    // Damage: drop a tenth of the entries.
+    for (n, e) in api.index_entries().await.iter().enumerate() {
+        if n % 10 == 0 {
+            delete_index_item(&api, &e.pk, &e.sk).await;
+        }
+    }
+    assert!(!verify(&api).await.is_clean());
+
+    let ids: Vec<String> = api
+        .stack
+        .state
+        .store
+        .issues_of_project("acme", &seeded.project_id, None)
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|i| i.id)
+        .collect();
+    let points = seeded.fields["Points"].clone();
+    let writer = {
+        let api = api.clone();
+        let project = seeded.project_id.clone();
+        tokio::spawn(async move {
+            for step in 0..60 {
+                let id = &ids[step % ids.len()];
+                let r = api
+                    .call(
+                        ALICE,
+                        Method::PATCH,
+                        &format!("/issues/{id}"),
+                        Some(json!({"title": format!("w{step}"), "fields": {points.clone(): step}})),
+                    )
+                    .await;
+                assert_eq!(r.status, 200);
+                if step % 7 == 0 {
+                    api.issue(&project, json!({"title": format!("new {step}")})).await;
+                }
+                if step % 3 == 0 {
+                    api.sync().await;
+                }
+            }
+        })
+    };
+    // Repair runs while the writer and the indexer do.
+    let mut rounds = 0;
+    while !writer.is_finished() {
+        ops::repair(&api.stack.state.store, 2, 1, &hidden).await.unwrap();
+        rounds += 1;
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    writer.await.unwrap();
+    assert!(rounds > 0);
+    api.sync().await;
+    let report = ops::repair(&api.stack.state.store, 2, 3, &hidden).await.unwrap();
+    assert!(report.clean, "{report:?}");
+    let found = verify(&api).await;
+    assert!(found.is_clean(), "{:?}", found.drift);
+}
+
+#[tokio::test]
+async fn replay_redrives_what_the_on_failure_queue_names() {
+    let api = TestApi::start().await;
+    let seeded = seed::seed(&api.stack.state.store, &spec(10), &ProgressBar::hidden())
+        .await
+        .unwrap();
+    api.sync().await;
+
+    // An outage of the index table outlasts the retries: the batch goes to the on-failure
+    // "queue" and the shard moves on.
+    let chaos = Chaos::new(1, Rates { error: 0.0, stall: 0.0, throttle: 0.0, ..Rates::default() });
+    let faulty = Store::new(
+        chaos.client(&api.stack.client),
+        &api.stack.tables.records,
+        &api.stack.tables.index,
+    );
+    let mut poller = api.stack.poller(Indexer::new(faulty)).await;
+    poller.drain().await.unwrap();
+    chaos.outage.store(true, std::sync::atomic::Ordering::Relaxed);
+    let issue = api.issue(&seeded.project_id, json!({"title": "written during the outage"})).await;
+    poller.drain().await.unwrap();
+    chaos.outage.store(false, std::sync::atomic::Ordering::Relaxed);
+    assert_eq!(poller.dead_letters.len(), 1);
+    let found = verify(&api).await;
+    assert!(found.missing > 0, "the issue's entries are missing");
+
+    // Replay reads the range the message names back from the stream and re-indexes.
+    let streams = gridline_local::stream::streams_client(&api.stack.endpoint).await;
+    let indexer = api.stack.indexer();
+    let mut report = replay::ReplayReport::default();
+    for message in &poller.dead_letters {
+        let batch = replay::parse_message(&message.to_string()).unwrap();
+        let touched = replay::touched_by(&streams, &batch).await.unwrap();
+        replay::redrive(&indexer, &touched, &mut report).await.unwrap();
+    }
+    assert_eq!(report.issues, 1, "{report:?}");
+    assert!(matches!(&report.touched[0], replay::Touched::Issue { issue_id, .. } if issue_id == issue["id"].as_str().unwrap()));
+    let found = verify(&api).await;
+    assert!(found.is_clean(), "{:?}", found.drift);
+}

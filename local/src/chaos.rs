@@ -1,0 +1,168 @@
+//! Faults for the indexer's DynamoDB client, injected by an SDK interceptor on the real client
+//! talking to the real engine: errors, stalls long enough to time an invocation out mid-batch,
+//! throttling (a batch handed back as unprocessed), and outages (every write fails). Only the
+//! fault is simulated; everything else is the real request path.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use aws_sdk_dynamodb::config::interceptors::{
+    BeforeDeserializationInterceptorContextMut, BeforeTransmitInterceptorContextRef,
+};
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::BoxError;
+use aws_smithy_types::body::SdkBody;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+/// Shares of write requests that fail, stall or come back throttled.
+#[derive(Debug, Clone, Copy)]
+pub struct Rates {
+    pub error: f64,
+    pub stall: f64,
+    pub throttle: f64,
+    pub stall_for: Duration,
+}
+
+impl Default for Rates {
+    fn default() -> Self {
+        Self {
+            error: 0.10,
+            stall: 0.05,
+            throttle: 0.30,
+            stall_for: Duration::from_millis(120),
+        }
+    }
+}
+
+#[derive(Debug)]
+pub struct Chaos {
+    rates: Rates,
+    rng: Mutex<StdRng>,
+    /// The last BatchWriteItem request body, to hand back as unprocessed.
+    last_batch: Mutex<Option<Vec<u8>>>,
+    throttle_next: Mutex<bool>,
+    /// While set, every write fails (an outage of the table or the network).
+    pub outage: AtomicBool,
+    /// Faults injected so far.
+    pub faults: AtomicU64,
+}
+
+impl Chaos {
+    pub fn new(seed: u64, rates: Rates) -> Arc<Self> {
+        Arc::new(Self {
+            rates,
+            rng: Mutex::new(StdRng::seed_from_u64(seed)),
+            last_batch: Mutex::new(None),
+            throttle_next: Mutex::new(false),
+            outage: AtomicBool::new(false),
+            faults: AtomicU64::new(0),
+        })
+    }
+
+    pub fn faults(&self) -> u64 {
+        self.faults.load(Ordering::Relaxed)
+    }
+
+    /// A client like `client` whose requests pass through this chaos.
+    pub fn client(self: &Arc<Self>, client: &aws_sdk_dynamodb::Client) -> aws_sdk_dynamodb::Client {
+        let config = client
+            .config()
+            .to_builder()
+            .interceptor(ChaosHandle(self.clone()))
+            .build();
+        aws_sdk_dynamodb::Client::from_conf(config)
+    }
+
+    fn roll(&self) -> f64 {
+        self.rng.lock().map(|mut r| r.r#gen()).unwrap_or(1.0)
+    }
+}
+
+fn target(ctx: &BeforeTransmitInterceptorContextRef<'_>) -> String {
+    ctx.request()
+        .headers()
+        .get("x-amz-target")
+        .unwrap_or_default()
+        .to_string()
+}
+
+/// Interceptors are registered by value; the handle shares one `Chaos` with the test.
+#[derive(Debug, Clone)]
+struct ChaosHandle(Arc<Chaos>);
+
+impl Intercept for ChaosHandle {
+    fn name(&self) -> &'static str {
+        "Chaos"
+    }
+
+    fn read_before_transmit(
+        &self,
+        ctx: &BeforeTransmitInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let chaos = &self.0;
+        let op = target(ctx);
+        let is_write =
+            op.ends_with("BatchWriteItem") || op.ends_with("PutItem") || op.ends_with("UpdateItem");
+        if !is_write {
+            return Ok(());
+        }
+        if chaos.outage.load(Ordering::Relaxed) {
+            chaos.faults.fetch_add(1, Ordering::Relaxed);
+            return Err("injected: the table is unreachable".into());
+        }
+        let r = chaos.rates;
+        let roll = chaos.roll();
+        if roll < r.error {
+            chaos.faults.fetch_add(1, Ordering::Relaxed);
+            return Err("injected: connection reset".into());
+        }
+        if roll < r.error + r.stall {
+            // A slow write: long enough for the invocation to time out mid-batch.
+            chaos.faults.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(r.stall_for);
+        }
+        if op.ends_with("BatchWriteItem") && roll > 1.0 - r.throttle {
+            if let Ok(mut last) = chaos.last_batch.lock() {
+                *last = ctx.request().body().bytes().map(<[u8]>::to_vec);
+            }
+            if let Ok(mut next) = chaos.throttle_next.lock() {
+                *next = true;
+            }
+        }
+        Ok(())
+    }
+
+    /// Throttling as DynamoDB reports it in a batch: the items come back unprocessed (the
+    /// engine did apply them, which a retry makes harmless: writes are idempotent).
+    fn modify_before_deserialization(
+        &self,
+        ctx: &mut BeforeDeserializationInterceptorContextMut<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let chaos = &self.0;
+        let throttle = chaos
+            .throttle_next
+            .lock()
+            .map(|mut t| std::mem::take(&mut *t))
+            .unwrap_or(false);
+        if !throttle {
+            return Ok(());
+        }
+        let Some(request) = chaos.last_batch.lock().ok().and_then(|mut l| l.take()) else {
+            return Ok(());
+        };
+        let request: Value = serde_json::from_slice(&request)?;
+        let body = json!({ "UnprocessedItems": request["RequestItems"] }).to_string();
+        chaos.faults.fetch_add(1, Ordering::Relaxed);
+        let response = ctx.response_mut();
+        response.headers_mut().remove("x-amz-crc32");
+        *response.body_mut() = SdkBody::from(body);
+        Ok(())
+    }
+}

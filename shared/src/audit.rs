@@ -1,0 +1,270 @@
+//! Drift between the records and the index: found by scanning both tables and comparing the
+//! index with a recomputation from the records; fixed issue by issue while traffic flows.
+//! `gridctl verify` and `repair` are thin shells over this module; the chaos tests use it too.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::domain::Issue;
+use crate::domain::values::FieldDef;
+use crate::index::{Entry, entries};
+use crate::indexer::DELETED;
+use crate::keys::{self, entity};
+use crate::store::{Store, StoreError, Table, Watermark, entry_from_item, issue_from};
+
+/// `(tenant, issue id)`.
+pub type IssueRef = (String, String);
+
+/// Both tables as one scan saw them.
+#[derive(Debug, Default)]
+pub struct Snapshot {
+    pub issues: BTreeMap<IssueRef, Issue>,
+    pub defs: HashMap<(String, String), Vec<FieldDef>>,
+    /// Every index entry (watermarks aside).
+    pub entries: BTreeSet<Entry>,
+    pub records_scanned: usize,
+    pub index_scanned: usize,
+}
+
+/// An entry whose key is right but whose attributes are not.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Stale {
+    pub expected: Entry,
+    pub actual: Entry,
+}
+
+/// How the index differs from a recomputation from the records.
+#[derive(Debug, Default, Clone, Serialize, PartialEq, Eq)]
+pub struct Drift {
+    /// Entries the records call for that the index lacks.
+    pub missing: Vec<Entry>,
+    /// Entries the index holds that no record calls for.
+    pub extra: Vec<Entry>,
+    pub stale: Vec<Stale>,
+}
+
+impl Drift {
+    pub fn is_clean(&self) -> bool {
+        self.missing.is_empty() && self.extra.is_empty() && self.stale.is_empty()
+    }
+
+    /// The issues whose entries drifted.
+    pub fn issues(&self) -> BTreeSet<IssueRef> {
+        let of = |e: &Entry| keys::tenant_of(&e.pk).map(|t| (t.to_string(), e.issue_id.clone()));
+        self.missing
+            .iter()
+            .chain(&self.extra)
+            .chain(self.stale.iter().map(|s| &s.actual))
+            .filter_map(of)
+            .collect()
+    }
+
+    /// The drifted entries of one issue, as hints for [`repair_issue`].
+    pub fn entries_of(&self, issue: &IssueRef) -> Vec<Entry> {
+        self.missing
+            .iter()
+            .chain(&self.extra)
+            .chain(self.stale.iter().map(|s| &s.actual))
+            .filter(|e| e.issue_id == issue.1 && keys::tenant_of(&e.pk) == Some(issue.0.as_str()))
+            .cloned()
+            .collect()
+    }
+}
+
+/// Scans both tables, each in `segments` parallel segments.
+pub async fn snapshot(
+    store: &Store,
+    segments: u32,
+    on_page: &(dyn Fn(usize) + Sync),
+) -> Result<Snapshot, StoreError> {
+    let (records, index) = futures::join!(
+        store.scan_table(Table::Records, segments, on_page),
+        store.scan_table(Table::Index, segments, on_page)
+    );
+    let (records, index) = (records?, index?);
+    let mut snap = Snapshot {
+        records_scanned: records.len(),
+        index_scanned: index.len(),
+        ..Snapshot::default()
+    };
+    for item in records {
+        let kind = item.get("entity").and_then(|v| v.as_s().ok()).cloned();
+        let pk = item
+            .get(keys::PK)
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default();
+        match kind.as_deref() {
+            Some(entity::ISSUE) => {
+                let Some(tenant) = keys::tenant_of(&pk).map(str::to_string) else {
+                    continue;
+                };
+                let issue = issue_from(item, None)?;
+                snap.issues.insert((tenant, issue.id.clone()), issue);
+            }
+            Some(entity::FIELD) => {
+                if let Some((t, p)) = keys::parse_project_pk(&pk) {
+                    let def = crate::store::field_def_from(item)?;
+                    snap.defs
+                        .entry((t.to_string(), p.to_string()))
+                        .or_default()
+                        .push(def);
+                }
+            }
+            _ => {}
+        }
+    }
+    snap.entries = index.iter().filter_map(entry_from_item).collect();
+    Ok(snap)
+}
+
+/// The entries the records call for.
+pub fn expected(snap: &Snapshot) -> BTreeSet<Entry> {
+    let mut out = BTreeSet::new();
+    for ((tenant, _), issue) in &snap.issues {
+        let defs = snap
+            .defs
+            .get(&(tenant.clone(), issue.project_id.clone()))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        out.extend(entries(tenant, issue, defs));
+    }
+    out
+}
+
+fn by_key(set: &BTreeSet<Entry>) -> BTreeMap<(&str, &str), &Entry> {
+    set.iter()
+        .map(|e| ((e.pk.as_str(), e.sk.as_str()), e))
+        .collect()
+}
+
+/// Compares the index with the recomputation.
+pub fn compare(snap: &Snapshot) -> Drift {
+    let expected = expected(snap);
+    let want = by_key(&expected);
+    let have = by_key(&snap.entries);
+    let mut drift = Drift::default();
+    for (k, e) in &want {
+        match have.get(k) {
+            None => drift.missing.push((*e).clone()),
+            Some(a) if a != e => drift.stale.push(Stale {
+                expected: (*e).clone(),
+                actual: (*a).clone(),
+            }),
+            Some(_) => {}
+        }
+    }
+    for (k, a) in &have {
+        if !want.contains_key(k) {
+            drift.extra.push((*a).clone());
+        }
+    }
+    drift
+}
+
+/// What [`repair_issue`] did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Repaired {
+    /// Entries were written and deleted; the watermark now lists exactly the right ones.
+    Fixed { puts: usize, deletes: usize },
+    /// A fresh look found nothing wrong (the stream fixed it meanwhile).
+    AlreadyRight,
+    /// The stream has not applied the issue's latest version yet; the indexer will.
+    InFlight,
+}
+
+/// Attempts before an issue that keeps changing is left to the stream.
+const ATTEMPTS: u32 = 5;
+
+/// Makes the index hold exactly the entries the issue's current record calls for.
+///
+/// Safe while the indexer runs: it acts only when the watermark already reflects the issue's
+/// current version (otherwise the stream is about to write and the issue is `InFlight`), reads
+/// the entries it may touch fresh (the watermark's, the desired ones and `hints`, the ones a
+/// scan flagged), and records the result with a watermark write conditioned on the version it
+/// read. If the indexer recorded a newer version meanwhile, it starts over.
+pub async fn repair_issue(
+    store: &Store,
+    tenant: &str,
+    issue_id: &str,
+    hints: &[Entry],
+) -> Result<Repaired, StoreError> {
+    for attempt in 0..ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
+        }
+        let wm = store.get_watermark(tenant, issue_id).await?;
+        let issue = store.get_issue_summary(tenant, issue_id).await?;
+        let version = issue.as_ref().map_or(DELETED, |i| i.version);
+        let wm_version = wm.as_ref().map(|w| w.version);
+        // An issue never indexed and gone: only stray entries to delete, no watermark to keep.
+        let orphan = issue.is_none() && wm.is_none();
+        if !orphan && wm_version.is_none_or(|w| w < version) {
+            continue;
+        }
+        let desired = match &issue {
+            Some(issue) => {
+                let defs = store
+                    .project_with_fields(tenant, &issue.project_id)
+                    .await?
+                    .map(|(_, d)| d)
+                    .unwrap_or_default();
+                entries(tenant, issue, &defs)
+            }
+            None => BTreeSet::new(),
+        };
+        let recorded: BTreeSet<(String, String)> = wm
+            .as_ref()
+            .map(|w| {
+                w.entries
+                    .iter()
+                    .map(|e| (e.pk.clone(), e.sk.clone()))
+                    .collect()
+            })
+            .unwrap_or_default();
+        let candidates: BTreeSet<(String, String)> = desired
+            .iter()
+            .chain(hints)
+            .map(|e| (e.pk.clone(), e.sk.clone()))
+            .chain(recorded.iter().cloned())
+            .collect();
+        let candidates: Vec<_> = candidates.into_iter().collect();
+        let actual: BTreeSet<Entry> = store.entries_at(&candidates).await?.into_iter().collect();
+        let want = by_key(&desired);
+        let have = by_key(&actual);
+        let puts: Vec<&Entry> = desired
+            .iter()
+            .filter(|e| have.get(&(e.pk.as_str(), e.sk.as_str())) != Some(e))
+            .collect();
+        let deletes: Vec<&Entry> = actual
+            .iter()
+            .filter(|e| !want.contains_key(&(e.pk.as_str(), e.sk.as_str())))
+            .collect();
+        let desired_keys: BTreeSet<(String, String)> = desired
+            .iter()
+            .map(|e| (e.pk.clone(), e.sk.clone()))
+            .collect();
+        if puts.is_empty() && deletes.is_empty() && (orphan || recorded == desired_keys) {
+            return Ok(Repaired::AlreadyRight);
+        }
+        store.write_entries(&puts, &deletes).await?;
+        let (puts, deletes) = (puts.len(), deletes.len());
+        if orphan {
+            return Ok(Repaired::Fixed { puts, deletes });
+        }
+        let fixed = Watermark {
+            version: wm_version.unwrap_or(version),
+            entries: desired,
+        };
+        if store
+            .replace_watermark(tenant, issue_id, &fixed, wm_version)
+            .await?
+        {
+            return Ok(Repaired::Fixed { puts, deletes });
+        }
+    }
+    Ok(Repaired::InFlight)
+}
