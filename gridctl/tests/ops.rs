@@ -76,29 +76,59 @@ async fn verify_finds_each_kind_of_drift_and_repair_removes_it() {
     // wrong role (a participation copy), and the entries of an issue whose delete was lost.
     let entries = api.index_entries().await;
     let mut lost = entries.iter().filter(|e| e.role.is_none()).take(3);
-    let (a, b, c) = (lost.next().unwrap(), lost.next().unwrap(), lost.next().unwrap());
+    let (a, b, c) = (
+        lost.next().unwrap(),
+        lost.next().unwrap(),
+        lost.next().unwrap(),
+    );
     for e in [a, b, c] {
         delete_index_item(&api, &e.pk, &e.sk).await;
     }
     let copy = entries.iter().find(|e| e.role.is_some()).unwrap();
     put_index_item(&api, &copy.pk, &copy.sk, &copy.issue_id, Some("bogus")).await;
     let stray_pk = format!("T#acme#X#{}#num#all", seeded.project_id);
-    put_index_item(&api, &stray_pk, "1zz\u{1}00000000000000000999", "01JDQ5S0000000000000GHOST1", None).await;
+    put_index_item(
+        &api,
+        &stray_pk,
+        "1zz\u{1}00000000000000000999",
+        "01JDQ5S0000000000000GHOST1",
+        None,
+    )
+    .await;
 
     let found = verify(&api).await;
-    assert_eq!((found.missing, found.extra, found.stale), (3, 1, 1), "{:?}", found.drift);
+    assert_eq!(
+        (found.missing, found.extra, found.stale),
+        (3, 1, 1),
+        "{:?}",
+        found.drift
+    );
     assert!(!found.is_clean());
 
-    let report = ops::repair(&api.stack.state.store, 3, 3, &hidden).await.unwrap();
+    let report = ops::repair(&api.stack.state.store, 3, 3, &hidden)
+        .await
+        .unwrap();
     assert!(report.clean, "{report:?}");
     assert_eq!(report.puts, 4, "3 missing + 1 stale rewritten: {report:?}");
     assert_eq!(report.deletes, 1, "the stray entry: {report:?}");
     assert!(verify(&api).await.is_clean());
 
     // The repaired index keeps working with the indexer: a later change is applied exactly.
-    let issue = api.index_entries().await.iter().next().unwrap().issue_id.clone();
+    let issue = api
+        .index_entries()
+        .await
+        .iter()
+        .next()
+        .unwrap()
+        .issue_id
+        .clone();
     let r = api
-        .call(ALICE, Method::PATCH, &format!("/issues/{issue}"), Some(json!({"title": "after repair"})))
+        .call(
+            ALICE,
+            Method::PATCH,
+            &format!("/issues/{issue}"),
+            Some(json!({"title": "after repair"})),
+        )
         .await;
     assert_eq!(r.status, 200);
     api.sync().await;
@@ -143,12 +173,15 @@ async fn repair_is_safe_while_writes_and_the_indexer_run() {
                         ALICE,
                         Method::PATCH,
                         &format!("/issues/{id}"),
-                        Some(json!({"title": format!("w{step}"), "fields": {points.clone(): step}})),
+                        Some(
+                            json!({"title": format!("w{step}"), "fields": {points.clone(): step}}),
+                        ),
                     )
                     .await;
                 assert_eq!(r.status, 200);
                 if step % 7 == 0 {
-                    api.issue(&project, json!({"title": format!("new {step}")})).await;
+                    api.issue(&project, json!({"title": format!("new {step}")}))
+                        .await;
                 }
                 if step % 3 == 0 {
                     api.sync().await;
@@ -159,14 +192,18 @@ async fn repair_is_safe_while_writes_and_the_indexer_run() {
     // Repair runs while the writer and the indexer do.
     let mut rounds = 0;
     while !writer.is_finished() {
-        ops::repair(&api.stack.state.store, 2, 1, &hidden).await.unwrap();
+        ops::repair(&api.stack.state.store, 2, 1, &hidden)
+            .await
+            .unwrap();
         rounds += 1;
         tokio::time::sleep(Duration::from_millis(5)).await;
     }
     writer.await.unwrap();
     assert!(rounds > 0);
     api.sync().await;
-    let report = ops::repair(&api.stack.state.store, 2, 3, &hidden).await.unwrap();
+    let report = ops::repair(&api.stack.state.store, 2, 3, &hidden)
+        .await
+        .unwrap();
     assert!(report.clean, "{report:?}");
     let found = verify(&api).await;
     assert!(found.is_clean(), "{:?}", found.drift);
@@ -182,7 +219,15 @@ async fn replay_redrives_what_the_on_failure_queue_names() {
 
     // An outage of the index table outlasts the retries: the batch goes to the on-failure
     // "queue" and the shard moves on.
-    let chaos = Chaos::new(1, Rates { error: 0.0, stall: 0.0, throttle: 0.0, ..Rates::default() });
+    let chaos = Chaos::new(
+        1,
+        Rates {
+            error: 0.0,
+            stall: 0.0,
+            throttle: 0.0,
+            ..Rates::default()
+        },
+    );
     let faulty = Store::new(
         chaos.client(&api.stack.client),
         &api.stack.tables.records,
@@ -190,10 +235,19 @@ async fn replay_redrives_what_the_on_failure_queue_names() {
     );
     let mut poller = api.stack.poller(Indexer::new(faulty)).await;
     poller.drain().await.unwrap();
-    chaos.outage.store(true, std::sync::atomic::Ordering::Relaxed);
-    let issue = api.issue(&seeded.project_id, json!({"title": "written during the outage"})).await;
+    chaos
+        .outage
+        .store(true, std::sync::atomic::Ordering::Relaxed);
+    let issue = api
+        .issue(
+            &seeded.project_id,
+            json!({"title": "written during the outage"}),
+        )
+        .await;
     poller.drain().await.unwrap();
-    chaos.outage.store(false, std::sync::atomic::Ordering::Relaxed);
+    chaos
+        .outage
+        .store(false, std::sync::atomic::Ordering::Relaxed);
     assert_eq!(poller.dead_letters.len(), 1);
     let found = verify(&api).await;
     assert!(found.missing > 0, "the issue's entries are missing");
@@ -205,10 +259,14 @@ async fn replay_redrives_what_the_on_failure_queue_names() {
     for message in &poller.dead_letters {
         let batch = replay::parse_message(&message.to_string()).unwrap();
         let touched = replay::touched_by(&streams, &batch).await.unwrap();
-        replay::redrive(&indexer, &touched, &mut report).await.unwrap();
+        replay::redrive(&indexer, &touched, &mut report)
+            .await
+            .unwrap();
     }
     assert_eq!(report.issues, 1, "{report:?}");
-    assert!(matches!(&report.touched[0], replay::Touched::Issue { issue_id, .. } if issue_id == issue["id"].as_str().unwrap()));
+    assert!(
+        matches!(&report.touched[0], replay::Touched::Issue { issue_id, .. } if issue_id == issue["id"].as_str().unwrap())
+    );
     let found = verify(&api).await;
     assert!(found.is_clean(), "{:?}", found.drift);
 }

@@ -1,5 +1,5 @@
 //! Faults for the indexer's DynamoDB client, injected by an SDK interceptor on the real client
-//! talking to the real engine: errors, stalls long enough to time an invocation out mid-batch,
+//! talking to the real engine: errors, stalls that time an invocation out mid-batch (a kill),
 //! throttling (a batch handed back as unprocessed), and outages (every write fails). Only the
 //! fault is simulated; everything else is the real request path.
 
@@ -122,9 +122,13 @@ impl Intercept for ChaosHandle {
             return Err("injected: connection reset".into());
         }
         if roll < r.error + r.stall {
-            // A slow write: long enough for the invocation to time out mid-batch.
+            // A write slow enough for the invocation to time out mid-batch. Lambda then stops
+            // the invocation: what it sent before has landed, this and later writes never
+            // leave. (Letting it go out after the timeout would model an invocation that
+            // outlives its own kill, which Lambda does not allow.)
             chaos.faults.fetch_add(1, Ordering::Relaxed);
             std::thread::sleep(r.stall_for);
+            return Err("injected: the invocation was stopped at its timeout".into());
         }
         if op.ends_with("BatchWriteItem") && roll > 1.0 - r.throttle {
             if let Ok(mut last) = chaos.last_batch.lock() {

@@ -216,20 +216,18 @@ pub async fn repair_issue(
             }
             None => BTreeSet::new(),
         };
-        let recorded: BTreeSet<(String, String)> = wm
-            .as_ref()
-            .map(|w| {
-                w.entries
-                    .iter()
-                    .map(|e| (e.pk.clone(), e.sk.clone()))
-                    .collect()
-            })
-            .unwrap_or_default();
+        let keys_of = |set: Option<&BTreeSet<Entry>>| -> BTreeSet<(String, String)> {
+            set.map(|s| s.iter().map(|e| (e.pk.clone(), e.sk.clone())).collect())
+                .unwrap_or_default()
+        };
+        let recorded = keys_of(wm.as_ref().map(|w| &w.entries));
+        let pending = keys_of(wm.as_ref().map(|w| &w.pending));
         let candidates: BTreeSet<(String, String)> = desired
             .iter()
             .chain(hints)
             .map(|e| (e.pk.clone(), e.sk.clone()))
             .chain(recorded.iter().cloned())
+            .chain(pending.iter().cloned())
             .collect();
         let candidates: Vec<_> = candidates.into_iter().collect();
         let actual: BTreeSet<Entry> = store.entries_at(&candidates).await?.into_iter().collect();
@@ -247,7 +245,10 @@ pub async fn repair_issue(
             .iter()
             .map(|e| (e.pk.clone(), e.sk.clone()))
             .collect();
-        if puts.is_empty() && deletes.is_empty() && (orphan || recorded == desired_keys) {
+        if puts.is_empty()
+            && deletes.is_empty()
+            && (orphan || (recorded == desired_keys && pending.is_empty()))
+        {
             return Ok(Repaired::AlreadyRight);
         }
         store.write_entries(&puts, &deletes).await?;
@@ -258,6 +259,7 @@ pub async fn repair_issue(
         let fixed = Watermark {
             version: wm_version.unwrap_or(version),
             entries: desired,
+            pending: BTreeSet::new(),
         };
         if store
             .replace_watermark(tenant, issue_id, &fixed, wm_version)

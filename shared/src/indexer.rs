@@ -339,14 +339,14 @@ impl Indexer {
             ),
             None => BTreeSet::new(),
         };
-        let current = wm.map(|w| w.entries).unwrap_or_default();
+        let wm = wm.unwrap_or_default();
         if !self
             .reconcile(
                 tenant,
                 issue_id,
                 target.version,
                 &desired,
-                &current,
+                (&wm.entries, &wm.pending),
                 allow_equal,
                 metrics,
             )
@@ -360,8 +360,9 @@ impl Indexer {
                 .get_watermark(tenant, issue_id)
                 .await?
                 .unwrap_or_default();
-            let mut current = wm.entries;
-            current.extend(desired);
+            // What this wrote may or may not have landed.
+            let mut maybe = wm.pending;
+            maybe.extend(desired);
             let (version, desired) = match &now {
                 Some(issue) => (
                     issue.version.max(wm.version),
@@ -373,14 +374,23 @@ impl Indexer {
                 ),
                 None => (DELETED, BTreeSet::new()),
             };
-            self.reconcile(tenant, issue_id, version, &desired, &current, true, metrics)
-                .await?;
+            self.reconcile(
+                tenant,
+                issue_id,
+                version,
+                &desired,
+                (&wm.entries, &maybe),
+                true,
+                metrics,
+            )
+            .await?;
         }
         Ok(())
     }
 
-    /// Writes `desired − current` and deletes `current − desired`, then records the watermark.
-    /// Returns `false` if a newer watermark was recorded meanwhile.
+    /// Writes the desired entries not known to be written, deletes every entry that may be in
+    /// the index (`current`: the written ones and the pending ones) but is not desired, then
+    /// records the watermark. Returns `false` if a newer watermark was recorded meanwhile.
     #[allow(clippy::too_many_arguments)]
     async fn reconcile(
         &self,
@@ -388,29 +398,43 @@ impl Indexer {
         issue_id: &str,
         version: u64,
         desired: &BTreeSet<Entry>,
-        current: &BTreeSet<Entry>,
+        (written, pending): (&BTreeSet<Entry>, &BTreeSet<Entry>),
         allow_equal: bool,
         metrics: &mut Metrics,
     ) -> Result<bool, IndexError> {
         // Entries are compared by key: everything else on an entry follows from its key.
         let key = |e: &Entry| (e.pk.clone(), e.sk.clone());
-        let current_keys: BTreeSet<_> = current.iter().map(key).collect();
+        let written_keys: BTreeSet<_> = written.iter().map(key).collect();
         let desired_keys: BTreeSet<_> = desired.iter().map(key).collect();
         let puts: Vec<&Entry> = desired
             .iter()
-            .filter(|e| !current_keys.contains(&key(e)))
+            .filter(|e| !written_keys.contains(&key(e)))
             .collect();
-        let deletes: Vec<&Entry> = current
+        let mut deletes: Vec<&Entry> = written
             .iter()
+            .chain(pending)
             .filter(|e| !desired_keys.contains(&key(e)))
             .collect();
+        deletes.sort();
+        deletes.dedup_by(|a, b| key(a) == key(b));
         if puts.is_empty() && deletes.is_empty() && allow_equal {
             return Ok(true);
+        }
+        // The watermark learns what this write may change before it happens (see
+        // `record_intent`), so a write cut short never leaves it wrong.
+        metrics.writes += 1;
+        if !self
+            .store
+            .record_intent(tenant, issue_id, (&puts, &deletes), version, allow_equal)
+            .await?
+        {
+            return Ok(false);
         }
         metrics.writes += self.store.write_entries(&puts, &deletes).await?;
         let wm = Watermark {
             version,
             entries: desired.clone(),
+            pending: BTreeSet::new(),
         };
         metrics.writes += 1;
         Ok(self

@@ -112,7 +112,7 @@ impl Store {
             Some(v) => request
                 .condition_expression("version = :v")
                 .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
-            None => request.condition_expression("attribute_not_exists(PK)"),
+            None => request.condition_expression("attribute_not_exists(version)"),
         };
         condition_held("PutItem", request.send().await)
     }

@@ -26,6 +26,9 @@ const MAX_ROUNDS: u32 = 8;
 pub struct Watermark {
     pub version: u64,
     pub entries: BTreeSet<Entry>,
+    /// Entries recorded as about to be written by a write that has not finished (or was cut
+    /// short): they may or may not be in the index.
+    pub pending: BTreeSet<Entry>,
 }
 
 /// A participation copy as an inbox reads it.
@@ -88,26 +91,39 @@ impl Store {
         let Some(item) = self.get_item(&self.index, key).await? else {
             return Ok(None);
         };
+        // A watermark that only ever recorded pending entries has no version yet.
         let version = match item.get("version") {
             Some(AttributeValue::N(n)) => n
                 .parse()
                 .map_err(|_| StoreError::Corrupt("watermark version".into()))?,
-            _ => return Err(StoreError::Corrupt("watermark without version".into())),
+            None => 0,
+            _ => {
+                return Err(StoreError::Corrupt(
+                    "watermark version is not a number".into(),
+                ));
+            }
         };
-        let entries = match item.get("entries") {
-            Some(AttributeValue::Ss(refs)) => refs
-                .iter()
-                .filter_map(|r| keys::parse_entry_ref(r))
-                .map(|(pk, sk)| Entry {
-                    pk: pk.into(),
-                    sk: sk.into(),
-                    issue_id: issue_id.into(),
-                    role: None,
-                })
-                .collect(),
-            _ => BTreeSet::new(),
+        let set = |attr: &str| -> BTreeSet<Entry> {
+            match item.get(attr) {
+                Some(AttributeValue::Ss(refs)) => refs
+                    .iter()
+                    .filter_map(|r| keys::parse_entry_ref(r))
+                    .map(|(pk, sk)| Entry {
+                        pk: pk.into(),
+                        sk: sk.into(),
+                        issue_id: issue_id.into(),
+                        role: None,
+                    })
+                    .collect(),
+                _ => BTreeSet::new(),
+            }
         };
-        Ok(Some(Watermark { version, entries }))
+        let (entries, pending) = (set("entries"), set("pending"));
+        Ok(Some(Watermark {
+            version,
+            entries,
+            pending,
+        }))
     }
 
     /// Records that the index reflects `version` of the issue. Conditioned on the stored
@@ -123,9 +139,9 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let item = watermark_item(tenant, issue_id, wm);
         let condition = if allow_equal {
-            "attribute_not_exists(PK) OR version <= :v"
+            "attribute_not_exists(version) OR version <= :v"
         } else {
-            "attribute_not_exists(PK) OR version < :v"
+            "attribute_not_exists(version) OR version < :v"
         };
         let result = self
             .client
@@ -137,6 +153,62 @@ impl Store {
             .send()
             .await;
         condition_held("PutItem", result)
+    }
+
+    /// Records on the issue's watermark, before a write, what the write is about to change:
+    /// every entry it will put or delete joins `pending` (it may or may not be in the index
+    /// from now on), and the ones it will delete leave `entries` (they are no longer known to
+    /// be there). Whatever happens to the write — cut short, its record then skipped to the
+    /// on-failure queue — the watermark never claims an entry that may be missing nor forgets
+    /// one that may exist, so the next diff is still exact. Conditioned like
+    /// [`Store::put_watermark`]; `false` when a newer watermark exists.
+    #[tracing::instrument(skip_all, fields(op = "record_intent"))]
+    pub async fn record_intent(
+        &self,
+        tenant: &str,
+        issue_id: &str,
+        (puts, deletes): (&[&Entry], &[&Entry]),
+        version: u64,
+        allow_equal: bool,
+    ) -> Result<bool, StoreError> {
+        let refs = |es: &[&Entry]| -> Vec<String> {
+            es.iter().map(|e| keys::entry_ref(&e.pk, &e.sk)).collect()
+        };
+        let mut actions = Vec::new();
+        let mut update = self
+            .client
+            .update_item()
+            .table_name(&self.index)
+            .set_key(Some(key(
+                keys::watermark_pk(tenant, issue_id),
+                keys::WATERMARK_SK,
+            )));
+        let touched: Vec<&Entry> = puts.iter().chain(deletes).copied().collect();
+        if !touched.is_empty() {
+            actions.push("ADD pending :touched");
+            update =
+                update.expression_attribute_values(":touched", AttributeValue::Ss(refs(&touched)));
+        }
+        if !deletes.is_empty() {
+            actions.push("DELETE entries :deletes");
+            update =
+                update.expression_attribute_values(":deletes", AttributeValue::Ss(refs(deletes)));
+        }
+        if actions.is_empty() {
+            return Ok(true);
+        }
+        let condition = if allow_equal {
+            "attribute_not_exists(version) OR version <= :v"
+        } else {
+            "attribute_not_exists(version) OR version < :v"
+        };
+        let result = update
+            .update_expression(actions.join(" "))
+            .condition_expression(condition)
+            .expression_attribute_values(":v", AttributeValue::N(version.to_string()))
+            .send()
+            .await;
+        condition_held("UpdateItem", result)
     }
 
     /// Puts and deletes entries in batches of 25, retrying unprocessed items (throttling) with

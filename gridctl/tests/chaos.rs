@@ -1,0 +1,330 @@
+//! Chaos on the local stack: across many randomised histories the indexer is killed mid-batch,
+//! its writes fail, stall and come back throttled, batches arrive twice, old stream ranges are
+//! replayed, outages push batches to the on-failure queue, and the local server restarts on
+//! its data file. At the end `gridctl replay` re-drives the failed batches, and `gridctl
+//! verify` finds the index and the participation copies equal to a recomputation from the
+//! records, and every acknowledged write is in the records.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use gridctl::{ops, replay};
+use gridline::indexer::Indexer;
+use gridline::store::Store;
+use gridline_local::chaos::{Chaos, Rates};
+use gridline_local::stream::Poller;
+use gridline_local::testing::{Reply, TEST_CURSOR_KEY, TEST_JWT_SECRET, TestApi, send};
+use gridline_local::{Data, Stack, StackOptions, TableNames};
+use http::Method;
+use indicatif::ProgressBar;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+const USERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
+const ROLES: [&str; 3] = ["assignee", "watcher", "reporter"];
+
+async fn start(path: &Path) -> Stack {
+    Stack::start(StackOptions {
+        data: Data::File(path.to_path_buf()),
+        engine_port: 0,
+        tables: TableNames {
+            records: "records".into(),
+            index: "index".into(),
+        },
+        jwt_secret: TEST_JWT_SECRET.to_vec(),
+        cursor_key: TEST_CURSOR_KEY.to_vec(),
+    })
+    .await
+    .expect("the stack starts on its data file")
+}
+
+/// The indexer as the mapping runs it, through a client with faults.
+async fn faulty_poller(stack: &Stack, chaos: &Arc<Chaos>) -> Poller {
+    let store = Store::new(
+        chaos.client(&stack.client),
+        &stack.tables.records,
+        &stack.tables.index,
+    );
+    let mut poller = stack.poller(Indexer::new(store)).await;
+    poller.duplicate_delivery = true;
+    poller.invocation_timeout = Some(Duration::from_millis(100));
+    poller.max_retries = 4;
+    poller
+}
+
+async fn call(stack: &Stack, user: &str, method: Method, path: &str, body: Option<Value>) -> Reply {
+    let token = TestApi::token(user, "acme");
+    let body = body.map(|b| b.to_string());
+    send(
+        stack.router(),
+        method,
+        path,
+        Some(&token),
+        body.as_deref(),
+        &[],
+    )
+    .await
+}
+
+/// Polls until the stream is drained or `max` batches were handled.
+async fn poll(poller: &mut Poller, max: usize) {
+    for _ in 0..max {
+        if poller.poll_once().await.expect("polling") == 0 {
+            return;
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+struct Expect {
+    title: String,
+    state: String,
+    participants: usize,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_index_converges_through_many_randomised_histories_of_faults_and_restarts() {
+    let dir = std::env::temp_dir().join(format!("gridline-chaos-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    let mut totals = BTreeMap::<&str, u64>::new();
+    // More histories on demand: CHAOS_HISTORIES=100 cargo test -p gridctl --test chaos
+    let histories: u64 = std::env::var("CHAOS_HISTORIES")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(8);
+    for seed in 0..histories {
+        let path = dir.join(format!("history-{seed}.db"));
+        let mut rng = StdRng::seed_from_u64(seed);
+        let chaos = Chaos::new(seed, Rates::default());
+        let mut stack = start(&path).await;
+        let mut poller = faulty_poller(&stack, &chaos).await;
+        let mut dead_letters: Vec<Value> = Vec::new();
+
+        let p = call(
+            &stack,
+            "alice",
+            Method::POST,
+            "/projects",
+            Some(json!({"name": "chaos"})),
+        )
+        .await;
+        let project = p.body["id"].as_str().unwrap().to_string();
+        let mut fields: Vec<String> = Vec::new();
+        let team = call(
+            &stack,
+            "alice",
+            Method::POST,
+            "/teams",
+            Some(json!({"name": "ops"})),
+        )
+        .await;
+        let team = team.body["id"].as_str().unwrap().to_string();
+        let mut model: BTreeMap<String, Expect> = BTreeMap::new();
+        let mut deleted: Vec<String> = Vec::new();
+
+        for step in 0..45 {
+            let live: Vec<String> = model.keys().cloned().collect();
+            let pick = |rng: &mut StdRng| live[rng.gen_range(0..live.len())].clone();
+            match rng.gen_range(0..100) {
+                0..=24 => {
+                    let mut values = serde_json::Map::new();
+                    for f in &fields {
+                        if rng.gen_bool(0.7) {
+                            values.insert(f.clone(), json!(rng.gen_range(-5..5)));
+                        }
+                    }
+                    let who = USERS[rng.gen_range(0..USERS.len())];
+                    let mut participants =
+                        vec![json!({"kind": "user", "id": who, "role": "assignee"})];
+                    if rng.gen_bool(0.3) {
+                        participants.push(json!({"kind": "team", "id": team, "role": "watcher"}));
+                    }
+                    let r = call(&stack, "alice", Method::POST, &format!("/projects/{project}/issues"),
+                        Some(json!({"title": format!("t{step}"), "fields": values, "participants": participants}))).await;
+                    assert_eq!(r.status, 201, "{}", r.text);
+                    model.insert(
+                        r.body["id"].as_str().unwrap().into(),
+                        Expect {
+                            title: format!("t{step}"),
+                            state: "open".into(),
+                            participants: r.body["participants"].as_array().unwrap().len(),
+                        },
+                    );
+                }
+                25..=54 if !live.is_empty() => {
+                    let id = pick(&mut rng);
+                    let state = if rng.gen_bool(0.3) { "closed" } else { "open" };
+                    let mut body = json!({"title": format!("p{step}"), "state": state});
+                    if let Some(f) = fields.first() {
+                        body["fields"] = json!({f.clone(): rng.gen_range(-5..5)});
+                    }
+                    let r = call(
+                        &stack,
+                        "alice",
+                        Method::PATCH,
+                        &format!("/issues/{id}"),
+                        Some(body),
+                    )
+                    .await;
+                    assert_eq!(r.status, 200, "{}", r.text);
+                    let e = model.get_mut(&id).unwrap();
+                    e.title = format!("p{step}");
+                    e.state = state.into();
+                }
+                55..=69 if !live.is_empty() => {
+                    let id = pick(&mut rng);
+                    let who = USERS[rng.gen_range(0..USERS.len())];
+                    let (method, body) = if rng.gen_bool(0.6) {
+                        (
+                            Method::PUT,
+                            Some(json!({"role": ROLES[rng.gen_range(0..3)]})),
+                        )
+                    } else {
+                        (Method::DELETE, None)
+                    };
+                    let r = call(
+                        &stack,
+                        "alice",
+                        method,
+                        &format!("/issues/{id}/participants/user/{who}"),
+                        body,
+                    )
+                    .await;
+                    // Removing someone who is not a participant is a 404; nothing changes.
+                    assert!([200, 204, 404].contains(&r.status.as_u16()), "{}", r.text);
+                    let now =
+                        call(&stack, "alice", Method::GET, &format!("/issues/{id}"), None).await;
+                    model.get_mut(&id).unwrap().participants =
+                        now.body["participants"].as_array().unwrap().len();
+                }
+                70..=77 if !live.is_empty() => {
+                    let id = pick(&mut rng);
+                    let r = call(
+                        &stack,
+                        "alice",
+                        Method::DELETE,
+                        &format!("/issues/{id}"),
+                        None,
+                    )
+                    .await;
+                    assert_eq!(r.status, 204);
+                    model.remove(&id);
+                    deleted.push(id);
+                }
+                78..=82 => {
+                    let r = call(
+                        &stack,
+                        "alice",
+                        Method::POST,
+                        &format!("/projects/{project}/fields"),
+                        Some(json!({"name": format!("f{step}"), "type": "number"})),
+                    )
+                    .await;
+                    assert_eq!(r.status, 201);
+                    fields.push(r.body["id"].as_str().unwrap().into());
+                }
+                83..=85 if fields.len() > 1 => {
+                    let f = fields.remove(rng.gen_range(0..fields.len()));
+                    let r = call(
+                        &stack,
+                        "alice",
+                        Method::DELETE,
+                        &format!("/projects/{project}/fields/{f}"),
+                        None,
+                    )
+                    .await;
+                    assert_eq!(r.status, 204);
+                }
+                _ => {}
+            }
+            // The indexer's side of the history.
+            match rng.gen_range(0..100) {
+                0..=39 => poll(&mut poller, rng.gen_range(1..4)).await,
+                40..=47 => {
+                    // A new mapping from TRIM_HORIZON replays every old range.
+                    let mut replayer = stack.poller(stack.indexer()).await;
+                    poll(&mut replayer, rng.gen_range(1..50)).await;
+                    *totals.entry("replays").or_default() += 1;
+                }
+                48..=53 => {
+                    // An outage longer than the retries: batches go to the on-failure queue.
+                    chaos.outage.store(true, Ordering::Relaxed);
+                    poll(&mut poller, 8).await;
+                    chaos.outage.store(false, Ordering::Relaxed);
+                    *totals.entry("outages").or_default() += 1;
+                }
+                54..=58 => {
+                    // The local server restarts on its data file; the mapping starts over.
+                    dead_letters.append(&mut poller.dead_letters);
+                    drop(poller);
+                    drop(stack);
+                    tokio::time::sleep(Duration::from_millis(20)).await;
+                    stack = start(&path).await;
+                    poller = faulty_poller(&stack, &chaos).await;
+                    *totals.entry("restarts").or_default() += 1;
+                }
+                _ => {}
+            }
+        }
+        poll(&mut poller, 5000).await;
+        dead_letters.append(&mut poller.dead_letters);
+        *totals.entry("dead_letters").or_default() += dead_letters.len() as u64;
+        *totals.entry("faults").or_default() += chaos.faults();
+
+        // gridctl replay for what reached the on-failure queue.
+        let streams = gridline_local::stream::streams_client(&stack.endpoint).await;
+        let indexer = stack.indexer();
+        let mut report = replay::ReplayReport::default();
+        for message in &dead_letters {
+            let batch = replay::parse_message(&message.to_string()).unwrap();
+            let touched = replay::touched_by(&streams, &batch).await.unwrap();
+            replay::redrive(&indexer, &touched, &mut report)
+                .await
+                .unwrap();
+        }
+
+        // gridctl verify: the index and the participation copies equal the recomputation.
+        let found = ops::verify(&stack.state.store, 3, &ProgressBar::hidden())
+            .await
+            .unwrap();
+        assert!(
+            found.is_clean(),
+            "seed {seed}: missing {} extra {} stale {} in {:?}; replayed {:?}; dead letters {}",
+            found.missing,
+            found.extra,
+            found.stale,
+            found.drift.issues(),
+            report.touched,
+            dead_letters.len()
+        );
+        assert_eq!(found.issues, model.len(), "seed {seed}");
+
+        // No lost update: every acknowledged write is what the records hold.
+        for (id, want) in &model {
+            let r = call(&stack, "alice", Method::GET, &format!("/issues/{id}"), None).await;
+            assert_eq!(r.status, 200, "seed {seed}");
+            let got = Expect {
+                title: r.body["title"].as_str().unwrap().into(),
+                state: r.body["state"].as_str().unwrap().into(),
+                participants: r.body["participants"].as_array().unwrap().len(),
+            };
+            assert_eq!(&got, want, "seed {seed}: issue {id}");
+        }
+        for id in &deleted {
+            let r = call(&stack, "alice", Method::GET, &format!("/issues/{id}"), None).await;
+            assert_eq!(r.status, 404, "seed {seed}: a deleted issue came back");
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    println!("chaos totals over {histories} histories: {totals:?}");
+    for kind in ["restarts", "replays", "outages", "dead_letters"] {
+        assert!(
+            totals.get(kind).copied().unwrap_or(0) > 0,
+            "no {kind} happened: {totals:?}"
+        );
+    }
+}
