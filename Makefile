@@ -12,7 +12,7 @@ export AWS_DEFAULT_REGION ?= us-east-1
 export SAM_CLI_TELEMETRY := 0
 CARGO_TARGET := aarch64-unknown-linux-gnu
 
-.PHONY: help dev token gridctl invoke-local ddblocal test lint fmt clippy template-check unit conformance test-ddblocal build deploy delete invoke tools rust-target clean
+.PHONY: help dev token gridctl invoke-local ddblocal test lint fmt clippy template-check unit conformance test-ddblocal build deploy delete invoke bench tools rust-target clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -59,6 +59,10 @@ conformance: $(STAMP) ## Schemathesis against the local stack (bounded; fails on
 
 test-ddblocal: ## The integration suite against AWS's DynamoDB Local (Java 17, from the npm lock file)
 	tools/ddblocal/ddblocal.sh test
+
+bench: ## Benchmarks, not part of make test: regenerates BENCHMARKS.md and benchmarks.svg (BENCH_ARGS="--sizes 1000" for a quick run)
+	cargo build --release -p projects -p issues -p grid -p people -p inbox -p indexer -p gridline-bench
+	target/release/gridline-bench $(BENCH_ARGS)
 
 ## --- Build and deploy ----------------------------------------------------
 

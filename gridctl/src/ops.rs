@@ -58,6 +58,14 @@ pub struct RepairReport {
     pub clean: bool,
 }
 
+fn remaining(found: &VerifyReport) -> BTreeMap<String, usize> {
+    BTreeMap::from([
+        ("missing".to_string(), found.missing),
+        ("extra".to_string(), found.extra),
+        ("stale".to_string(), found.stale),
+    ])
+}
+
 /// Verifies, fixes every drifted issue, and verifies again, up to `rounds` times: an issue
 /// the stream was still writing (`in flight`) is looked at again in the next round.
 pub async fn repair(
@@ -72,11 +80,7 @@ pub async fn repair(
         let scan = progress("scanning", 0);
         let found = verify(store, segments, &scan).await?;
         scan.finish_and_clear();
-        report.remaining = BTreeMap::from([
-            ("missing".to_string(), found.missing),
-            ("extra".to_string(), found.extra),
-            ("stale".to_string(), found.stale),
-        ]);
+        report.remaining = remaining(&found);
         if found.is_clean() {
             report.clean = true;
             return Ok(report);
@@ -102,11 +106,7 @@ pub async fn repair(
     let scan = progress("scanning", 0);
     let found = verify(store, segments, &scan).await?;
     scan.finish_and_clear();
-    report.remaining = BTreeMap::from([
-        ("missing".to_string(), found.missing),
-        ("extra".to_string(), found.extra),
-        ("stale".to_string(), found.stale),
-    ]);
+    report.remaining = remaining(&found);
     report.clean = found.is_clean();
     Ok(report)
 }

@@ -16,8 +16,8 @@ use gridline::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
 use gridline_local::stream::Poller;
-use gridline_local::testing::{Reply, TEST_CURSOR_KEY, TEST_JWT_SECRET, TestApi, send};
-use gridline_local::{Data, Stack, StackOptions, TableNames};
+use gridline_local::testing::{Reply, TestApi, send, test_stack};
+use gridline_local::{Data, Stack};
 use http::Method;
 use indicatif::ProgressBar;
 use rand::rngs::StdRng;
@@ -28,18 +28,9 @@ const USERS: [&str; 4] = ["alice", "bob", "carol", "dave"];
 const ROLES: [&str; 3] = ["assignee", "watcher", "reporter"];
 
 async fn start(path: &Path) -> Stack {
-    Stack::start(StackOptions {
-        data: Data::File(path.to_path_buf()),
-        engine_port: 0,
-        tables: TableNames {
-            records: "records".into(),
-            index: "index".into(),
-        },
-        jwt_secret: TEST_JWT_SECRET.to_vec(),
-        cursor_key: TEST_CURSOR_KEY.to_vec(),
-    })
-    .await
-    .expect("the stack starts on its data file")
+    test_stack(Data::File(path.to_path_buf()))
+        .await
+        .expect("the stack starts on its data file")
 }
 
 /// The indexer as the mapping runs it, through a client with faults.

@@ -9,8 +9,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gridctl::ops;
-use gridline_local::testing::{TEST_CURSOR_KEY, TEST_JWT_SECRET, TestApi};
-use gridline_local::{Data, Stack, StackOptions, TableNames};
+use gridline_local::Data;
+use gridline_local::testing::{TestApi, test_stack};
 use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
@@ -60,20 +60,7 @@ fn percentile(sorted: &[Duration], p: f64) -> f64 {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn concurrent_clients_get_no_5xx_and_lose_no_write() {
-    let stack = Arc::new(
-        Stack::start(StackOptions {
-            data: Data::Memory,
-            engine_port: 0,
-            tables: TableNames {
-                records: "records".into(),
-                index: "index".into(),
-            },
-            jwt_secret: TEST_JWT_SECRET.to_vec(),
-            cursor_key: TEST_CURSOR_KEY.to_vec(),
-        })
-        .await
-        .unwrap(),
-    );
+    let stack = Arc::new(test_stack(Data::Memory).await.unwrap());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(axum::serve(listener, stack.router()).into_future());

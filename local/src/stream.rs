@@ -35,6 +35,8 @@ pub struct Poller {
     /// What went to the on-failure "queue": messages in the shape Lambda sends to an SQS
     /// on-failure destination (a `DDBStreamBatchInfo` naming the shard and sequence range).
     pub dead_letters: Vec<Value>,
+    /// Print each invocation's EMF metrics line, as the Lambda does (off in benchmarks).
+    pub emit_metrics: bool,
     /// Also append each message, one JSON per line, to this file (`make dev`), where
     /// `gridctl replay --file` reads them.
     pub on_failure_file: Option<std::path::PathBuf>,
@@ -68,6 +70,7 @@ impl Poller {
             max_retries,
             dead_letters: Vec::new(),
             on_failure_file: None,
+            emit_metrics: true,
             duplicate_delivery: false,
             invocation_timeout: None,
         }
@@ -215,7 +218,16 @@ impl Poller {
     /// Invokes the handler once: `None` on success, else the sequence number to retry from
     /// (the batch's first record when the invocation timed out).
     async fn invoke(&self, event: &Event) -> Option<String> {
-        let call = self.indexer.handle_and_report(event.clone());
+        let indexer = self.indexer.clone();
+        let emit = self.emit_metrics;
+        let event_copy = event.clone();
+        let call = async move {
+            if emit {
+                indexer.handle_and_report(event_copy).await
+            } else {
+                indexer.handle(event_copy).await.0
+            }
+        };
         let response = match self.invocation_timeout {
             Some(limit) => match tokio::time::timeout(limit, call).await {
                 Ok(r) => r,

@@ -60,6 +60,22 @@ impl Reply {
     }
 }
 
+/// A stack for tests and benchmarks: the test secrets, tables `records` and `index`, the
+/// engine on any free port, data where `data` says.
+pub async fn test_stack(data: Data) -> anyhow::Result<Stack> {
+    Stack::start(StackOptions {
+        data,
+        engine_port: 0,
+        tables: TableNames {
+            records: "records".into(),
+            index: "index".into(),
+        },
+        jwt_secret: TEST_JWT_SECRET.to_vec(),
+        cursor_key: TEST_CURSOR_KEY.to_vec(),
+    })
+    .await
+}
+
 pub struct TestApi {
     pub stack: Stack,
     router: Router,

@@ -1,0 +1,347 @@
+//! The designs the seeds moved away from, implemented honestly on the same engine and data,
+//! each answering the grid's question "a page of 50 issues sorted by a custom field":
+//! - query the project's issues (all of them) and sort in memory;
+//! - seed 003's classic design: field values in their own table, one Query per issue;
+//! - a GSI on the value, and a FilterExpression for the issues without one.
+
+use std::collections::HashMap;
+
+use anyhow::{Context, Result};
+use aws_sdk_dynamodb::types::{
+    AttributeDefinition, AttributeValue, BillingMode, GlobalSecondaryIndex, KeySchemaElement,
+    KeyType, KeysAndAttributes, Projection, ProjectionType, PutRequest, ScalarAttributeType,
+    WriteRequest,
+};
+use gridline::keys;
+
+use crate::{Env, Stat};
+
+const CLASSIC: &str = "baseline-classic-values";
+const GSI_TABLE: &str = "baseline-gsi-issues";
+const GSI: &str = "by_points";
+const PAGE: usize = 50;
+
+pub struct Baselines {
+    /// Where the grid's ascending pages reach the issues without a value.
+    missing_cursor: Option<String>,
+}
+
+fn key(name: &str, kind: KeyType) -> Result<KeySchemaElement> {
+    Ok(KeySchemaElement::builder()
+        .attribute_name(name)
+        .key_type(kind)
+        .build()?)
+}
+
+fn attr(name: &str, t: ScalarAttributeType) -> Result<AttributeDefinition> {
+    Ok(AttributeDefinition::builder()
+        .attribute_name(name)
+        .attribute_type(t)
+        .build()?)
+}
+
+fn points_of(item: &HashMap<String, AttributeValue>, field: &str) -> Option<f64> {
+    let fields = item.get("fields")?.as_m().ok()?;
+    fields.get(field)?.as_n().ok()?.parse().ok()
+}
+
+/// Descending by value, issues without one last (the grid's order).
+fn sort_desc(rows: &mut [(Option<f64>, u64)]) {
+    rows.sort_by(|a, b| match (a.0, b.0) {
+        (Some(x), Some(y)) => y.total_cmp(&x).then(b.1.cmp(&a.1)),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => b.1.cmp(&a.1),
+    });
+}
+
+async fn batch_put(
+    client: &aws_sdk_dynamodb::Client,
+    table: &str,
+    items: Vec<HashMap<String, AttributeValue>>,
+) -> Result<()> {
+    for chunk in items.chunks(25) {
+        let mut pending: Vec<WriteRequest> = chunk
+            .iter()
+            .map(|i| {
+                Ok(WriteRequest::builder()
+                    .put_request(PutRequest::builder().set_item(Some(i.clone())).build()?)
+                    .build())
+            })
+            .collect::<Result<_>>()?;
+        while !pending.is_empty() {
+            let out = client
+                .batch_write_item()
+                .request_items(table, pending)
+                .send()
+                .await?;
+            pending = out
+                .unprocessed_items
+                .and_then(|mut m| m.remove(table))
+                .unwrap_or_default();
+        }
+    }
+    Ok(())
+}
+
+/// Every issue of the project, as its items, through the records table's listing of a
+/// project's issues (GSI1), page after page; `projection` limits the attributes returned
+/// (not the capacity: DynamoDB charges for the whole item read).
+async fn project_issues(
+    client: &aws_sdk_dynamodb::Client,
+    env: &Env,
+    projection: Option<&str>,
+) -> Result<Vec<HashMap<String, AttributeValue>>> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let out = client
+            .query()
+            .table_name(&env.stack.tables.records)
+            .index_name(keys::GSI1)
+            .key_condition_expression("GSI1PK = :p")
+            .expression_attribute_values(
+                ":p",
+                AttributeValue::S(keys::issues_by_num_gsi1_pk(
+                    &env.seeded.tenant,
+                    &env.seeded.project_id,
+                )),
+            )
+            .set_projection_expression(projection.map(str::to_string))
+            .set_exclusive_start_key(start)
+            .send()
+            .await?;
+        start = out.last_evaluated_key.clone();
+        items.extend(out.items.unwrap_or_default());
+        if start.is_none() {
+            return Ok(items);
+        }
+    }
+}
+
+fn num_of(item: &HashMap<String, AttributeValue>) -> u64 {
+    item.get("num")
+        .and_then(|v| v.as_n().ok())
+        .and_then(|n| n.parse().ok())
+        .unwrap_or(0)
+}
+
+impl Baselines {
+    /// Creates and fills the baseline tables from the seeded issues (not metered).
+    pub async fn build(env: &Env) -> Result<Self> {
+        let client = &env.stack.client;
+        let points = &env.seeded.fields["Points"];
+        client
+            .create_table()
+            .table_name(CLASSIC)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attr("I", ScalarAttributeType::S)?)
+            .attribute_definitions(attr("F", ScalarAttributeType::S)?)
+            .key_schema(key("I", KeyType::Hash)?)
+            .key_schema(key("F", KeyType::Range)?)
+            .send()
+            .await
+            .context("creating the classic table")?;
+        client
+            .create_table()
+            .table_name(GSI_TABLE)
+            .billing_mode(BillingMode::PayPerRequest)
+            .attribute_definitions(attr("P", ScalarAttributeType::S)?)
+            .attribute_definitions(attr("I", ScalarAttributeType::S)?)
+            .attribute_definitions(attr("points", ScalarAttributeType::N)?)
+            .key_schema(key("P", KeyType::Hash)?)
+            .key_schema(key("I", KeyType::Range)?)
+            .global_secondary_indexes(
+                GlobalSecondaryIndex::builder()
+                    .index_name(GSI)
+                    .key_schema(key("P", KeyType::Hash)?)
+                    .key_schema(key("points", KeyType::Range)?)
+                    .projection(
+                        Projection::builder()
+                            .projection_type(ProjectionType::All)
+                            .build(),
+                    )
+                    .build()?,
+            )
+            .send()
+            .await
+            .context("creating the GSI table")?;
+        let (mut classic, mut gsi) = (Vec::new(), Vec::new());
+        // The issues as stored (every attribute), for the GSI design's table: a fair copy.
+        for item in project_issues(client, env, None).await? {
+            let id = item
+                .get("id")
+                .and_then(|v| v.as_s().ok())
+                .cloned()
+                .unwrap_or_default();
+            let mut copy: HashMap<String, AttributeValue> = item
+                .iter()
+                .filter(|(k, _)| !["PK", "SK", "GSI1PK", "GSI1SK"].contains(&k.as_str()))
+                .map(|(k, v)| (k.clone(), v.clone()))
+                .collect();
+            copy.insert("P".into(), AttributeValue::S(env.seeded.project_id.clone()));
+            copy.insert("I".into(), AttributeValue::S(id.clone()));
+            if let Some(v) = item
+                .get("fields")
+                .and_then(|f| f.as_m().ok())
+                .and_then(|m| m.get(points))
+            {
+                copy.insert("points".into(), v.clone());
+            }
+            gsi.push(copy);
+            if let Some(fields) = item.get("fields").and_then(|f| f.as_m().ok()) {
+                for (field, v) in fields {
+                    classic.push(HashMap::from([
+                        ("I".to_string(), AttributeValue::S(id.clone())),
+                        ("F".to_string(), AttributeValue::S(field.clone())),
+                        ("v".to_string(), v.clone()),
+                    ]));
+                }
+            }
+        }
+        batch_put(client, CLASSIC, classic).await?;
+        batch_put(client, GSI_TABLE, gsi).await?;
+
+        // The grid's cursor at the first page of issues without a value (not metered: the
+        // walk there is setup, the page after it is what is compared).
+        let user = &env.seeded.users[0];
+        let base = format!(
+            "/projects/{}/issues?sort={points}&order=asc&limit=50",
+            env.seeded.project_id
+        );
+        let mut path = base.clone();
+        let mut missing_cursor = None;
+        loop {
+            let (_, body) = env.call(user, http::Method::GET, &path, None).await?;
+            let items = body["items"].as_array().cloned().unwrap_or_default();
+            let cursor = body["next_cursor"].as_str().map(str::to_string);
+            let reached_missing = items.iter().any(|i| i["fields"].get(points).is_none());
+            if reached_missing || cursor.is_none() {
+                break;
+            }
+            // The next page starts at or after the last valued issue.
+            missing_cursor = cursor.clone();
+            path = format!("{base}&cursor={}", cursor.unwrap_or_default());
+        }
+        Ok(Self { missing_cursor })
+    }
+
+    /// Reads every issue of the project (the GSI listing a project's issues) and sorts.
+    pub async fn scan_and_sort(&self, env: &Env) -> Result<usize> {
+        let client = env.store.client();
+        let points = &env.seeded.fields["Points"];
+        let mut rows: Vec<(Option<f64>, u64)> = project_issues(client, env, None)
+            .await?
+            .iter()
+            .map(|item| (points_of(item, points), num_of(item)))
+            .collect();
+        sort_desc(&mut rows);
+        Ok(rows.len().min(PAGE))
+    }
+
+    /// Seed 003's classic design: list the project's issues, one Query per issue for its
+    /// field values, sort, then one BatchGetItem for the page's issues.
+    pub async fn classic(&self, env: &Env) -> Result<usize> {
+        let client = env.store.client();
+        let points = &env.seeded.fields["Points"];
+        let ids: Vec<(String, u64)> = project_issues(client, env, Some("id, num"))
+            .await?
+            .iter()
+            .map(|item| {
+                let id = item
+                    .get("id")
+                    .and_then(|v| v.as_s().ok())
+                    .cloned()
+                    .unwrap_or_default();
+                (id, num_of(item))
+            })
+            .collect();
+        let mut rows = Vec::with_capacity(ids.len());
+        let mut by_num = HashMap::new();
+        for (id, num) in &ids {
+            let out = client
+                .query()
+                .table_name(CLASSIC)
+                .key_condition_expression("I = :i")
+                .expression_attribute_values(":i", AttributeValue::S(id.clone()))
+                .send()
+                .await?;
+            let value = out
+                .items()
+                .iter()
+                .find(|i| i.get("F").and_then(|v| v.as_s().ok()) == Some(points))
+                .and_then(|i| i.get("v")?.as_n().ok()?.parse().ok());
+            rows.push((value, *num));
+            by_num.insert(*num, id.clone());
+        }
+        sort_desc(&mut rows);
+        let keys: Vec<HashMap<String, AttributeValue>> = rows
+            .iter()
+            .take(PAGE)
+            .filter_map(|(_, num)| by_num.get(num))
+            .map(|id| {
+                HashMap::from([
+                    (
+                        "PK".to_string(),
+                        AttributeValue::S(keys::issue_pk(&env.seeded.tenant, id)),
+                    ),
+                    ("SK".to_string(), AttributeValue::S(keys::ISSUE_SK.into())),
+                ])
+            })
+            .collect();
+        let out = client
+            .batch_get_item()
+            .request_items(
+                &env.stack.tables.records,
+                KeysAndAttributes::builder().set_keys(Some(keys)).build()?,
+            )
+            .send()
+            .await?;
+        Ok(out
+            .responses
+            .and_then(|mut r| r.remove(&env.stack.tables.records))
+            .map_or(0, |v| v.len()))
+    }
+
+    /// A page of the issues without a value: a GSI cannot hold them (its key attribute is
+    /// missing), so the base partition is read with a FilterExpression until 50 match.
+    pub async fn gsi_missing_page(&self, env: &Env) -> Result<usize> {
+        let client = env.store.client();
+        let mut found = 0;
+        let mut start = None;
+        loop {
+            let out = client
+                .query()
+                .table_name(GSI_TABLE)
+                .key_condition_expression("P = :p")
+                .filter_expression("attribute_not_exists(points)")
+                .expression_attribute_values(":p", AttributeValue::S(env.seeded.project_id.clone()))
+                .limit(PAGE as i32)
+                .set_exclusive_start_key(start)
+                .send()
+                .await?;
+            found += out.items().len();
+            start = out.last_evaluated_key;
+            if found >= PAGE || start.is_none() {
+                return Ok(found.min(PAGE));
+            }
+        }
+    }
+
+    /// The grid's page at the same position: the first page of issues without a value.
+    pub async fn grid_missing_page(&self, env: &Env, samples: usize) -> Result<Stat> {
+        let points = &env.seeded.fields["Points"];
+        let base = format!(
+            "/projects/{}/issues?sort={points}&order=asc&limit=50",
+            env.seeded.project_id
+        );
+        let user = env.seeded.users[0].clone();
+        let cursor = self.missing_cursor.clone().unwrap_or_default();
+        let start = if cursor.is_empty() {
+            base.clone()
+        } else {
+            format!("{base}&cursor={cursor}")
+        };
+        crate::pages_from(env, &user, base, start, samples).await
+    }
+}

@@ -1,0 +1,397 @@
+//! `make bench`: measures Gridline's access patterns at 1k, 10k and 100k issues on the local
+//! stack — DynamoDB calls, capacity units, items read, latency — next to the designs the seeds
+//! moved away from, implemented honestly here; the indexer's throughput and write
+//! amplification; each function's release binary size and cold-start init time. Writes
+//! BENCHMARKS.md and benchmarks.svg. Not part of `make test`: it measures, it asserts nothing.
+
+mod baselines;
+mod meter;
+mod report;
+
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+use anyhow::Result;
+use axum::body::Body;
+use clap::Parser;
+use gridline::http::{AppState, Group, router};
+use gridline::store::Store;
+use gridline_local::testing::{TestApi, into_reply, test_stack};
+use gridline_local::{Data, Stack};
+use http::Method;
+use indicatif::ProgressBar;
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+use tower::ServiceExt;
+
+use meter::{Counts, Meter};
+
+#[derive(Parser)]
+struct Args {
+    /// Project sizes (issues).
+    #[arg(long, value_delimiter = ',', default_value = "1000,10000,100000")]
+    sizes: Vec<u64>,
+    /// Samples per access pattern.
+    #[arg(long, default_value_t = 40)]
+    samples: usize,
+    #[arg(long, default_value = "BENCHMARKS.md")]
+    out: std::path::PathBuf,
+    #[arg(long, default_value = "benchmarks.svg")]
+    plot: std::path::PathBuf,
+    /// Where the release binaries are (cargo build --release).
+    #[arg(long, default_value = "target/release")]
+    binaries: std::path::PathBuf,
+}
+
+/// One access pattern's figures, per operation.
+#[derive(Debug, Clone, Default)]
+pub struct Stat {
+    pub samples: usize,
+    pub calls: f64,
+    pub capacity: f64,
+    pub items: f64,
+    pub rows: f64,
+    pub p50_ms: f64,
+    pub p99_ms: f64,
+}
+
+pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+    if sorted.is_empty() {
+        return 0.0;
+    }
+    sorted[((sorted.len() as f64 - 1.0) * p).round() as usize]
+}
+
+/// Runs `op` `samples` times, metering each run.
+pub async fn measure<F, Fut>(meter: &Meter, samples: usize, mut op: F) -> Result<Stat>
+where
+    F: FnMut(usize) -> Fut,
+    Fut: std::future::Future<Output = Result<usize>>,
+{
+    let mut latencies = Vec::with_capacity(samples);
+    let mut total = Counts::default();
+    let mut rows = 0;
+    let mut done = 0;
+    for i in 0..samples {
+        let before = meter.now();
+        let started = Instant::now();
+        let Some(n) = op(i).await.map(Some).or_else(|e| {
+            if e.to_string() == "no more pages" {
+                Ok(None)
+            } else {
+                Err(e)
+            }
+        })?
+        else {
+            break;
+        };
+        latencies.push(started.elapsed().as_secs_f64() * 1000.0);
+        let d = meter.now() - before;
+        total.calls += d.calls;
+        total.capacity += d.capacity;
+        total.items += d.items;
+        rows += n;
+        done += 1;
+    }
+    latencies.sort_by(f64::total_cmp);
+    let k = done.max(1) as f64;
+    Ok(Stat {
+        samples: done,
+        calls: total.calls as f64 / k,
+        capacity: total.capacity / k,
+        items: total.items as f64 / k,
+        rows: rows as f64 / k,
+        p50_ms: percentile(&latencies, 0.5),
+        p99_ms: percentile(&latencies, 0.99),
+    })
+}
+
+/// The local stack with a metered client for the API, and the seeded project.
+pub struct Env {
+    pub stack: Stack,
+    pub meter: std::sync::Arc<Meter>,
+    pub store: Store,
+    pub app: axum::Router,
+    pub seeded: gridctl::seed::Seeded,
+    pub issue_ids: Vec<String>,
+    pub index_seconds: f64,
+    pub stream_records: usize,
+}
+
+impl Env {
+    pub async fn call(
+        &self,
+        user: &str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value)> {
+        let token = TestApi::token(user, &self.seeded.tenant);
+        let mut req = http::Request::builder()
+            .method(method)
+            .uri(path)
+            .header("authorization", format!("Bearer {token}"));
+        if body.is_some() {
+            req = req.header("content-type", "application/json");
+        }
+        let req = req.body(
+            body.map(|b| Body::from(b.to_string()))
+                .unwrap_or_else(Body::empty),
+        )?;
+        let reply = into_reply(self.app.clone().oneshot(req).await?).await;
+        anyhow::ensure!(reply.status.as_u16() < 500, "{path}: {}", reply.text);
+        Ok((reply.status.as_u16(), reply.body))
+    }
+}
+
+async fn drain(poller: &mut gridline_local::stream::Poller) -> Result<usize> {
+    let mut n = 0;
+    loop {
+        let got = poller.poll_once().await?;
+        if got == 0 {
+            return Ok(n);
+        }
+        n += got;
+    }
+}
+
+async fn setup(n: u64) -> Result<Env> {
+    let stack = test_stack(Data::Memory).await?;
+    let bar = ProgressBar::new(n).with_message(format!("seeding {n} issues"));
+    let seeded = gridctl::seed::seed(
+        &stack.state.store,
+        &gridctl::seed::Spec {
+            tenant: "acme".into(),
+            project_name: format!("Bench {n}"),
+            issues: n,
+            extra_fields: 0,
+            users: 50,
+            teams: 5,
+            rng_seed: n,
+        },
+        &bar,
+    )
+    .await?;
+    bar.finish_and_clear();
+    // The indexer end to end: the real stream through the real handler.
+    let mut poller = stack.poller(stack.indexer()).await;
+    poller.emit_metrics = false;
+    let started = Instant::now();
+    let stream_records = drain(&mut poller).await?;
+    let index_seconds = started.elapsed().as_secs_f64();
+
+    let meter = Meter::new();
+    let store = Store::new(
+        meter.client(&stack.client),
+        &stack.tables.records,
+        &stack.tables.index,
+    );
+    let state = AppState {
+        store: store.clone(),
+        ..stack.state.clone()
+    };
+    let app = router(state, &Group::ALL);
+    let mut issue_ids = Vec::new();
+    let mut start = None;
+    loop {
+        let page = stack
+            .state
+            .store
+            .issues_of_project(&seeded.tenant, &seeded.project_id, start.as_ref())
+            .await?;
+        issue_ids.extend(page.items.into_iter().map(|i| i.id));
+        start = page.next;
+        if start.is_none() {
+            break;
+        }
+    }
+    Ok(Env {
+        stack,
+        meter,
+        store,
+        app,
+        seeded,
+        issue_ids,
+        index_seconds,
+        stream_records,
+    })
+}
+
+/// Follows a list's cursor page after page.
+pub async fn pages(env: &Env, user: &str, first: String, samples: usize) -> Result<Stat> {
+    pages_from(env, user, first.clone(), first, samples).await
+}
+
+/// Follows a list's cursor from `start` (the base path, or the base path with a cursor).
+pub async fn pages_from(
+    env: &Env,
+    user: &str,
+    first: String,
+    start: String,
+    samples: usize,
+) -> Result<Stat> {
+    let next = std::rc::Rc::new(std::cell::RefCell::new(Some(start)));
+    measure(&env.meter, samples, |_| {
+        let next = next.clone();
+        let first = first.clone();
+        async move {
+            let Some(path) = next.borrow_mut().take() else {
+                anyhow::bail!("no more pages")
+            };
+            let (status, body) = env.call(user, Method::GET, &path, None).await?;
+            anyhow::ensure!(status == 200, "{path}: {status} {body}");
+            let rows = body["items"].as_array().map_or(0, Vec::len);
+            *next.borrow_mut() = body["next_cursor"].as_str().map(|c| {
+                let sep = if first.contains('?') { '&' } else { '?' };
+                format!("{first}{sep}cursor={c}")
+            });
+            Ok(rows)
+        }
+    })
+    .await
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let mut results = report::Results::default();
+    for &n in &args.sizes {
+        eprintln!("== {n} issues");
+        let env = setup(n).await?;
+        results
+            .index_e2e
+            .push((n, env.stream_records, env.index_seconds));
+        let s = args.samples;
+        let p = env.seeded.project_id.clone();
+        let points = env.seeded.fields["Points"].clone();
+        let me = env.seeded.users[0].clone();
+        let mut rows: BTreeMap<&'static str, Stat> = BTreeMap::new();
+
+        rows.insert(
+            "grid page by custom field",
+            pages(
+                &env,
+                &me,
+                format!("/projects/{p}/issues?sort={points}&order=desc&limit=50"),
+                s,
+            )
+            .await?,
+        );
+        rows.insert(
+            "grid page with a range",
+            pages(
+                &env,
+                &me,
+                format!("/projects/{p}/issues?sort={points}&gte=100&lte=500&limit=50"),
+                s,
+            )
+            .await?,
+        );
+        rows.insert(
+            "my issues",
+            pages(&env, &me, "/me/issues?limit=50".into(), s).await?,
+        );
+        rows.insert(
+            "my teams' issues (5 teams)",
+            pages(&env, &me, "/me/teams/issues?limit=50".into(), s).await?,
+        );
+        let mut rng = StdRng::seed_from_u64(n);
+        let ids = env.issue_ids.clone();
+        rows.insert(
+            "get issue",
+            measure(&env.meter, s, |_| {
+                let id = ids[rng.gen_range(0..ids.len())].clone();
+                let env = &env;
+                let me = me.clone();
+                async move {
+                    let (st, _) = env
+                        .call(&me, Method::GET, &format!("/issues/{id}"), None)
+                        .await?;
+                    anyhow::ensure!(st == 200);
+                    Ok(1)
+                }
+            })
+            .await?,
+        );
+        rows.insert(
+            "create issue",
+            measure(&env.meter, s, |i| {
+                let env = &env;
+                let (me, p, points) = (me.clone(), p.clone(), points.clone());
+                async move {
+                    let (st, body) = env
+                        .call(
+                            &me,
+                            Method::POST,
+                            &format!("/projects/{p}/issues"),
+                            Some(json!({"title": format!("bench {i}"), "fields": {points: i}})),
+                        )
+                        .await?;
+                    anyhow::ensure!(st == 201, "{body}");
+                    Ok(1)
+                }
+            })
+            .await?,
+        );
+        let mut rng = StdRng::seed_from_u64(n + 1);
+        rows.insert(
+            "patch issue",
+            measure(&env.meter, s, |i| {
+                let id = ids[rng.gen_range(0..ids.len())].clone();
+                let env = &env;
+                let (me, points) = (me.clone(), points.clone());
+                async move {
+                    let (st, body) = env
+                        .call(
+                            &me,
+                            Method::PATCH,
+                            &format!("/issues/{id}"),
+                            Some(json!({"title": format!("patched {i}"), "fields": {points: i}})),
+                        )
+                        .await?;
+                    anyhow::ensure!(st == 200, "{body}");
+                    Ok(1)
+                }
+            })
+            .await?,
+        );
+
+        // The designs the seeds moved away from, on the same engine and data.
+        let base = baselines::Baselines::build(&env).await?;
+        let heavy = if n >= 100_000 {
+            1
+        } else if n >= 10_000 {
+            3
+        } else {
+            s.min(10)
+        };
+        rows.insert(
+            "baseline: query the project, sort in memory",
+            measure(&env.meter, heavy, |_| base.scan_and_sort(&env)).await?,
+        );
+        rows.insert(
+            "baseline: one query per issue (classic design)",
+            measure(&env.meter, heavy, |_| base.classic(&env)).await?,
+        );
+        rows.insert(
+            "baseline: GSI + FilterExpression, page of missing values",
+            measure(&env.meter, s.min(10), |_| base.gsi_missing_page(&env)).await?,
+        );
+        rows.insert(
+            "grid page of missing values (same position)",
+            base.grid_missing_page(&env, s.min(10)).await?,
+        );
+        results.patterns.push((n, rows));
+        eprintln!(
+            "   index: {} records in {:.1} s",
+            env.stream_records, env.index_seconds
+        );
+    }
+    results.indexer_core = report::indexer_core(5_000).await?;
+    results.amplification = report::write_amplification().await?;
+    results.binaries = report::binaries(&args.binaries).await?;
+    report::write(&results, &args.out, &args.plot)?;
+    eprintln!("wrote {} and {}", args.out.display(), args.plot.display());
+    Ok(())
+}

@@ -1,0 +1,523 @@
+//! The indexer's figures, the binaries, and BENCHMARKS.md with its plot.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use aws_sdk_dynamodbstreams::types::ShardIteratorType;
+use gridline::indexer::{Unit, plan};
+use gridline::store::Store;
+use gridline_local::testing::{TestApi, test_stack};
+use gridline_local::{Data, Stack};
+use http::Method;
+use indicatif::ProgressBar;
+use serde_json::json;
+
+use crate::Stat;
+use crate::meter::Meter;
+
+#[derive(Default)]
+pub struct Results {
+    /// Per project size: pattern → figures.
+    pub patterns: Vec<(u64, BTreeMap<&'static str, Stat>)>,
+    /// (issues, stream records, seconds) of the indexer draining the seed's stream.
+    pub index_e2e: Vec<(u64, usize, f64)>,
+    /// (records, seconds) of the pure core: plan + entries, no I/O.
+    pub indexer_core: (usize, f64),
+    /// (fields changed, index write requests per update, WCU per update).
+    pub amplification: Vec<(usize, f64, f64)>,
+    /// (function, host binary bytes, arm64 bootstrap bytes, median init ms).
+    pub binaries: Vec<(String, u64, Option<u64>, f64)>,
+}
+
+async fn stack() -> Result<Stack> {
+    test_stack(Data::Memory).await
+}
+
+fn spec(issues: u64, extra_fields: usize) -> gridctl::seed::Spec {
+    gridctl::seed::Spec {
+        tenant: "acme".into(),
+        project_name: "Indexer".into(),
+        issues,
+        extra_fields,
+        users: 50,
+        teams: 5,
+        rng_seed: 3,
+    }
+}
+
+/// The pure core on real stream records: `plan` groups them, `entries` computes each issue's
+/// entries; no I/O.
+pub async fn indexer_core(issues: u64) -> Result<(usize, f64)> {
+    let stack = stack().await?;
+    let seeded =
+        gridctl::seed::seed(&stack.state.store, &spec(issues, 0), &ProgressBar::hidden()).await?;
+    let streams = gridline_local::stream::streams_client(&stack.endpoint).await;
+    let arn = stack
+        .client
+        .describe_table()
+        .table_name(&stack.tables.records)
+        .send()
+        .await?
+        .table
+        .and_then(|t| t.latest_stream_arn)
+        .context("the records table has a stream")?;
+    let shards = streams.describe_stream().stream_arn(&arn).send().await?;
+    let mut records = Vec::new();
+    for shard in shards
+        .stream_description
+        .map(|d| d.shards.unwrap_or_default())
+        .unwrap_or_default()
+    {
+        let mut it = streams
+            .get_shard_iterator()
+            .stream_arn(&arn)
+            .shard_id(shard.shard_id.unwrap_or_default())
+            .shard_iterator_type(ShardIteratorType::TrimHorizon)
+            .send()
+            .await?
+            .shard_iterator;
+        while let Some(i) = it.take() {
+            let out = streams
+                .get_records()
+                .shard_iterator(i)
+                .limit(1000)
+                .send()
+                .await?;
+            let got = out.records.unwrap_or_default();
+            if got.is_empty() {
+                break;
+            }
+            records.extend(got);
+            it = out.next_shard_iterator;
+        }
+    }
+    let event = gridline_local::stream::to_event(&records, &arn)?;
+    let defs = stack
+        .state
+        .store
+        .project_with_fields(&seeded.tenant, &seeded.project_id)
+        .await?
+        .map(|(_, d)| d)
+        .unwrap_or_default();
+    let started = Instant::now();
+    let mut entries = 0;
+    for batch in event.records.chunks(100) {
+        for (_, unit) in plan(batch).units {
+            if let Unit::Issue {
+                tenant,
+                last: Some(issue),
+                ..
+            } = unit
+            {
+                entries += gridline::index::entries(&tenant, &issue, &defs).len();
+            }
+        }
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    std::hint::black_box(entries);
+    Ok((event.records.len(), seconds))
+}
+
+/// Index writes per issue update touching 1, 5 and 50 custom fields.
+pub async fn write_amplification() -> Result<Vec<(usize, f64, f64)>> {
+    const ISSUES: usize = 100;
+    let stack = stack().await?;
+    let seeded = gridctl::seed::seed(
+        &stack.state.store,
+        &spec(ISSUES as u64, 50),
+        &ProgressBar::hidden(),
+    )
+    .await?;
+    let meter = Meter::new();
+    let metered = Store::new(
+        meter.client(&stack.client),
+        &stack.tables.records,
+        &stack.tables.index,
+    );
+    let mut poller = stack.poller(gridline::indexer::Indexer::new(metered)).await;
+    poller.emit_metrics = false;
+    poller.drain().await?;
+    let numbers: Vec<String> = seeded
+        .fields
+        .iter()
+        .filter(|(name, _)| name.starts_with("Extra") || name.as_str() == "Points")
+        .map(|(_, id)| id.clone())
+        .collect();
+    let mut ids = Vec::new();
+    let page = stack
+        .state
+        .store
+        .issues_of_project(&seeded.tenant, &seeded.project_id, None)
+        .await?;
+    ids.extend(page.items.into_iter().map(|i| i.id));
+    let router = stack.router();
+    let token = TestApi::token(&seeded.users[0], &seeded.tenant);
+    let mut out = Vec::new();
+    for (round, k) in [1usize, 5, 50].into_iter().enumerate() {
+        for id in &ids {
+            // Values of the field's own type: the extra fields alternate number, text, date.
+            let mut fields = serde_json::Map::new();
+            for (j, f) in numbers.iter().take(k).enumerate() {
+                let name = seeded
+                    .fields
+                    .iter()
+                    .find(|(_, v)| *v == f)
+                    .map(|(n, _)| n.clone())
+                    .unwrap_or_default();
+                let kind = name
+                    .strip_prefix("Extra ")
+                    .and_then(|i| i.parse::<usize>().ok())
+                    .map_or(0, |i| i % 3);
+                let v = match kind {
+                    0 => json!(round * 1000 + j),
+                    1 => json!(format!("text {round} {j}")),
+                    _ => json!(format!("2027-0{}-1{}", 1 + round, j % 10)),
+                };
+                fields.insert(f.clone(), v);
+            }
+            let reply = gridline_local::testing::send(
+                router.clone(),
+                Method::PATCH,
+                &format!("/issues/{id}"),
+                Some(&token),
+                Some(&json!({ "fields": fields }).to_string()),
+                &[],
+            )
+            .await;
+            anyhow::ensure!(reply.status == 200, "patch: {}", reply.text);
+        }
+        let before = meter.now();
+        poller.drain().await?;
+        let d = meter.now() - before;
+        out.push((
+            k,
+            d.write_requests as f64 / ids.len() as f64,
+            d.capacity / ids.len() as f64,
+        ));
+    }
+    Ok(out)
+}
+
+const FUNCTIONS: [(&str, &str); 6] = [
+    ("projects", "ProjectsFunction"),
+    ("issues", "IssuesFunction"),
+    ("grid", "GridFunction"),
+    ("people", "PeopleFunction"),
+    ("inbox", "InboxFunction"),
+    ("indexer", "IndexerFunction"),
+];
+
+/// Time from process start to the function's first `GET /runtime/invocation/next`: Lambda's
+/// init phase (configuration, the client, the warm-up call to the engine).
+async fn init_time(binary: &Path, engine: &str) -> Result<Duration> {
+    let (tx, rx) = tokio::sync::oneshot::channel::<Instant>();
+    let tx = std::sync::Arc::new(std::sync::Mutex::new(Some(tx)));
+    let app = axum::Router::new().route(
+        "/2018-06-01/runtime/invocation/next",
+        axum::routing::get(move || {
+            if let Some(tx) = tx.lock().ok().and_then(|mut t| t.take()) {
+                let _ = tx.send(Instant::now());
+            }
+            std::future::pending::<&'static str>()
+        }),
+    );
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await?;
+    let api = listener.local_addr()?.to_string();
+    let server = tokio::spawn(axum::serve(listener, app).into_future());
+    let started = Instant::now();
+    let mut child = tokio::process::Command::new(binary)
+        .env_clear()
+        .env("AWS_LAMBDA_RUNTIME_API", &api)
+        .env("AWS_LAMBDA_FUNCTION_NAME", "bench")
+        .env("AWS_LAMBDA_FUNCTION_MEMORY_SIZE", "256")
+        .env("AWS_LAMBDA_FUNCTION_VERSION", "$LATEST")
+        .env("AWS_LAMBDA_LOG_STREAM_NAME", "bench")
+        .env("AWS_LAMBDA_LOG_GROUP_NAME", "bench")
+        .env("AWS_REGION", "us-east-1")
+        .env("AWS_ACCESS_KEY_ID", "local")
+        .env("AWS_SECRET_ACCESS_KEY", "local")
+        .env("RECORDS_TABLE", "records")
+        .env("INDEX_TABLE", "index")
+        .env("DYNAMODB_ENDPOINT", engine)
+        .env("CURSOR_SIGNING_KEY", "bench-cursor-signing-key-0123456789")
+        .env("LOG_LEVEL", "error")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .kill_on_drop(true)
+        .spawn()
+        .with_context(|| format!("starting {}", binary.display()))?;
+    let reached = tokio::time::timeout(Duration::from_secs(10), rx).await;
+    let _ = child.kill().await;
+    server.abort();
+    let at = reached.context("init did not finish in 10 s")??;
+    Ok(at - started)
+}
+
+pub async fn binaries(dir: &Path) -> Result<Vec<(String, u64, Option<u64>, f64)>> {
+    let engine = stack().await?;
+    let mut out = Vec::new();
+    for (name, logical) in FUNCTIONS {
+        let path = dir.join(name);
+        let size = std::fs::metadata(&path)
+            .with_context(|| {
+                format!(
+                    "{}: build the release binaries first (make bench does)",
+                    path.display()
+                )
+            })?
+            .len();
+        let arm = std::fs::metadata(Path::new(".aws-sam/build").join(logical).join("bootstrap"))
+            .ok()
+            .map(|m| m.len());
+        let mut times = Vec::new();
+        for _ in 0..10 {
+            times.push(init_time(&path, &engine.endpoint).await?.as_secs_f64() * 1000.0);
+        }
+        times.sort_by(f64::total_cmp);
+        out.push((name.to_string(), size, arm, crate::percentile(&times, 0.5)));
+    }
+    Ok(out)
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / 1_048_576.0)
+}
+
+pub fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
+    let mut md = String::new();
+    let sizes: Vec<u64> = r.patterns.iter().map(|(n, _)| *n).collect();
+    let host = std::process::Command::new("uname")
+        .arg("-m")
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
+        .unwrap_or_default();
+    writeln!(md, "# Benchmarks\n")?;
+    writeln!(
+        md,
+        "Generated by `make bench` (release build; `cargo run --release -p gridline-bench`). Every figure below comes from that one command; rerun it to regenerate this file and `benchmarks.svg`. Machine: {} cores, {host}; the local stack (embedded engine on loopback, reached through the AWS SDK), so latencies are for a local engine, not AWS, and matter only relative to each other. Calls, capacity units and items read are what the engine reports for each DynamoDB request (`ReturnConsumedCapacity: TOTAL`, DynamoDB's rules: 4 KB read units, halved for eventually consistent reads; 1 KB write units), so they carry over to AWS.\n",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    )?;
+    writeln!(
+        md,
+        "Data: one project per size, made by `gridctl seed` (five typed custom fields — number, select, date, text, datetime — about 20% of values missing; 50 users, 5 teams; each issue has a reporter, an assignee and sometimes a team watcher). Pages hold 50 issues. The caller of the inbox rows is in all 5 teams.\n"
+    )?;
+    writeln!(md, "![capacity and calls per page](benchmarks.svg)\n")?;
+    writeln!(md, "## Per access pattern\n")?;
+    writeln!(
+        md,
+        "Per operation (a page, for lists): DynamoDB calls, capacity units (read + write), items read, and latency.\n"
+    )?;
+    let names: Vec<&str> = r
+        .patterns
+        .first()
+        .map(|(_, m)| m.keys().copied().collect())
+        .unwrap_or_default();
+    write!(md, "| pattern |")?;
+    for n in &sizes {
+        write!(md, " {n}: calls | CU | items | p50 / p99 ms |")?;
+    }
+    writeln!(md)?;
+    write!(md, "|---|")?;
+    for _ in &sizes {
+        write!(md, "---:|---:|---:|---:|")?;
+    }
+    writeln!(md)?;
+    for name in &names {
+        write!(md, "| {name} |")?;
+        for (_, m) in &r.patterns {
+            let s = &m[name];
+            write!(
+                md,
+                " {:.1} | {:.1} | {:.0} | {:.1} / {:.1} |",
+                s.calls, s.capacity, s.items, s.p50_ms, s.p99_ms
+            )?;
+        }
+        writeln!(md)?;
+    }
+    writeln!(
+        md,
+        "\n## The grid against the designs the seeds moved away from\n"
+    )?;
+    writeln!(
+        md,
+        "Capacity units and calls of one page of 50 sorted by a custom field, as a multiple of the grid's page (`grid page by custom field`).\n"
+    )?;
+    write!(md, "| design |")?;
+    for n in &sizes {
+        write!(md, " {n}: × CU | × calls |")?;
+    }
+    writeln!(md)?;
+    write!(md, "|---|")?;
+    for _ in &sizes {
+        write!(md, "---:|---:|")?;
+    }
+    writeln!(md)?;
+    for name in names.iter().filter(|n| n.starts_with("baseline")) {
+        write!(md, "| {name} |")?;
+        for (_, m) in &r.patterns {
+            let g = &m["grid page by custom field"];
+            let b = &m[name];
+            write!(
+                md,
+                " {:.0}× | {:.0}× |",
+                b.capacity / g.capacity.max(1e-9),
+                b.calls / g.calls.max(1e-9)
+            )?;
+        }
+        writeln!(md)?;
+    }
+    writeln!(
+        md,
+        "\n- *query the project, sort in memory*: every issue of the project is read (one Query of the project's issue listing, paginated by DynamoDB's 1 MB pages), sorted, and the first 50 kept."
+    )?;
+    writeln!(
+        md,
+        "- *one query per issue (classic design)*: seed 003's normalised tables: the project's issue ids, then one Query per issue of its field values, a sort, and one BatchGetItem of the page."
+    )?;
+    writeln!(
+        md,
+        "- *GSI + FilterExpression*: a GSI keyed on the value serves the issues that have one, but cannot hold those that do not (its key attribute is missing), so their page is read from the base partition with `attribute_not_exists`, `Limit` 50 per call: the filter runs after the read, so every issue read costs whether it matches or not. With about 20% of values missing this reads about five issues per match, whatever the project's size; the rarer missing values are, the more it reads. The grid's page at the same position (`grid page of missing values`) reads only the page.\n"
+    )?;
+    writeln!(md, "## The indexer\n")?;
+    let (recs, secs) = r.indexer_core;
+    writeln!(
+        md,
+        "- Pure core (`plan` + `entries` over real stream records, no I/O): {recs} records in {:.3} s, **{:.0} records/s**.",
+        secs,
+        recs as f64 / secs.max(1e-9)
+    )?;
+    for (n, recs, secs) in &r.index_e2e {
+        writeln!(
+            md,
+            "- End to end at {n} issues (the seed's stream through the real handler, the local stream poller, the embedded engine): {recs} records in {secs:.1} s, **{:.0} records/s**.",
+            *recs as f64 / secs.max(1e-9)
+        )?;
+    }
+    writeln!(
+        md,
+        "\nWrite amplification of one issue update (a project with 55 custom fields, 100 issues updated, the indexer's own calls counted):\n"
+    )?;
+    writeln!(
+        md,
+        "| custom fields changed | index write requests per update | WCU per update |\n|---:|---:|---:|"
+    )?;
+    for (k, w, c) in &r.amplification {
+        writeln!(md, "| {k} | {w:.1} | {c:.1} |")?;
+    }
+    writeln!(
+        md,
+        "\nEach changed column moves in two partitions (`all` and the state's), a delete and a put each; `updated_at` always changes, and so do the participation copies (their sort key is `updated_at`); plus the watermark's read, the intent and the watermark itself.\n"
+    )?;
+    writeln!(md, "## Functions\n")?;
+    writeln!(
+        md,
+        "Release binaries (`opt-level = \"s\"`, thin LTO, stripped). Init is the time from process start to the function's first request for work from a local Lambda runtime API: configuration, the DynamoDB client, and the warm-up Query against the local engine (median of 10). The arm64 column is the `bootstrap` `sam build` made, when present.\n"
+    )?;
+    writeln!(
+        md,
+        "| function | binary ({host}) | arm64 bootstrap | init (median) |\n|---|---:|---:|---:|"
+    )?;
+    for (name, size, arm, ms) in &r.binaries {
+        writeln!(
+            md,
+            "| {name} | {} | {} | {ms:.1} ms |",
+            mib(*size),
+            arm.map_or("–".into(), mib)
+        )?;
+    }
+    writeln!(
+        md,
+        "\nThe HTTP functions' init reads the cursor key from the environment here; in AWS it reads it from Secrets Manager in parallel with the warm-up, which adds one HTTPS round trip."
+    )?;
+    std::fs::write(out, md)?;
+    plot_svg(r, plot)
+}
+
+fn plot_svg(r: &Results, path: &Path) -> Result<()> {
+    use plotters::prelude::*;
+    let series = [
+        ("grid page by custom field", RGBColor(31, 119, 180)),
+        (
+            "grid page of missing values (same position)",
+            RGBColor(44, 160, 44),
+        ),
+        (
+            "baseline: query the project, sort in memory",
+            RGBColor(214, 39, 40),
+        ),
+        (
+            "baseline: one query per issue (classic design)",
+            RGBColor(148, 103, 189),
+        ),
+        (
+            "baseline: GSI + FilterExpression, page of missing values",
+            RGBColor(255, 127, 14),
+        ),
+    ];
+    let root = SVGBackend::new(path, (1100, 480)).into_drawing_area();
+    root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
+    let (left, right) = root.split_horizontally(550);
+    let xs: Vec<f64> = r.patterns.iter().map(|(n, _)| *n as f64).collect();
+    let (xmin, xmax) = (
+        xs.first().copied().unwrap_or(1.0) * 0.8,
+        xs.last().copied().unwrap_or(10.0) * 1.25,
+    );
+    for (area, title, pick) in [
+        (&left, "capacity units per page", 0usize),
+        (&right, "DynamoDB calls per page", 1usize),
+    ] {
+        let value = |s: &Stat| if pick == 0 { s.capacity } else { s.calls };
+        let ymax = r
+            .patterns
+            .iter()
+            .flat_map(|(_, m)| m.values().map(value))
+            .fold(1.0, f64::max)
+            * 2.0;
+        let mut chart = ChartBuilder::on(area)
+            .caption(title, ("sans-serif", 18))
+            .margin(12)
+            .x_label_area_size(36)
+            .y_label_area_size(56)
+            .build_cartesian_2d((xmin..xmax).log_scale(), (0.1..ymax).log_scale())
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        chart
+            .configure_mesh()
+            .x_desc("issues in the project")
+            .x_label_formatter(&|x| format!("{:.0}", x))
+            .draw()
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+        for (name, color) in series {
+            let points: Vec<(f64, f64)> = r
+                .patterns
+                .iter()
+                .filter_map(|(n, m)| m.get(name).map(|s| (*n as f64, value(s).max(0.1))))
+                .collect();
+            chart
+                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+                .map_err(|e| anyhow::anyhow!("{e}"))?
+                .label(name.trim_start_matches("baseline: "))
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+                });
+            chart
+                .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+        if pick == 0 {
+            chart
+                .configure_series_labels()
+                .background_style(WHITE.mix(0.85))
+                .border_style(BLACK)
+                .position(SeriesLabelPosition::UpperLeft)
+                .label_font(("sans-serif", 11))
+                .draw()
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
+        }
+    }
+    root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
+}
