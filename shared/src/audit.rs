@@ -50,23 +50,23 @@ impl Drift {
         self.missing.is_empty() && self.extra.is_empty() && self.stale.is_empty()
     }
 
-    /// The issues whose entries drifted.
-    pub fn issues(&self) -> BTreeSet<IssueRef> {
-        let of = |e: &Entry| keys::tenant_of(&e.pk).map(|t| (t.to_string(), e.issue_id.clone()));
+    /// Every drifted entry (a stale one as it is in the index).
+    fn all(&self) -> impl Iterator<Item = &Entry> {
         self.missing
             .iter()
             .chain(&self.extra)
             .chain(self.stale.iter().map(|s| &s.actual))
-            .filter_map(of)
-            .collect()
+    }
+
+    /// The issues whose entries drifted.
+    pub fn issues(&self) -> BTreeSet<IssueRef> {
+        let of = |e: &Entry| keys::tenant_of(&e.pk).map(|t| (t.to_string(), e.issue_id.clone()));
+        self.all().filter_map(of).collect()
     }
 
     /// The drifted entries of one issue, as hints for [`repair_issue`].
     pub fn entries_of(&self, issue: &IssueRef) -> Vec<Entry> {
-        self.missing
-            .iter()
-            .chain(&self.extra)
-            .chain(self.stale.iter().map(|s| &s.actual))
+        self.all()
             .filter(|e| e.issue_id == issue.1 && keys::tenant_of(&e.pk) == Some(issue.0.as_str()))
             .cloned()
             .collect()

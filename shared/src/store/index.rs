@@ -50,6 +50,16 @@ pub struct ColumnQuery {
     pub limit: i32,
 }
 
+/// A watermark write's condition: the stored version is older than `:v` (or equal, when
+/// `allow_equal`), or there is none yet.
+fn newer_watermark_condition(allow_equal: bool) -> &'static str {
+    if allow_equal {
+        "attribute_not_exists(version) OR version <= :v"
+    } else {
+        "attribute_not_exists(version) OR version < :v"
+    }
+}
+
 /// The watermark as an item: its version and its entries' keys as a string set.
 pub(super) fn watermark_item(tenant: &str, issue_id: &str, wm: &Watermark) -> Item {
     let mut item = key(keys::watermark_pk(tenant, issue_id), keys::WATERMARK_SK);
@@ -138,11 +148,7 @@ impl Store {
         allow_equal: bool,
     ) -> Result<bool, StoreError> {
         let item = watermark_item(tenant, issue_id, wm);
-        let condition = if allow_equal {
-            "attribute_not_exists(version) OR version <= :v"
-        } else {
-            "attribute_not_exists(version) OR version < :v"
-        };
+        let condition = newer_watermark_condition(allow_equal);
         let result = self
             .client
             .put_item()
@@ -197,11 +203,7 @@ impl Store {
         if actions.is_empty() {
             return Ok(true);
         }
-        let condition = if allow_equal {
-            "attribute_not_exists(version) OR version <= :v"
-        } else {
-            "attribute_not_exists(version) OR version < :v"
-        };
+        let condition = newer_watermark_condition(allow_equal);
         let result = update
             .update_expression(actions.join(" "))
             .condition_expression(condition)
