@@ -39,6 +39,12 @@ struct Args {
     out: std::path::PathBuf,
     #[arg(long, default_value = "benchmarks.svg")]
     plot: std::path::PathBuf,
+    /// Where the engine's SQLite files go, one per size, removed after it: RAM-backed
+    /// `/dev/shm` when there is one, else the temp directory. A file rather than an in-memory
+    /// engine so the local stack can index the engine's stream table (see
+    /// `gridline_local::Engine::start`); without that, writes slow with the stream's length.
+    #[arg(long)]
+    engine_dir: Option<std::path::PathBuf>,
     /// Where the release binaries are (cargo build --release).
     #[arg(long, default_value = "target/release")]
     binaries: std::path::PathBuf,
@@ -156,9 +162,10 @@ async fn drain(poller: &mut gridline_local::stream::Poller) -> Result<usize> {
     }
 }
 
-async fn setup(n: u64) -> Result<Env> {
-    let stack = test_stack(Data::Memory).await?;
+async fn setup(n: u64, db: &std::path::Path) -> Result<Env> {
+    let stack = test_stack(Data::File(db.to_path_buf())).await?;
     let bar = ProgressBar::new(n).with_message(format!("seeding {n} issues"));
+    let seed_started = Instant::now();
     let seeded = gridctl::seed::seed(
         &stack.state.store,
         &gridctl::seed::Spec {
@@ -174,6 +181,7 @@ async fn setup(n: u64) -> Result<Env> {
     )
     .await?;
     bar.finish_and_clear();
+    eprintln!("   seeded in {:.1} s", seed_started.elapsed().as_secs_f64());
     // The indexer end to end: the real stream through the real handler.
     let mut poller = stack.poller(stack.indexer()).await;
     poller.emit_metrics = false;
@@ -218,6 +226,15 @@ async fn setup(n: u64) -> Result<Env> {
     })
 }
 
+/// Removes an engine's SQLite file and its WAL companions.
+fn remove_db(db: &std::path::Path) {
+    for suffix in ["", "-wal", "-shm"] {
+        let mut p = db.as_os_str().to_owned();
+        p.push(suffix);
+        let _ = std::fs::remove_file(p);
+    }
+}
+
 /// Follows a list's cursor page after page.
 pub async fn pages(env: &Env, user: &str, first: String, samples: usize) -> Result<Stat> {
     pages_from(env, user, first.clone(), first, samples).await
@@ -252,13 +269,37 @@ pub async fn pages_from(
     .await
 }
 
+/// Inserts a pattern's figures, printing how long measuring it took (to see where a run's
+/// time goes).
+macro_rules! timed {
+    ($rows:ident, $name:expr, $stat:expr $(,)?) => {{
+        let started = Instant::now();
+        let stat = $stat;
+        eprintln!(
+            "   {:<58} {:>7.1} s",
+            $name,
+            started.elapsed().as_secs_f64()
+        );
+        $rows.insert($name, stat);
+    }};
+}
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
     let mut results = report::Results::default();
+    let engine_dir = args.engine_dir.clone().unwrap_or_else(|| {
+        let shm = std::path::PathBuf::from("/dev/shm");
+        if shm.is_dir() {
+            shm
+        } else {
+            std::env::temp_dir()
+        }
+    });
     for &n in &args.sizes {
         eprintln!("== {n} issues");
-        let env = setup(n).await?;
+        let db = engine_dir.join(format!("gridline-bench-{}-{n}.db", std::process::id()));
+        let env = setup(n, &db).await?;
         results
             .index_e2e
             .push((n, env.stream_records, env.index_seconds));
@@ -268,7 +309,8 @@ async fn main() -> Result<()> {
         let me = env.seeded.users[0].clone();
         let mut rows: BTreeMap<&'static str, Stat> = BTreeMap::new();
 
-        rows.insert(
+        timed!(
+            rows,
             "grid page by custom field",
             pages(
                 &env,
@@ -278,7 +320,8 @@ async fn main() -> Result<()> {
             )
             .await?,
         );
-        rows.insert(
+        timed!(
+            rows,
             "grid page with a range",
             pages(
                 &env,
@@ -288,17 +331,20 @@ async fn main() -> Result<()> {
             )
             .await?,
         );
-        rows.insert(
+        timed!(
+            rows,
             "my issues",
             pages(&env, &me, "/me/issues?limit=50".into(), s).await?,
         );
-        rows.insert(
+        timed!(
+            rows,
             "my teams' issues (5 teams)",
             pages(&env, &me, "/me/teams/issues?limit=50".into(), s).await?,
         );
         let mut rng = StdRng::seed_from_u64(n);
         let ids = env.issue_ids.clone();
-        rows.insert(
+        timed!(
+            rows,
             "get issue",
             measure(&env.meter, s, |_| {
                 let id = ids[rng.gen_range(0..ids.len())].clone();
@@ -314,7 +360,8 @@ async fn main() -> Result<()> {
             })
             .await?,
         );
-        rows.insert(
+        timed!(
+            rows,
             "create issue",
             measure(&env.meter, s, |i| {
                 let env = &env;
@@ -335,7 +382,8 @@ async fn main() -> Result<()> {
             .await?,
         );
         let mut rng = StdRng::seed_from_u64(n + 1);
-        rows.insert(
+        timed!(
+            rows,
             "patch issue",
             measure(&env.meter, s, |i| {
                 let id = ids[rng.gen_range(0..ids.len())].clone();
@@ -358,7 +406,12 @@ async fn main() -> Result<()> {
         );
 
         // The designs the seeds moved away from, on the same engine and data.
+        let started = Instant::now();
         let base = baselines::Baselines::build(&env).await?;
+        eprintln!(
+            "   baselines built in {:.1} s",
+            started.elapsed().as_secs_f64()
+        );
         let heavy = if n >= 100_000 {
             1
         } else if n >= 10_000 {
@@ -366,19 +419,23 @@ async fn main() -> Result<()> {
         } else {
             s.min(10)
         };
-        rows.insert(
+        timed!(
+            rows,
             "baseline: query the project, sort in memory",
             measure(&env.meter, heavy, |_| base.scan_and_sort(&env)).await?,
         );
-        rows.insert(
+        timed!(
+            rows,
             "baseline: one query per issue (classic design)",
             measure(&env.meter, heavy, |_| base.classic(&env)).await?,
         );
-        rows.insert(
+        timed!(
+            rows,
             "baseline: GSI + FilterExpression, page of missing values",
             measure(&env.meter, s.min(10), |_| base.gsi_missing_page(&env)).await?,
         );
-        rows.insert(
+        timed!(
+            rows,
             "grid page of missing values (same position)",
             base.grid_missing_page(&env, s.min(10)).await?,
         );
@@ -387,6 +444,9 @@ async fn main() -> Result<()> {
             "   index: {} records in {:.1} s",
             env.stream_records, env.index_seconds
         );
+        drop(base);
+        drop(env);
+        remove_db(&db);
     }
     results.indexer_core = report::indexer_core(5_000).await?;
     results.amplification = report::write_amplification().await?;
