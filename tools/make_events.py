@@ -16,14 +16,22 @@ ISSUE = "01JDQ5S0000000000000000N01"
 ISSUE_TO_DELETE = "01JDQ5S0000000000000000N02"
 MISSING = "01JDQ5S0000000000000000X99"
 TEAM = "01JDQ5S0000000000000000T01"
+# The app client the tokens were issued to (`aud`); `invoke` accepts only it, as the template's
+# ALLOWED_CLIENT_IDS does in AWS.
+CLIENT_ID = "5example0client0id0gridline"
+ORIGIN = "https://app.example.com"
 
 root = pathlib.Path(__file__).resolve().parent.parent / "events"
 
 
-def event(method, resource, path_params=None, body=None, query=None, headers=None, claims=True):
+def event(method, resource, path_params=None, body=None, query=None, headers=None, claims=True,
+          base_path="", claim_overrides=None):
+    # API Gateway's `path` holds the parameters decoded, and behind a custom domain the base
+    # path too; the router goes by `resource` and `pathParameters` instead.
     path = resource
     for k, v in (path_params or {}).items():
         path = path.replace("{" + k + "}", v)
+    path = base_path + path
     hdrs = {
         "Accept": "application/json",
         "Authorization": "Bearer eyJraWQiOi...redacted",
@@ -40,7 +48,7 @@ def event(method, resource, path_params=None, body=None, query=None, headers=Non
         "resourceId": "a1b2c3",
         "resourcePath": resource,
         "httpMethod": method,
-        "path": "/prod" + path,
+        "path": (path if base_path else "/prod" + path),
         "stage": "prod",
         "protocol": "HTTP/1.1",
         "requestId": "c6af9ac6-7b61-11e6-9a41-93e8deadbeef",
@@ -54,8 +62,13 @@ def event(method, resource, path_params=None, body=None, query=None, headers=Non
                 "custom:tenant_id": TENANT,
                 "email": "alice@example.com",
                 "token_use": "id",
+                "aud": CLIENT_ID,
+                **(claim_overrides or {}),
             }
         }
+    if base_path:
+        ctx["domainName"] = "api.example.com"
+        hdrs["Host"] = "api.example.com"
     return {
         "resource": resource,
         "path": path,
@@ -150,6 +163,39 @@ EVENTS += [
     ("inbox-team", "InboxFunction", 200, "One team's open issues.", event("GET", "/teams/{team_id}/issues", T)),
     ("inbox-me-bad-role", "InboxFunction", 400, "An unknown role in the filter.",
      event("GET", "/me/issues", query={"role": "boss"})),
+]
+
+# Routing from the resource: a custom domain's base path, and ids with characters a path encodes.
+EVENTS += [
+    ("projects-get-custom-domain", "ProjectsFunction", 200,
+     "Behind a custom domain with base path /v1: `path` starts with it, the route comes from `resource`.",
+     event("GET", "/projects/{project_id}", P, base_path="/v1")),
+    ("users-teams-encoded-id", "PeopleFunction", 200,
+     "A user id holding '/', '?' and '%' (decoded in `pathParameters`): routed by resource, not by path.",
+     event("GET", "/users/{user_id}/teams", {"user_id": "svc/ci?x%y"})),
+]
+
+# Tokens the functions refuse although the authorizer verified them.
+EVENTS += [
+    ("projects-get-other-client", "ProjectsFunction", 401,
+     "An ID token of another app client of the pool (`aud` not in ALLOWED_CLIENT_IDS): 401.",
+     event("GET", "/projects/{project_id}", P, claim_overrides={"aud": "someotherappclient"})),
+    ("projects-get-access-token", "ProjectsFunction", 401,
+     "An access token (token_use access) instead of an ID token: 401.",
+     event("GET", "/projects/{project_id}", P, claim_overrides={"token_use": "access"})),
+]
+
+# CORS preflights: no token (the OPTIONS methods have no authorizer), answered before routing.
+PREFLIGHT = {"Origin": ORIGIN, "Access-Control-Request-Method": "PATCH",
+             "Access-Control-Request-Headers": "authorization,content-type,if-match"}
+EVENTS += [
+    ("cors-preflight-issue", "IssuesFunction", 204,
+     "A browser's preflight for PATCH /issues/{id} from an allowed origin: 204 with the Allow-* headers.",
+     event("OPTIONS", "/issues/{issue_id}", {"issue_id": ISSUE}, headers=PREFLIGHT, claims=False)),
+    ("cors-preflight-grid", "GridFunction", 204,
+     "A preflight for the grid from an allowed origin.",
+     event("OPTIONS", "/projects/{project_id}/issues", P, claims=False,
+           headers={**PREFLIGHT, "Access-Control-Request-Method": "GET"})),
 ]
 
 STREAM_ARN = "arn:aws:dynamodb:us-east-1:123456789012:table/gridline-RecordsTable/stream/2026-11-21T00:00:00.000"

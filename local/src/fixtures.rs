@@ -17,6 +17,10 @@ pub const ISSUE_TO_DELETE: &str = "01JDQ5S0000000000000000N02";
 pub const TEAM: &str = "01JDQ5S0000000000000000T01";
 /// The `sub` of the events' Cognito claims.
 pub const SUB: &str = "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6";
+/// The app client id the events' tokens were issued to (`aud`), and the one `invoke` accepts.
+pub const CLIENT_ID: &str = "5example0client0id0gridline";
+/// The browser origin the CORS events come from, and the one `invoke` allows.
+pub const ORIGIN: &str = "https://app.example.com";
 const CREATED_AT: &str = "2026-11-21T20:42:03.123Z";
 
 /// Writes the fixtures into empty tables.

@@ -104,7 +104,9 @@ pub async fn invoke(stack: &Stack, function: &str, event: &str) -> Result<Outcom
     };
     // As in Lambda: claims from API Gateway's authorizer, EMF request records on stdout.
     let state = AppState {
-        auth: AuthMode::ApiGateway,
+        auth: AuthMode::ApiGateway {
+            client_ids: gridline::auth::ClientIds::parse(crate::fixtures::CLIENT_ID),
+        },
         log: LogStyle::Emf,
         ..stack.state.clone()
     };

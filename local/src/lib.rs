@@ -4,6 +4,8 @@
 
 pub mod chaos;
 pub mod fixtures;
+pub mod gateway;
+pub mod guard;
 pub mod invoke;
 pub mod stream;
 pub mod template;
@@ -177,6 +179,8 @@ pub struct StackOptions {
     pub tables: TableNames,
     pub jwt_secret: Vec<u8>,
     pub cursor_key: Vec<u8>,
+    /// Browser origins allowed to call the API (CORS).
+    pub cors: gridline::http::cors::Cors,
 }
 
 impl Stack {
@@ -204,6 +208,7 @@ impl Stack {
                 secret: opts.jwt_secret,
             },
             log: gridline::telemetry::LogStyle::Local,
+            cors: opts.cors,
         };
         Ok(Self {
             engine,

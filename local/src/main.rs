@@ -18,6 +18,9 @@ struct Cli {
     command: Command,
 }
 
+/// A web app's dev server on this machine (Vite's default port), allowed by `make dev`.
+const LOCAL_ALLOWED_ORIGINS: &str = "http://localhost:5173,http://127.0.0.1:5173";
+
 #[derive(Subcommand)]
 enum Command {
     /// Serve the API on localhost, backed by the embedded engine.
@@ -40,6 +43,9 @@ enum Command {
         jwt_secret: String,
         #[arg(long, env = "CURSOR_SIGNING_KEY", default_value = LOCAL_CURSOR_KEY, hide_default_value = true)]
         cursor_key: String,
+        /// Browser origins allowed to call the API (CORS), comma-separated; `*` allows any.
+        #[arg(long, env = "ALLOWED_ORIGINS", default_value = LOCAL_ALLOWED_ORIGINS)]
+        allowed_origins: String,
     },
     /// Run sample events through their functions' handlers, without Docker: each on a fresh
     /// in-memory stack holding the fixtures the events name. Prints what Lambda would return.
@@ -118,6 +124,7 @@ async fn run(cli: Cli) -> Result<()> {
             dynamodb_endpoint,
             jwt_secret,
             cursor_key,
+            allowed_origins,
         } => {
             gridline::telemetry::init_local();
             let data = match (dynamodb_endpoint, in_memory) {
@@ -125,7 +132,8 @@ async fn run(cli: Cli) -> Result<()> {
                 (None, true) => Data::Memory,
                 (None, false) => Data::File(data),
             };
-            serve(port, engine_port, data, jwt_secret, cursor_key).await
+            let cors = gridline::http::cors::Cors::parse(&allowed_origins);
+            serve(port, engine_port, data, jwt_secret, cursor_key, cors).await
         }
     }
 }
@@ -136,6 +144,7 @@ async fn serve(
     data: Data,
     jwt_secret: String,
     cursor_key: String,
+    cors: gridline::http::cors::Cors,
 ) -> Result<()> {
     let stack = Stack::start(StackOptions {
         data: data.clone(),
@@ -143,6 +152,7 @@ async fn serve(
         tables: TableNames::default(),
         jwt_secret: jwt_secret.into_bytes(),
         cursor_key: cursor_key.into_bytes(),
+        cors,
     })
     .await?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -233,6 +243,7 @@ async fn invoke(
             tables: TableNames::default(),
             jwt_secret: LOCAL_JWT_SECRET.as_bytes().to_vec(),
             cursor_key: LOCAL_CURSOR_KEY.as_bytes().to_vec(),
+            cors: gridline::http::cors::Cors::parse(gridline_local::fixtures::ORIGIN),
         })
         .await?;
         if endpoint.is_none() {

@@ -44,6 +44,13 @@ fn test_data() -> (Data, TableNames) {
     }
 }
 
+/// The origin tests call from as a browser would.
+pub const TEST_ORIGIN: &str = "https://app.example.com";
+
+fn test_cors() -> gridline::http::cors::Cors {
+    gridline::http::cors::Cors::parse(TEST_ORIGIN)
+}
+
 /// A response, with the body parsed as JSON when it is JSON.
 #[derive(Debug)]
 pub struct Reply {
@@ -72,6 +79,7 @@ pub async fn test_stack(data: Data) -> anyhow::Result<Stack> {
         },
         jwt_secret: TEST_JWT_SECRET.to_vec(),
         cursor_key: TEST_CURSOR_KEY.to_vec(),
+        cors: test_cors(),
     })
     .await
 }
@@ -92,6 +100,7 @@ impl TestApi {
             tables,
             jwt_secret: TEST_JWT_SECRET.to_vec(),
             cursor_key: TEST_CURSOR_KEY.to_vec(),
+            cors: test_cors(),
         })
         .await
         .expect("local stack starts");

@@ -28,11 +28,44 @@ pub struct Caller {
     pub user: String,
 }
 
+/// The environment variable listing the app clients whose tokens the API accepts,
+/// comma-separated (the template joins the stack's own client and `AllowedClientIds`).
+pub const ALLOWED_CLIENT_IDS_VAR: &str = "ALLOWED_CLIENT_IDS";
+
+/// The Cognito app clients whose ID tokens the API accepts. A user pool authorizer accepts a
+/// token from any app client of the pool, and another client of a shared pool may let its
+/// users write their own `custom:tenant_id`; so the functions check the token's `aud` too.
+/// An empty list accepts nothing.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ClientIds(Vec<String>);
+
+impl ClientIds {
+    pub fn parse(list: &str) -> Self {
+        Self(
+            list.split(',')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .map(str::to_string)
+                .collect(),
+        )
+    }
+
+    /// `ALLOWED_CLIENT_IDS` from the environment.
+    pub fn from_env() -> Self {
+        Self::parse(&std::env::var(ALLOWED_CLIENT_IDS_VAR).unwrap_or_default())
+    }
+
+    fn contains(&self, client: &str) -> bool {
+        self.0.iter().any(|c| c == client)
+    }
+}
+
 /// Where claims come from.
 #[derive(Clone)]
 pub enum AuthMode {
-    /// API Gateway's authorizer verified the token; read `requestContext.authorizer.claims`.
-    ApiGateway,
+    /// API Gateway's authorizer verified the token; read `requestContext.authorizer.claims`,
+    /// and accept only ID tokens issued to one of `client_ids`.
+    ApiGateway { client_ids: ClientIds },
     /// Verify `Authorization: Bearer` as an HS256 JWT with this secret (the local stack).
     Hs256 { secret: Vec<u8> },
 }
@@ -45,7 +78,7 @@ impl FromRequestParts<AppState> for Caller {
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
         let caller = match &state.auth {
-            AuthMode::ApiGateway => from_request_context(parts),
+            AuthMode::ApiGateway { client_ids } => from_request_context(parts, client_ids),
             AuthMode::Hs256 { secret } => {
                 bearer(parts).and_then(|token| verify_hs256(token, secret, now()))
             }
@@ -56,11 +89,18 @@ impl FromRequestParts<AppState> for Caller {
     }
 }
 
-fn from_request_context(parts: &Parts) -> Option<Caller> {
+fn from_request_context(parts: &Parts, client_ids: &ClientIds) -> Option<Caller> {
     let RequestContext::ApiGatewayV1(ctx) = parts.extensions.get::<RequestContext>()? else {
         return None;
     };
     let claims = ctx.authorizer.fields.get("claims")?;
+    // Only ID tokens carry `custom:tenant_id`; an access token's `client_id` plays `aud`'s
+    // part, but access tokens are refused outright, so `aud` is what names the client.
+    if claims.get("token_use")?.as_str()? != "id"
+        || !client_ids.contains(claims.get("aud")?.as_str()?)
+    {
+        return None;
+    }
     caller_from(
         claims.get("sub")?.as_str()?,
         claims.get(TENANT_CLAIM)?.as_str()?,

@@ -1,6 +1,7 @@
 //! The HTTP API: one router, served by Lambda (`lambda_http::run`), by the local server
 //! (`axum::serve`) and by tests (`oneshot`).
 
+pub mod cors;
 mod extract;
 mod grid;
 mod inbox;
@@ -33,6 +34,8 @@ pub struct AppState {
     pub auth: AuthMode,
     /// How each request's record is written (EMF in Lambda).
     pub log: LogStyle,
+    /// The browser origins allowed to call the API.
+    pub cors: cors::Cors,
 }
 
 /// Which Lambda function serves a route. The template's `Events` must list exactly these.
@@ -202,13 +205,14 @@ pub fn router(state: AppState, groups: &[Group]) -> Router {
         _ => "local",
     };
     let style = state.log;
+    let cors = state.cors.clone();
     let mut router = Router::new();
     for (route, handler) in table() {
         if groups.contains(&route.group) {
             router = router.route(route.path, handler);
         }
     }
-    router
+    let routes = router
         .fallback(|| async {
             problem_response(
                 StatusCode::NOT_FOUND,
@@ -219,11 +223,74 @@ pub fn router(state: AppState, groups: &[Group]) -> Router {
         })
         .layer(axum::middleware::map_response(as_problem))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
+        // Around everything that answers, so every answer (a 404, a 413, a 401) carries the
+        // CORS headers; inside `observe`, so preflights are logged like any request.
+        .layer(axum::middleware::from_fn(
+            move |req: Request<Body>, next: Next| cors::layer(cors.clone(), req, next),
+        ))
         .layer(axum::middleware::from_fn(
             move |req: Request<Body>, next: Next| observe(function, style, req, next),
         ))
-        .with_state(state)
+        .with_state(state);
+    // Layers on a router run after routing; the path must be rebuilt before it.
+    Router::new().fallback_service(
+        tower::ServiceBuilder::new()
+            .map_request(route_from_resource)
+            .service(routes),
+    )
 }
+
+/// Behind API Gateway the route comes from the event's `resource` and `pathParameters`, not
+/// its `path`: behind a custom domain with a base-path mapping the path starts with the base
+/// path (`/v1/projects/…`), and an id holding an encoded `/` or `?` arrives decoded in the
+/// path. The resource (`/users/{user_id}/teams`) with each parameter percent-encoded is the
+/// path the routes expect. Requests without an API Gateway context pass unchanged.
+fn route_from_resource(mut req: Request<Body>) -> Request<Body> {
+    use lambda_http::RequestExt;
+    let Some(lambda_http::request::RequestContext::ApiGatewayV1(ctx)) =
+        req.extensions()
+            .get::<lambda_http::request::RequestContext>()
+    else {
+        return req;
+    };
+    let Some(resource) = ctx.resource_path.clone() else {
+        return req;
+    };
+    let params = req.path_parameters();
+    let mut path = String::with_capacity(resource.len() + 32);
+    for segment in resource.split('/').filter(|s| !s.is_empty()) {
+        path.push('/');
+        match segment.strip_prefix('{').and_then(|s| s.strip_suffix('}')) {
+            Some(name) => {
+                let Some(value) = params.first(name.trim_end_matches('+')) else {
+                    return req;
+                };
+                path.extend(percent_encoding::utf8_percent_encode(value, PATH_SEGMENT));
+            }
+            None => path.push_str(segment),
+        }
+    }
+    if path.is_empty() {
+        path.push('/');
+    }
+    let path_and_query = match req.uri().query() {
+        Some(q) => format!("{path}?{q}"),
+        None => path,
+    };
+    let mut parts = req.uri().clone().into_parts();
+    parts.path_and_query = path_and_query.parse().ok();
+    if let Ok(uri) = axum::http::Uri::from_parts(parts) {
+        *req.uri_mut() = uri;
+    }
+    req
+}
+
+/// Everything but RFC 3986's unreserved characters is escaped in a path segment.
+const PATH_SEGMENT: &percent_encoding::AsciiSet = &percent_encoding::NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'.')
+    .remove(b'_')
+    .remove(b'~');
 
 /// Times the request, counts its DynamoDB calls and writes its record once it is answered.
 async fn observe(
@@ -316,8 +383,11 @@ pub async fn lambda_state() -> Result<AppState, crate::config::ConfigError> {
     Ok(AppState {
         store,
         cursor_key: cursor_key?,
-        auth: AuthMode::ApiGateway,
+        auth: AuthMode::ApiGateway {
+            client_ids: crate::auth::ClientIds::from_env(),
+        },
         log: LogStyle::Emf,
+        cors: cors::Cors::from_env(),
     })
 }
 

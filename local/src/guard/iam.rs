@@ -1,0 +1,1 @@
+//! IAM policies from `template.yaml`, checked against every request a function's clients make.
