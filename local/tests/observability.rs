@@ -47,9 +47,12 @@ async fn each_request_logs_its_route_tenant_and_calls_and_no_secrets() {
 
     let buffer = Buffer::default();
     let writer = buffer.clone();
+    // The product's own filter at its most verbose: Gridline's spans at trace, the SDK and
+    // the HTTP stack at warn.
     let _guard = tracing::subscriber::set_default(
         tracing_subscriber::fmt()
             .json()
+            .with_env_filter(gridline::telemetry::log_filter("trace"))
             .with_writer(move || writer.clone())
             .finish(),
     );

@@ -2,17 +2,47 @@
 
 use tracing_subscriber::EnvFilter;
 
-/// JSON logs for Lambda (CloudWatch), filtered by `RUST_LOG` or `LOG_LEVEL` (default `info`).
-/// No ANSI colours and no timestamps: CloudWatch adds its own.
+/// Crates whose spans and events `LOG_LEVEL` governs: Gridline's own.
+const OWN_CRATES: [&str; 9] = [
+    "gridline",
+    "gridline_local",
+    "gridctl",
+    "projects",
+    "issues",
+    "grid",
+    "people",
+    "inbox",
+    "indexer",
+];
+
+/// The log filter for `level` (`error` … `trace`; anything else is `info`): Gridline's own
+/// spans at that level, every other crate (the AWS SDK, hyper, rustls) at `warn`. At `debug`
+/// and `trace` the SDK would log request and response bodies — item values — and the HTTP
+/// stack its headers; raising `LOG_LEVEL` must never do that. `RUST_LOG` is not read for the
+/// same reason.
+pub fn log_filter(level: &str) -> EnvFilter {
+    let level = match level.trim().to_ascii_lowercase().as_str() {
+        l @ ("error" | "warn" | "info" | "debug" | "trace") => l.to_string(),
+        _ => "info".to_string(),
+    };
+    let directives = OWN_CRATES
+        .iter()
+        .map(|c| format!("{c}={level}"))
+        .collect::<Vec<_>>()
+        .join(",");
+    EnvFilter::try_new(format!("warn,{directives}")).unwrap_or_else(|_| EnvFilter::new("warn"))
+}
+
+fn level_from_env() -> String {
+    std::env::var("LOG_LEVEL").unwrap_or_else(|_| "info".into())
+}
+
+/// JSON logs for Lambda (CloudWatch), filtered by `LOG_LEVEL` (default `info`; see
+/// [`log_filter`]). No ANSI colours and no timestamps: CloudWatch adds its own.
 pub fn init_lambda() {
-    let filter = EnvFilter::try_from_default_env()
-        .or_else(|_| {
-            EnvFilter::try_new(std::env::var("LOG_LEVEL").unwrap_or_else(|_| "info".into()))
-        })
-        .unwrap_or_else(|_| EnvFilter::new("info"));
     let _ = tracing_subscriber::fmt()
         .json()
-        .with_env_filter(filter)
+        .with_env_filter(log_filter(&level_from_env()))
         .with_current_span(false)
         .with_ansi(false)
         .without_time()
@@ -20,12 +50,10 @@ pub fn init_lambda() {
         .try_init();
 }
 
-/// Human-readable logs for the local stack.
+/// Human-readable logs for the local stack, filtered like Lambda's.
 pub fn init_local() {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new("info,aws_smithy=warn,aws_config=warn"));
     let _ = tracing_subscriber::fmt()
-        .with_env_filter(filter)
+        .with_env_filter(log_filter(&level_from_env()))
         .with_target(false)
         .try_init();
 }
@@ -238,5 +266,14 @@ mod tests {
                 assert!(v[name.as_str().unwrap()].is_string());
             }
         }
+    }
+
+    #[test]
+    fn log_level_raises_our_crates_only() {
+        let filter = log_filter("trace").to_string();
+        assert!(filter.starts_with("warn,"), "{filter}");
+        assert!(filter.contains("gridline=trace"), "{filter}");
+        assert!(!filter.contains("aws"), "{filter}");
+        assert!(log_filter("nonsense").to_string().contains("gridline=info"));
     }
 }
