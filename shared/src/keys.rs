@@ -137,8 +137,10 @@ pub fn column_pk(t: &str, project_id: &str, column: &str, scope: &str) -> String
 pub const VALUE_PREFIX: &str = "1";
 /// Sort-key prefix of entries for issues with no value in the column.
 pub const MISSING_PREFIX: &str = "2";
-/// Upper bound for value sort keys: above every value entry, below every missing one.
-pub const VALUE_CEILING: &str = "1\u{10FFFF}";
+/// Upper bound for value sort keys: above every value entry (they all start with `1`), below
+/// every missing one (`2` and twenty digits; no key is `2` alone). It must not be `1` and the
+/// highest character: a value may start with that character, and its key sorts above it.
+pub const VALUE_CEILING: &str = MISSING_PREFIX;
 
 /// Bounds of the missing entries.
 pub const MISSING_FLOOR: &str = MISSING_PREFIX;
@@ -164,9 +166,16 @@ pub fn value_ceiling_at(encoded: &str) -> String {
     format!("{VALUE_PREFIX}{encoded}{}{}", text::SEP, "9".repeat(20))
 }
 
-/// The highest sort key of values starting with `encoded` (`prefix`).
+/// Characters of [`text::TOP`] that outrank any rest of a value key after a prefix: a key is at
+/// most `1`, [`text::MAX_BYTES`] of encoding, a separator and 20 digits, and the run is longer.
+const TOP_RUN: usize = (text::MAX_BYTES + 22) / 4 + 1;
+
+/// An inclusive upper bound for the sort keys of values starting with `encoded` (`prefix`):
+/// the prefix followed by a run of the highest character longer than any rest of a key, so a
+/// value that continues with that character (or starts with it) is still inside.
 pub fn prefix_ceiling(encoded: &str) -> String {
-    format!("{VALUE_PREFIX}{encoded}\u{10FFFF}")
+    let run: String = std::iter::repeat_n(text::TOP, TOP_RUN).collect();
+    format!("{VALUE_PREFIX}{encoded}{run}")
 }
 
 /// The indexer's record of an issue's entries, for replay protection and exact diffs.
@@ -271,6 +280,29 @@ mod tests {
             prop_assert!(value_sk(&enc, a).as_str() < VALUE_CEILING);
             prop_assert_eq!(value_sk(&enc, a).cmp(&value_sk(&enc, b)), a.cmp(&b));
             prop_assert!(value_floor(&enc) <= value_sk(&enc, a) && value_sk(&enc, a) <= value_ceiling_at(&enc));
+        }
+
+        /// Values starting with, or continuing with, the highest character are inside the
+        /// value range and inside every prefix range that matches them.
+        #[test]
+        fn the_highest_character_is_below_every_ceiling(
+            head in "[a-z]{0,3}",
+            tops in 1usize..300,
+            tail in "[a-z\u{10FFFF}]{0,5}",
+            num in any::<u64>(),
+        ) {
+            let value = format!("{head}{}{tail}", text::TOP.to_string().repeat(tops));
+            let sk = value_sk(&text::encode(&value), num);
+            prop_assert!(sk.as_str() < VALUE_CEILING && sk.as_str() >= VALUE_PREFIX);
+            prop_assert!(sk < missing_sk(0));
+            let chars: Vec<char> = value.chars().collect();
+            for cut in 1..=chars.len().min(8) {
+                let p: String = chars[..cut].iter().collect();
+                let p = text::prefix_key(&p);
+                prop_assert!(value_floor(&p) <= sk && sk <= prefix_ceiling(&p), "prefix {cut}");
+            }
+            // `lte` at the value itself keeps it.
+            prop_assert!(sk <= value_ceiling_at(&text::encode(&value)));
         }
 
         #[test]

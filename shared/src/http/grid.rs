@@ -14,7 +14,7 @@ use crate::auth::Caller;
 use crate::cursor::{Position, Scope};
 use crate::domain::IssueState;
 use crate::domain::ids::is_server_id;
-use crate::encoding::text::fold;
+use crate::encoding::text::{fold, prefix_key};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::index::{Column, Kind, encode_bound, scope};
 use crate::keys;
@@ -102,8 +102,8 @@ fn parse(
         } else if p.is_empty() {
             errors.push(FieldError::new("prefix", "must not be empty"));
         } else {
-            from = from.max(keys::value_floor(&fold(p)));
-            to = to.min(keys::prefix_ceiling(&fold(p)));
+            from = from.max(keys::value_floor(&prefix_key(p)));
+            to = to.min(keys::prefix_ceiling(&prefix_key(p)));
         }
     }
     if !errors.is_empty() {
