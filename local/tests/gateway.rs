@@ -1,0 +1,114 @@
+//! Lambda's and API Gateway's limits on the local API: timeouts, payload sizes.
+
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+use gridline_local::gateway::{self, Limits};
+use gridline_local::testing::send;
+use http::Method;
+
+fn limits(function_timeout_ms: u64, gateway_timeout_ms: u64) -> Limits {
+    Limits {
+        function_timeout: Duration::from_millis(function_timeout_ms),
+        gateway_timeout: Duration::from_millis(gateway_timeout_ms),
+        max_request_bytes: 1_000,
+        max_response_bytes: 2_000,
+    }
+}
+
+fn app() -> Router {
+    Router::new()
+        .route(
+            "/slow",
+            get(|| async {
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                "late"
+            }),
+        )
+        .route("/big", get(|| async { "x".repeat(2_001) }))
+        .route("/fits", get(|| async { "x".repeat(2_000) }))
+        .route(
+            "/echo",
+            post(|body: String| async move { body.len().to_string() }),
+        )
+}
+
+#[test]
+fn each_function_gets_its_timeout_from_the_template() {
+    assert_eq!(
+        gateway::function_timeout("IssuesFunction").unwrap(),
+        Duration::from_secs(10)
+    );
+    assert_eq!(
+        gateway::function_timeout("IndexerFunction").unwrap(),
+        Duration::from_secs(120)
+    );
+    assert!(gateway::function_timeout("NoSuchFunction").is_err());
+}
+
+#[tokio::test]
+async fn a_function_past_its_timeout_is_a_502_problem() {
+    let router = gateway::with_limits(app(), limits(50, 1_000));
+    let reply = send(router, Method::GET, "/slow", None, None, &[]).await;
+    assert_eq!(reply.status, 502, "{}", reply.text);
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/problem+json")
+    );
+}
+
+#[tokio::test]
+async fn past_api_gateways_timeout_is_a_504_problem() {
+    // A function allowed longer than API Gateway waits.
+    let router = gateway::with_limits(app(), limits(1_000, 50));
+    let reply = send(router, Method::GET, "/slow", None, None, &[]).await;
+    assert_eq!(reply.status, 504, "{}", reply.text);
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/problem+json")
+    );
+}
+
+#[tokio::test]
+async fn a_response_over_the_payload_limit_is_a_502_and_one_at_it_passes() {
+    let router = gateway::with_limits(app(), limits(1_000, 1_000));
+    let big = send(router.clone(), Method::GET, "/big", None, None, &[]).await;
+    assert_eq!(big.status, 502, "{}", big.text);
+    assert_eq!(big.header("content-type"), Some("application/problem+json"));
+    let fits = send(router, Method::GET, "/fits", None, None, &[]).await;
+    assert_eq!(fits.status, 200);
+    assert_eq!(fits.text.len(), 2_000);
+}
+
+#[tokio::test]
+async fn a_request_over_the_payload_limit_is_a_413_problem() {
+    let router = gateway::with_limits(app(), limits(1_000, 1_000));
+    let over = "y".repeat(1_001);
+    let reply = send(
+        router.clone(),
+        Method::POST,
+        "/echo",
+        None,
+        Some(&over),
+        &[],
+    )
+    .await;
+    assert_eq!(reply.status, 413, "{}", reply.text);
+    assert_eq!(
+        reply.header("content-type"),
+        Some("application/problem+json")
+    );
+    let at = "y".repeat(1_000);
+    let reply = send(router, Method::POST, "/echo", None, Some(&at), &[]).await;
+    assert_eq!(reply.status, 200);
+    assert_eq!(reply.text, "1000");
+}
+
+#[test]
+fn the_real_limits_are_api_gateways_and_lambdas() {
+    let l = Limits::of("GridFunction").unwrap();
+    assert_eq!(l.gateway_timeout, Duration::from_secs(29));
+    assert_eq!(l.max_request_bytes, 10 * 1024 * 1024);
+    assert_eq!(l.max_response_bytes, 6 * 1024 * 1024);
+}
