@@ -1,8 +1,9 @@
 //! The local event source mapping: reads the records table's real change stream (DynamoDB
 //! Streams API) and invokes the indexer's handler with the `aws_lambda_events` event Lambda
 //! would deliver, with Lambda's semantics for partial batch failures: a reported failure is
-//! retried from its sequence number, and after `max_retries` the failing record goes to the
-//! on-failure queue (here, a list and the log) so it never blocks its shard.
+//! retried from its sequence number, and after `max_retries` the batch from that record on —
+//! every record of it, whatever issue or tenant — goes to the on-failure queue (here, a list
+//! and the log) and the shard moves past it, as Lambda does.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -183,13 +184,21 @@ impl Poller {
                         *a
                     };
                     next = if attempts > self.max_retries {
-                        // Like the mapping's on-failure destination: record it and move past it.
-                        let failed = event
+                        // Like the mapping's on-failure destination: the batch being retried
+                        // (the failed record and every one after it in the batch) is described
+                        // to the queue and the shard moves past all of it.
+                        let from = event
                             .records
                             .iter()
-                            .find(|r| r.change.sequence_number.as_deref() == Some(seq.as_str()));
-                        tracing::error!(sequence_number = %seq, shard = %id, "record sent to the on-failure queue");
-                        let message = on_failure_message(&arn, &id, &seq, attempts, failed);
+                            .position(|r| r.change.sequence_number.as_deref() == Some(seq.as_str()))
+                            .unwrap_or(0);
+                        let range = &event.records[from..];
+                        let last = range
+                            .last()
+                            .and_then(|r| r.change.sequence_number.clone())
+                            .unwrap_or_else(|| seq.clone());
+                        tracing::error!(start = %seq, end = %last, records = range.len(), shard = %id, "batch sent to the on-failure queue");
+                        let message = on_failure_message(&arn, &id, attempts, range);
                         if let Some(path) = &self.on_failure_file {
                             append_line(path, &message);
                         }
@@ -198,7 +207,7 @@ impl Poller {
                             &arn,
                             &id,
                             ShardIteratorType::AfterSequenceNumber,
-                            Some(&seq),
+                            Some(&last),
                         )
                         .await?
                     } else {
@@ -306,20 +315,26 @@ pub fn to_event(records: &[Record], stream_arn: &str) -> Result<Event> {
 }
 
 /// The message Lambda sends to a stream mapping's on-failure destination: it describes the
-/// batch (here, the one record that exhausted its retries), it does not carry the records.
+/// batch that exhausted its retries (from the failed record to the batch's last), it does not
+/// carry the records.
 pub fn on_failure_message(
     stream_arn: &str,
     shard_id: &str,
-    sequence_number: &str,
     attempts: u32,
-    record: Option<&EventRecord>,
+    records: &[EventRecord],
 ) -> Value {
     let now = time::OffsetDateTime::now_utc()
         .format(&time::format_description::well_known::Rfc3339)
         .unwrap_or_default();
-    let arrival = record
-        .map(|r| r.change.approximate_creation_date_time.to_rfc3339())
-        .unwrap_or_else(|| now.clone());
+    let arrival = |r: Option<&EventRecord>| {
+        r.map(|r| r.change.approximate_creation_date_time.to_rfc3339())
+            .unwrap_or_else(|| now.clone())
+    };
+    let seq = |r: Option<&EventRecord>| {
+        r.and_then(|r| r.change.sequence_number.clone())
+            .unwrap_or_default()
+    };
+    let (first, last) = (records.first(), records.last());
     json!({
         "requestContext": {
             "requestId": ulid::Ulid::new().to_string(),
@@ -336,11 +351,11 @@ pub fn on_failure_message(
         "timestamp": now,
         "DDBStreamBatchInfo": {
             "shardId": shard_id,
-            "startSequenceNumber": sequence_number,
-            "endSequenceNumber": sequence_number,
-            "approximateArrivalOfFirstRecord": arrival,
-            "approximateArrivalOfLastRecord": arrival,
-            "batchSize": 1,
+            "startSequenceNumber": seq(first),
+            "endSequenceNumber": seq(last),
+            "approximateArrivalOfFirstRecord": arrival(first),
+            "approximateArrivalOfLastRecord": arrival(last),
+            "batchSize": records.len(),
             "streamArn": stream_arn
         }
     })

@@ -102,7 +102,7 @@ async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_rep
 }
 
 #[tokio::test]
-async fn a_poison_record_goes_to_the_on_failure_queue_and_does_not_block_the_shard() {
+async fn a_malformed_record_is_parked_and_does_not_block_the_shard() {
     let api = TestApi::start().await;
     let p = api.project("p").await;
     // An issue item the API would never write (no version): the indexer cannot read it.
@@ -128,10 +128,363 @@ async fn a_poison_record_goes_to_the_on_failure_queue_and_does_not_block_the_sha
         .unwrap();
     let good = api.issue(&p, json!({"title": "after the poison"})).await;
     api.sync().await;
-    assert_eq!(api.dead_letters().await, 1);
+    assert_eq!(
+        api.dead_letters().await,
+        0,
+        "retrying cannot fix it: parked"
+    );
+    let parked = parked(&api).await;
+    assert_eq!(parked.len(), 1);
+    assert_eq!(parked[0].subject, "01JDQ5S00000000000000POISN");
+    assert!(parked[0].reason.contains("malformed"), "{:?}", parked[0]);
     let r = api.get(&format!("/projects/{p}/issues")).await;
     assert_eq!(
         r.body["items"][0]["id"], good["id"],
         "the record after the poison was indexed"
     );
+}
+
+/// The parked markers in the index table.
+async fn parked(api: &TestApi) -> Vec<gridline::store::Parked> {
+    let out = api
+        .stack
+        .client
+        .scan()
+        .table_name(&api.stack.tables.index)
+        .send()
+        .await
+        .unwrap();
+    out.items()
+        .iter()
+        .filter_map(gridline::store::parked_from_item)
+        .collect()
+}
+
+/// Writes naming a poisoned issue fail: `permanent` ones as DynamoDB refuses an item over its
+/// size limit (`ValidationException`, nothing written), `transient` ones as a network error.
+#[derive(Debug, Default)]
+struct Poison {
+    permanent: std::sync::Mutex<Vec<String>>,
+    transient: std::sync::Mutex<Vec<String>>,
+    refuse_next: std::sync::Mutex<bool>,
+}
+
+#[derive(Debug, Clone)]
+struct PoisonHandle(std::sync::Arc<Poison>);
+
+impl Poison {
+    fn client(
+        self: &std::sync::Arc<Self>,
+        client: &aws_sdk_dynamodb::Client,
+    ) -> aws_sdk_dynamodb::Client {
+        let config = client
+            .config()
+            .to_builder()
+            .interceptor(PoisonHandle(self.clone()))
+            .build();
+        aws_sdk_dynamodb::Client::from_conf(config)
+    }
+
+    /// Whether a write touches a poisoned issue's entries or watermark (parking it, a small
+    /// marker and a flag, is what works in AWS too).
+    fn hit(list: &std::sync::Mutex<Vec<String>>, body: &str) -> bool {
+        !body.contains("#PARKED")
+            && !body.contains(":t")
+            && list
+                .lock()
+                .unwrap()
+                .iter()
+                .any(|id| body.contains(id.as_str()))
+    }
+}
+
+impl aws_sdk_dynamodb::config::Intercept for PoisonHandle {
+    fn name(&self) -> &'static str {
+        "Poison"
+    }
+
+    fn modify_before_transmit(
+        &self,
+        ctx: &mut aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextMut<'_>,
+        _: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let target = ctx
+            .request()
+            .headers()
+            .get("x-amz-target")
+            .unwrap_or_default()
+            .to_string();
+        if !(target.ends_with("BatchWriteItem")
+            || target.ends_with("PutItem")
+            || target.ends_with("UpdateItem"))
+        {
+            return Ok(());
+        }
+        let body = ctx
+            .request()
+            .body()
+            .bytes()
+            .map(|b| String::from_utf8_lossy(b).to_string())
+            .unwrap_or_default();
+        if Poison::hit(&self.0.transient, &body) {
+            return Err("injected: connection reset".into());
+        }
+        if Poison::hit(&self.0.permanent, &body) {
+            // Nothing lands (the engine refuses an empty request), and the answer becomes the
+            // one DynamoDB gives an item over its size limit.
+            *self.0.refuse_next.lock().unwrap() = true;
+            let request = ctx.request_mut();
+            request.headers_mut().insert("content-length", "2");
+            *request.body_mut() = aws_smithy_types::body::SdkBody::from("{}");
+        }
+        Ok(())
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        ctx: &mut aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextMut<'_>,
+        _: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        if !std::mem::take(&mut *self.0.refuse_next.lock().unwrap()) {
+            return Ok(());
+        }
+        let response = ctx.response_mut();
+        response.headers_mut().remove("x-amz-crc32");
+        *response.status_mut() = 400u16.try_into()?;
+        *response.body_mut() = aws_smithy_types::body::SdkBody::from(
+            json!({
+                "__type": "com.amazon.coral.validate#ValidationException",
+                "message": "Item size has exceeded the maximum allowed size"
+            })
+            .to_string(),
+        );
+        Ok(())
+    }
+}
+
+/// A stack whose indexer's client goes through `poison`, and its poller.
+async fn poisoned(
+    api: &TestApi,
+    poison: &std::sync::Arc<Poison>,
+) -> gridline_local::stream::Poller {
+    let store = Store::new(
+        poison.client(&api.stack.client),
+        &api.stack.tables.records,
+        &api.stack.tables.index,
+    );
+    api.stack.poller(Indexer::new(store)).await
+}
+
+#[tokio::test]
+async fn an_issue_that_fails_for_good_is_parked_and_its_neighbours_are_indexed() {
+    let api = TestApi::start().await;
+    let p = api.project("p").await;
+    let poison = std::sync::Arc::new(Poison::default());
+    let mut poller = poisoned(&api, &poison).await;
+    poller.emit_metrics = false;
+    poller.drain().await.unwrap();
+    let before = api.issue(&p, json!({"title": "before"})).await;
+    let bad = api.issue(&p, json!({"title": "bad"})).await;
+    let after = api.issue(&p, json!({"title": "after"})).await;
+    let bad_id = bad["id"].as_str().unwrap().to_string();
+    poison.permanent.lock().unwrap().push(bad_id.clone());
+    poller.drain().await.unwrap();
+
+    assert!(poller.dead_letters.is_empty(), "{:?}", poller.dead_letters);
+    let parked = parked(&api).await;
+    assert_eq!(parked.len(), 1, "{parked:?}");
+    assert_eq!(
+        (parked[0].tenant.as_str(), parked[0].subject.as_str()),
+        ("acme", bad_id.as_str())
+    );
+    assert!(
+        parked[0].reason.contains("ValidationException"),
+        "{:?}",
+        parked[0]
+    );
+    assert!(!parked[0].sequence_number.is_empty() && !parked[0].parked_at.is_empty());
+    let r = api.get(&format!("/projects/{p}/issues?sort=title")).await;
+    let ids: Vec<&Value> = r.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| &i["id"])
+        .collect();
+    assert_eq!(
+        ids,
+        [&after["id"], &before["id"]],
+        "the neighbours were indexed"
+    );
+
+    // Once the cause is gone, the next change indexes it and removes its marker.
+    poison.permanent.lock().unwrap().clear();
+    let r = api
+        .call(
+            ALICE,
+            Method::PATCH,
+            &format!("/issues/{bad_id}"),
+            Some(json!({"title": "fixed"})),
+        )
+        .await;
+    assert_eq!(r.status, http::StatusCode::OK);
+    poller.drain().await.unwrap();
+    assert!(parked_after(&api).await.is_empty());
+    api.assert_index_matches_records("acme", &[p]).await;
+}
+
+async fn parked_after(api: &TestApi) -> Vec<gridline::store::Parked> {
+    parked(api).await
+}
+
+use serde_json::Value;
+
+#[tokio::test]
+async fn a_transient_failure_is_reported_at_its_sequence_number_and_the_rest_dead_letters_as_lambda_does()
+ {
+    let api = TestApi::start().await;
+    let p = api.project("p").await;
+    let poison = std::sync::Arc::new(Poison::default());
+    let store = Store::new(
+        poison.client(&api.stack.client),
+        &api.stack.tables.records,
+        &api.stack.tables.index,
+    );
+    let indexer = Indexer::new(store);
+    api.sync().await;
+    let a = api.issue(&p, json!({"title": "a"})).await;
+    let bad = api.issue(&p, json!({"title": "bad"})).await;
+    let flaky = api.issue(&p, json!({"title": "flaky"})).await;
+    let b = api.issue(&p, json!({"title": "b"})).await;
+    poison
+        .permanent
+        .lock()
+        .unwrap()
+        .push(bad["id"].as_str().unwrap().into());
+    poison
+        .transient
+        .lock()
+        .unwrap()
+        .push(flaky["id"].as_str().unwrap().into());
+
+    // The handler itself: the poison is parked, the transient failure reported at its record.
+    let mut direct = api.stack.poller(indexer.clone()).await;
+    direct.emit_metrics = false;
+    direct.max_retries = 0;
+    let records = read_stream(&api, true).await;
+    let event = gridline_local::stream::to_event(&records, "arn").unwrap();
+    let seq_of = |id: &Value| {
+        event
+            .records
+            .iter()
+            .find(|r| {
+                r.change.keys.get("PK").is_some_and(|pk| {
+                    matches!(pk, serde_dynamo::AttributeValue::S(s) if s.ends_with(id.as_str().unwrap()))
+                })
+            })
+            .and_then(|r| r.change.sequence_number.clone())
+            .unwrap()
+    };
+    let (response, metrics) = indexer.handle(event.clone()).await;
+    let failed: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .filter_map(|f| f.item_identifier.clone())
+        .collect();
+    assert_eq!(failed, [seq_of(&flaky["id"])]);
+    assert_eq!((metrics.parked, metrics.failures), (1, 1));
+
+    // Through the poller, with retries exhausted: like Lambda, the batch from the failed
+    // record to its end goes to the on-failure queue and the shard moves past it.
+    direct.drain().await.unwrap();
+    assert_eq!(direct.dead_letters.len(), 1, "{:?}", direct.dead_letters);
+    let info = &direct.dead_letters[0]["DDBStreamBatchInfo"];
+    // Every record of the stream from the failed one on (the project's and descriptions'
+    // too: a batch is not one issue's), up to the batch's last.
+    let all = read_stream(&api, false).await;
+    let all_seqs: Vec<String> = all
+        .iter()
+        .filter_map(|r| r.dynamodb.as_ref().and_then(|d| d.sequence_number.clone()))
+        .collect();
+    let from = all_seqs
+        .iter()
+        .position(|s| *s == seq_of(&flaky["id"]))
+        .unwrap();
+    assert_eq!(info["startSequenceNumber"], json!(seq_of(&flaky["id"])));
+    assert_eq!(info["endSequenceNumber"], json!(all_seqs.last().unwrap()));
+    assert_eq!(info["batchSize"], json!(all_seqs.len() - from));
+    // gridctl replay reads that range back: every record in it, b's included.
+    let _ = (&a, &b);
+    // And later records are delivered: the shard was not blocked.
+    poison.transient.lock().unwrap().clear();
+    let c = api.issue(&p, json!({"title": "c"})).await;
+    direct.drain().await.unwrap();
+    let r = api
+        .get(&format!("/projects/{p}/issues?prefix=c&sort=title"))
+        .await;
+    assert_eq!(r.body["items"][0]["id"], c["id"]);
+}
+
+/// Every record of the table's stream, read once from its start.
+async fn read_stream(
+    api: &TestApi,
+    only_issues: bool,
+) -> Vec<aws_sdk_dynamodbstreams::types::Record> {
+    let streams = gridline_local::stream::streams_client(&api.stack.endpoint).await;
+    let arn = api
+        .stack
+        .client
+        .describe_table()
+        .table_name(&api.stack.tables.records)
+        .send()
+        .await
+        .unwrap()
+        .table
+        .and_then(|t| t.latest_stream_arn)
+        .unwrap();
+    let desc = streams
+        .describe_stream()
+        .stream_arn(&arn)
+        .send()
+        .await
+        .unwrap();
+    let mut out = Vec::new();
+    for shard in desc.stream_description.unwrap().shards.unwrap_or_default() {
+        let mut it = streams
+            .get_shard_iterator()
+            .stream_arn(&arn)
+            .shard_id(shard.shard_id.unwrap())
+            .shard_iterator_type(aws_sdk_dynamodbstreams::types::ShardIteratorType::TrimHorizon)
+            .send()
+            .await
+            .unwrap()
+            .shard_iterator;
+        while let Some(i) = it {
+            let page = streams
+                .get_records()
+                .shard_iterator(i)
+                .send()
+                .await
+                .unwrap();
+            let records = page.records.unwrap_or_default();
+            if records.is_empty() {
+                break;
+            }
+            out.extend(records);
+            it = page.next_shard_iterator;
+        }
+    }
+    // Only the issues' records (projects and fields are not what this test is about).
+    out.into_iter()
+        .filter(|r| {
+            !only_issues
+                || r.dynamodb
+                    .as_ref()
+                    .and_then(|d| d.keys.as_ref())
+                    .and_then(|k| k.get("SK"))
+                    .and_then(|v| v.as_s().ok())
+                    .is_some_and(|s| s == "#ISSUE")
+        })
+        .collect()
 }

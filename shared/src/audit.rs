@@ -12,7 +12,9 @@ use crate::domain::values::FieldDef;
 use crate::index::{Entry, entries};
 use crate::indexer::DELETED;
 use crate::keys::{self, entity};
-use crate::store::{Store, StoreError, Table, Watermark, entry_from_item, issue_from};
+use crate::store::{
+    Parked, Store, StoreError, Table, Watermark, entry_from_item, issue_from, parked_from_item,
+};
 
 /// `(tenant, issue id)`.
 pub type IssueRef = (String, String);
@@ -24,6 +26,8 @@ pub struct Snapshot {
     pub defs: HashMap<(String, String), Vec<FieldDef>>,
     /// Every index entry (watermarks aside).
     pub entries: BTreeSet<Entry>,
+    /// The indexer's parked units.
+    pub parked: Vec<Parked>,
     pub records_scanned: usize,
     pub index_scanned: usize,
 }
@@ -43,11 +47,17 @@ pub struct Drift {
     /// Entries the index holds that no record calls for.
     pub extra: Vec<Entry>,
     pub stale: Vec<Stale>,
+    /// Units the indexer parked (a limit or a malformed record stopped them): their issues
+    /// are not indexed as they are now until someone looks, so they count as drift.
+    pub parked: Vec<Parked>,
 }
 
 impl Drift {
     pub fn is_clean(&self) -> bool {
-        self.missing.is_empty() && self.extra.is_empty() && self.stale.is_empty()
+        self.missing.is_empty()
+            && self.extra.is_empty()
+            && self.stale.is_empty()
+            && self.parked.is_empty()
     }
 
     /// Every drifted entry (a stale one as it is in the index).
@@ -117,6 +127,9 @@ pub async fn snapshot(
         }
     }
     snap.entries = index.iter().filter_map(entry_from_item).collect();
+    snap.parked = index.iter().filter_map(parked_from_item).collect();
+    snap.parked
+        .sort_by(|a, b| (&a.tenant, &a.subject).cmp(&(&b.tenant, &b.subject)));
     Ok(snap)
 }
 
@@ -145,7 +158,10 @@ pub fn compare(snap: &Snapshot) -> Drift {
     let expected = expected(snap);
     let want = by_key(&expected);
     let have = by_key(&snap.entries);
-    let mut drift = Drift::default();
+    let mut drift = Drift {
+        parked: snap.parked.clone(),
+        ..Drift::default()
+    };
     for (k, e) in &want {
         match have.get(k) {
             None => drift.missing.push((*e).clone()),
@@ -260,11 +276,15 @@ pub async fn repair_issue(
             version: wm_version.unwrap_or(version),
             entries: desired,
             pending: BTreeSet::new(),
+            parked: false,
         };
         if store
             .replace_watermark(tenant, issue_id, &fixed, wm_version)
             .await?
         {
+            if wm.as_ref().is_some_and(|w| w.parked) {
+                store.unpark(tenant, issue_id).await?;
+            }
             return Ok(Repaired::Fixed { puts, deletes });
         }
     }

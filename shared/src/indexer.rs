@@ -17,7 +17,7 @@ use crate::domain::Issue;
 use crate::domain::values::FieldDef;
 use crate::index::{Entry, entries};
 use crate::keys;
-use crate::store::{Store, StoreError, Watermark, issue_from};
+use crate::store::{Parked, Store, StoreError, Watermark, issue_from};
 
 /// Version recorded for a deleted issue: above every real version, so nothing older is
 /// ever applied again.
@@ -41,6 +41,13 @@ pub enum Unit {
         project_id: String,
         field_id: String,
     },
+    /// A record that cannot be understood: it is parked, and the batch goes on.
+    Malformed {
+        tenant: String,
+        /// The issue its keys name, or `#record#{sequence number}`.
+        subject: String,
+        reason: String,
+    },
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -51,6 +58,31 @@ pub enum IndexError {
     Store(#[from] StoreError),
 }
 
+impl IndexError {
+    /// Whether retrying cannot fix it: a DynamoDB limit or validation error (an item over
+    /// 400 KB, a key too long), an item or record that cannot be read. Throttling, timeouts,
+    /// 5xx, network errors and denied permissions (fixed by a deploy) are transient.
+    pub fn is_permanent(&self) -> bool {
+        use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+        match self {
+            Self::Malformed(..) => true,
+            Self::Store(StoreError::Dynamo { source, .. }) => {
+                matches!(
+                    source.as_ref(),
+                    aws_sdk_dynamodb::Error::ItemCollectionSizeLimitExceededException(_)
+                ) || matches!(
+                    source.code(),
+                    Some("ValidationException" | "SerializationException")
+                )
+            }
+            Self::Store(StoreError::Mapping(_) | StoreError::Corrupt(_) | StoreError::Build(_)) => {
+                true
+            }
+            Self::Store(StoreError::Contention(_)) => false,
+        }
+    }
+}
+
 fn s_of<'a>(item: &'a serde_dynamo::Item, name: &str) -> Option<&'a str> {
     match item.get(name) {
         Some(Av::S(s)) => Some(s),
@@ -58,17 +90,17 @@ fn s_of<'a>(item: &'a serde_dynamo::Item, name: &str) -> Option<&'a str> {
     }
 }
 
-/// A batch, planned: units at the sequence number of their first record, and the first record
-/// that could not be understood, if any (nothing after it was planned).
+/// A batch, planned: units at the sequence number of their first record (a record that could
+/// not be understood is a [`Unit::Malformed`] at its own).
 #[derive(Debug)]
 pub struct Plan {
     pub units: Vec<(String, Unit)>,
-    pub malformed: Option<(String, IndexError)>,
 }
 
 /// Groups a batch's records into units, keeping per-issue order: each issue's unit sits at its
-/// first record and holds its last record's outcome. A record that cannot be understood stops
-/// the plan there (its sequence number is returned), as stream order must be kept.
+/// first record and holds its last record's outcome. A record that cannot be understood
+/// becomes a unit of its own, to be parked: retrying it can never succeed, and the records
+/// after it must not wait for it.
 pub fn plan(records: &[EventRecord]) -> Plan {
     let mut units: Vec<(String, Unit)> = Vec::new();
     let mut issue_slot: HashMap<String, usize> = HashMap::new();
@@ -87,15 +119,25 @@ pub fn plan(records: &[EventRecord]) -> Plan {
                 units.push((seq, unit));
             }
             Err(message) => {
-                let malformed = Some((seq.clone(), IndexError::Malformed(seq, message)));
-                return Plan { units, malformed };
+                let pk = s_of(&record.change.keys, keys::PK);
+                let tenant = pk.and_then(keys::tenant_of).unwrap_or("-").to_string();
+                let subject = pk
+                    .and_then(keys::parse_issue_pk)
+                    .map(|(_, issue)| issue.to_string())
+                    .unwrap_or_else(|| keys::parked_sk_other("record", &seq));
+                let reason = IndexError::Malformed(seq.clone(), message).to_string();
+                units.push((
+                    seq,
+                    Unit::Malformed {
+                        tenant,
+                        subject,
+                        reason,
+                    },
+                ));
             }
         }
     }
-    Plan {
-        units,
-        malformed: None,
-    }
+    Plan { units }
 }
 
 fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
@@ -149,6 +191,8 @@ pub struct Metrics {
     pub skipped: usize,
     pub writes: usize,
     pub failures: usize,
+    /// Units parked: failed for a reason no retry fixes, marked, and passed over.
+    pub parked: usize,
     pub iterator_age_ms: i64,
 }
 
@@ -167,6 +211,7 @@ impl Metrics {
                         {"Name": "IndexWrites", "Unit": "Count"},
                         {"Name": "SkippedUnits", "Unit": "Count"},
                         {"Name": "Failures", "Unit": "Count"},
+                        {"Name": "Parked", "Unit": "Count"},
                         {"Name": "IteratorAge", "Unit": "Milliseconds"}
                     ]
                 }]
@@ -176,6 +221,7 @@ impl Metrics {
             "IndexWrites": self.writes,
             "SkippedUnits": self.skipped,
             "Failures": self.failures,
+            "Parked": self.parked,
             "IteratorAge": self.iterator_age_ms,
         })
         .to_string()
@@ -199,10 +245,12 @@ impl Indexer {
         response
     }
 
-    /// Handles one stream batch. On failure it reports the sequence number of the first unit
-    /// that failed, so the event source retries from there (everything after is re-delivered
-    /// and is idempotent); after the mapping's bounded retries the batch goes to the on-failure
-    /// queue instead of blocking the shard.
+    /// Handles one stream batch. A unit that fails for a reason no retry fixes is parked (a
+    /// marker in the index table, the `Parked` metric) and the batch goes on, so one bad issue
+    /// never holds up its neighbours. On a transient failure it reports the sequence number of
+    /// the first unit that failed, so the event source retries from there (everything after is
+    /// re-delivered and is idempotent); after the mapping's bounded retries the rest of the
+    /// batch goes to the on-failure queue instead of blocking the shard.
     pub async fn handle(&self, event: Event) -> (DynamoDbEventResponse, Metrics) {
         let mut metrics = Metrics {
             records: event.records.len(),
@@ -216,26 +264,25 @@ impl Indexer {
             let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
             metrics.iterator_age_ms = (now as i64 - created).max(0);
         }
-        let Plan { units, malformed } = plan(&event.records);
+        let Plan { units } = plan(&event.records);
         metrics.units = units.len();
         let mut failed: Option<String> = None;
         let mut defs = DefsCache::default();
         for (seq, unit) in &units {
             // Boxed: the per-unit future is deep, and Lambda's runtime nests it further.
-            match Box::pin(self.process(unit, &mut defs, &mut metrics)).await {
-                Ok(()) => {}
-                Err(e) => {
-                    tracing::error!(sequence_number = %seq, error = %crate::telemetry::chain(&e), "indexing failed");
-                    failed = Some(seq.clone());
-                    break;
+            let outcome = match Box::pin(self.process(unit, seq, &mut defs, &mut metrics)).await {
+                Err(e) if e.is_permanent() => {
+                    let (tenant, subject, issue) = unit.subject();
+                    self.park(tenant, &subject, issue, &e, seq, &mut metrics)
+                        .await
                 }
+                other => other,
+            };
+            if let Err(e) = outcome {
+                tracing::error!(sequence_number = %seq, error = %crate::telemetry::chain(&e), "indexing failed");
+                failed = Some(seq.clone());
+                break;
             }
-        }
-        if failed.is_none()
-            && let Some((seq, e)) = malformed
-        {
-            tracing::error!(sequence_number = %seq, error = %e, "malformed stream record");
-            failed = Some(seq);
         }
         metrics.failures = usize::from(failed.is_some());
         let mut response = DynamoDbEventResponse::default();
@@ -247,9 +294,38 @@ impl Indexer {
         (response, metrics)
     }
 
+    /// Parks a unit that failed for good: logs it, writes its marker, counts it.
+    async fn park(
+        &self,
+        tenant: &str,
+        subject: &str,
+        issue: bool,
+        error: &IndexError,
+        seq: &str,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let reason = crate::telemetry::chain(error).to_string();
+        tracing::error!(sequence_number = %seq, subject = %subject, error = %reason, "unit parked: retrying cannot fix it");
+        let parked_at = time::OffsetDateTime::now_utc()
+            .format(&time::format_description::well_known::Rfc3339)
+            .unwrap_or_default();
+        let parked = Parked {
+            tenant: tenant.to_string(),
+            subject: subject.to_string(),
+            // Markers stay small whatever the error says.
+            reason: reason.chars().take(1000).collect(),
+            sequence_number: seq.to_string(),
+            parked_at,
+        };
+        self.store.park(&parked, issue).await?;
+        metrics.parked += 1;
+        Ok(())
+    }
+
     async fn process(
         &self,
         unit: &Unit,
+        seq: &str,
         defs: &mut DefsCache,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
@@ -268,7 +344,7 @@ impl Indexer {
             }
             Unit::FieldAdded { tenant, project_id } => {
                 defs.clear();
-                self.reindex_project(tenant, project_id, None, defs, metrics)
+                self.reindex_project(tenant, project_id, None, seq, defs, metrics)
                     .await
             }
             Unit::FieldRemoved {
@@ -277,8 +353,11 @@ impl Indexer {
                 field_id,
             } => {
                 defs.clear();
-                self.reindex_project(tenant, project_id, Some(field_id), defs, metrics)
+                self.reindex_project(tenant, project_id, Some(field_id), seq, defs, metrics)
                     .await
+            }
+            Unit::Malformed { reason, .. } => {
+                Err(IndexError::Malformed(seq.to_string(), reason.clone()))
             }
         }
     }
@@ -295,6 +374,8 @@ impl Indexer {
         let mut defs = DefsCache::default();
         self.apply(tenant, issue_id, &target, true, &mut defs, &mut metrics)
             .await?;
+        // Whatever parked it is behind it now.
+        self.store.unpark(tenant, issue_id).await?;
         Ok(metrics)
     }
 
@@ -307,7 +388,7 @@ impl Indexer {
     ) -> Result<Metrics, IndexError> {
         let mut metrics = Metrics::default();
         let mut defs = DefsCache::default();
-        self.reindex_project(tenant, project_id, None, &mut defs, &mut metrics)
+        self.reindex_project(tenant, project_id, None, "replay", &mut defs, &mut metrics)
             .await?;
         Ok(metrics)
     }
@@ -330,6 +411,11 @@ impl Indexer {
         {
             metrics.skipped += 1;
             return Ok(());
+        }
+        // A parked issue being indexed again: its marker goes first (the watermark write below
+        // drops the flag); if this fails for good too, it is parked again.
+        if wm.as_ref().is_some_and(|w| w.parked) {
+            self.store.unpark(tenant, issue_id).await?;
         }
         let desired = match target.issue {
             Some(issue) => entries(
@@ -435,6 +521,7 @@ impl Indexer {
             version,
             entries: desired.clone(),
             pending: BTreeSet::new(),
+            parked: false,
         };
         metrics.writes += 1;
         Ok(self
@@ -445,11 +532,13 @@ impl Indexer {
 
     /// Re-indexes every issue of a project with its current fields; when a field was
     /// removed, first removes that field's value from each issue that has one.
+    /// An issue that fails for good is parked (at `seq`) and the others go on.
     async fn reindex_project(
         &self,
         tenant: &str,
         project_id: &str,
         removed_field: Option<&str>,
+        seq: &str,
         defs: &mut DefsCache,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
@@ -472,12 +561,40 @@ impl Indexer {
                     version: issue.version,
                     issue: Some(&issue),
                 };
-                self.apply(tenant, &issue.id, &target, true, defs, metrics)
-                    .await?;
+                match self
+                    .apply(tenant, &issue.id, &target, true, defs, metrics)
+                    .await
+                {
+                    Err(e) if e.is_permanent() => {
+                        self.park(tenant, &issue.id, true, &e, seq, metrics).await?;
+                    }
+                    other => other?,
+                }
             }
             start = page.next;
             if start.is_none() {
                 return Ok(());
+            }
+        }
+    }
+}
+
+impl Unit {
+    /// `(tenant, marker subject, whether the subject is one issue)` for parking this unit.
+    fn subject(&self) -> (&str, String, bool) {
+        match self {
+            Self::Issue {
+                tenant, issue_id, ..
+            } => (tenant, issue_id.clone(), true),
+            Self::FieldAdded { tenant, project_id }
+            | Self::FieldRemoved {
+                tenant, project_id, ..
+            } => (tenant, keys::parked_sk_other("project", project_id), false),
+            Self::Malformed {
+                tenant, subject, ..
+            } => {
+                let issue = !subject.starts_with('#');
+                (tenant, subject.clone(), issue)
             }
         }
     }
@@ -543,8 +660,7 @@ mod tests {
             record("200", "MODIFY", "#ISSUE", 2, "b"),
             record("300", "MODIFY", "#ISSUE", 3, "c"),
         ];
-        let Plan { units, malformed } = plan(&records);
-        assert!(malformed.is_none());
+        let Plan { units } = plan(&records);
         assert_eq!(units.len(), 1);
         assert_eq!(units[0].0, "100");
         let Unit::Issue {
@@ -567,7 +683,7 @@ mod tests {
     }
 
     #[test]
-    fn a_malformed_record_stops_the_plan_at_its_sequence_number() {
+    fn a_malformed_record_becomes_a_unit_of_its_own_and_the_plan_goes_on() {
         let mut bad = record("2", "MODIFY", "#ISSUE", 2, "a");
         bad.change.new_image.remove("version");
         let records = vec![
@@ -575,9 +691,38 @@ mod tests {
             bad,
             record("3", "MODIFY", "#ISSUE", 3, "c"),
         ];
-        let Plan { units, malformed } = plan(&records);
-        assert_eq!(units.len(), 1);
-        assert_eq!(malformed.map(|m| m.0), Some("2".to_string()));
+        let Plan { units } = plan(&records);
+        assert_eq!(units.len(), 2);
+        assert_eq!(units[1].0, "2");
+        let Unit::Malformed {
+            tenant, subject, ..
+        } = &units[1].1
+        else {
+            panic!("{:?}", units[1])
+        };
+        assert_eq!((tenant.as_str(), subject.as_str()), ("acme", "01ISSUE"));
+        // The issue's own unit still holds its last good state.
+        assert!(matches!(&units[0].1, Unit::Issue { last: Some(i), .. } if i.version == 3));
+    }
+
+    #[test]
+    fn only_limits_and_unreadable_items_are_permanent() {
+        use aws_sdk_dynamodb::error::ErrorMetadata;
+        let dynamo = |code: &str| {
+            let meta = ErrorMetadata::builder().code(code).message("m").build();
+            IndexError::Store(StoreError::Dynamo {
+                op: "PutItem",
+                source: Box::new(aws_sdk_dynamodb::Error::from(
+                    aws_sdk_dynamodb::operation::put_item::PutItemError::generic(meta),
+                )),
+            })
+        };
+        assert!(dynamo("ValidationException").is_permanent());
+        assert!(!dynamo("ThrottlingException").is_permanent());
+        assert!(!dynamo("InternalServerError").is_permanent());
+        assert!(!dynamo("AccessDeniedException").is_permanent());
+        assert!(IndexError::Malformed("1".into(), "no PK".into()).is_permanent());
+        assert!(!IndexError::Store(StoreError::Contention(8)).is_permanent());
     }
 
     #[test]

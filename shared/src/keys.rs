@@ -185,13 +185,44 @@ pub fn watermark_pk(t: &str, issue_id: &str) -> String {
 
 pub const WATERMARK_SK: &str = "W";
 
-/// An entry's key as one string in the watermark's set (no key part contains U+0002).
-pub fn entry_ref(pk: &str, sk: &str) -> String {
+/// An entry's key as one string in the watermark's set (no key part contains U+0002). The
+/// watermark belongs to one tenant, so the `T#{tenant}#` every entry key starts with is left
+/// out: with 128-character tenant ids it would be most of the item.
+pub fn entry_ref(t: &str, pk: &str, sk: &str) -> String {
+    let own = format!("{}#", tenant(t));
+    let pk = pk.strip_prefix(own.as_str()).unwrap_or(pk);
     format!("{pk}\u{2}{sk}")
 }
 
-pub fn parse_entry_ref(r: &str) -> Option<(&str, &str)> {
-    r.split_once('\u{2}')
+/// `(pk, sk)` of an [`entry_ref`] of tenant `t`; refs written whole (they start with `T#`,
+/// which no tenant-relative key does) are read as they are.
+pub fn parse_entry_ref(t: &str, r: &str) -> Option<(String, String)> {
+    let (pk, sk) = r.split_once('\u{2}')?;
+    let pk = if pk.starts_with("T#") {
+        pk.to_string()
+    } else {
+        format!("{}#{pk}", tenant(t))
+    };
+    Some((pk, sk.to_string()))
+}
+
+/// Partition of a tenant's parked units: what the indexer could not index for a reason no
+/// retry fixes (a DynamoDB limit, a malformed record), one item per issue (sort key: its id).
+pub fn parked_pk(t: &str) -> String {
+    format!("{}#PARKED", tenant(t))
+}
+
+/// Sort key of a parked unit that is not one issue: a project's re-index, or a record whose
+/// keys name nothing (then its sequence number).
+pub fn parked_sk_other(kind: &str, id: &str) -> String {
+    format!("#{kind}#{id}")
+}
+
+/// Whether an index-table partition key is a tenant's parked units.
+pub fn is_parked_pk(pk: &str) -> bool {
+    pk.strip_prefix("T#")
+        .and_then(|rest| rest.split_once('#'))
+        .is_some_and(|(_, kind)| kind == "PARKED")
 }
 
 /// The tenant a key belongs to.
@@ -246,6 +277,11 @@ mod tests {
         assert!(!is_watermark_pk(&inbox_pk(
             "acme", "user", "W", "open", None
         )));
+        assert!(is_parked_pk(&parked_pk("acme")));
+        assert!(!is_parked_pk(&inbox_pk(
+            "acme", "user", "PARKED", "open", None
+        )));
+        assert!(!is_watermark_pk(&parked_pk("acme")));
     }
 
     #[test]
@@ -306,9 +342,15 @@ mod tests {
         }
 
         #[test]
-        fn entry_refs_round_trip(pk in "[ -~]{1,40}", sk in "[\u{1} -~]{1,40}") {
-            let r = entry_ref(&pk, &sk);
-            prop_assert_eq!(parse_entry_ref(&r), Some((pk.as_str(), sk.as_str())));
+        fn entry_refs_round_trip(t in "[A-Za-z0-9_.:-]{1,128}", rest in "[ -~]{1,40}", sk in "[\u{1} -~]{1,40}") {
+            for pk in [column_pk(&t, "P", &rest, "all"), inbox_pk(&t, "user", &rest, "open", None), format!("T#other#{rest}")] {
+                let r = entry_ref(&t, &pk, &sk);
+                let own = format!("T#{t}#");
+                prop_assert!(!r.starts_with(&own));
+                prop_assert_eq!(parse_entry_ref(&t, &r), Some((pk.clone(), sk.clone())));
+                // A whole ref (as watermarks wrote them before) reads the same.
+                prop_assert_eq!(parse_entry_ref(&t, &format!("{pk}\u{2}{sk}")), Some((pk.clone(), sk.clone())));
+            }
         }
 
         #[test]

@@ -16,7 +16,7 @@ pub const TOP: char = '\u{10FFFF}';
 /// the largest issue the contract allows stays far below DynamoDB's 400 KB item limit (see
 /// the indexer's size test). Values that agree on their first [`MAX_BYTES`] bytes of encoding
 /// tie, and ties break by issue number.
-pub const MAX_BYTES: usize = 1000;
+pub const MAX_BYTES: usize = 64;
 
 fn fold_char(c: char) -> char {
     unicode_case_mapping::case_folded(c)
@@ -199,7 +199,7 @@ mod tests {
         }
 
         #[test]
-        fn short_values_round_trip(a in "\\PC{0,100}") {
+        fn short_values_round_trip(a in "\\PC{0,30}") {
             let a: String = a.chars().filter(|c| *c >= ' ').collect();
             prop_assume!(fold(&a).len() + 1 + a.len() <= MAX_BYTES);
             let e = encode(&a);

@@ -18,11 +18,11 @@ pub enum Table {
     Index,
 }
 
-/// An index item as an [`Entry`] (`None` for watermarks and foreign items).
+/// An index item as an [`Entry`] (`None` for watermarks, parked markers and foreign items).
 pub fn entry_from_item(item: &Item) -> Option<Entry> {
     let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
     let pk = s(keys::PK)?;
-    if keys::is_watermark_pk(&pk) {
+    if keys::is_watermark_pk(&pk) || keys::is_parked_pk(&pk) {
         return None;
     }
     Some(Entry {

@@ -29,6 +29,8 @@ pub struct Watermark {
     /// Entries recorded as about to be written by a write that has not finished (or was cut
     /// short): they may or may not be in the index.
     pub pending: BTreeSet<Entry>,
+    /// The issue has a parked marker (see [`Store::park`]).
+    pub parked: bool,
 }
 
 /// A participation copy as an inbox reads it.
@@ -60,23 +62,135 @@ fn newer_watermark_condition(allow_equal: bool) -> &'static str {
     }
 }
 
-/// The watermark as an item: its version and its entries' keys as a string set.
-pub(super) fn watermark_item(tenant: &str, issue_id: &str, wm: &Watermark) -> Item {
+/// Version of a deleted issue's watermark (its tombstone): above every real version.
+const TOMBSTONE: u64 = u64::MAX;
+
+/// How long a tombstone watermark outlives its issue before DynamoDB's TTL removes it
+/// (attribute `expires_at`). A tombstone only has to outlast every delivery of the issue's
+/// older records: the stream keeps records 24 hours, so no retry, bisected batch or second
+/// mapping can deliver one older than that, and `gridctl replay` reads the stream too (and
+/// re-indexes from the current record, where a deleted issue is simply absent). A week is
+/// far past both; TTL deletes within days of expiry, which only makes it later.
+pub const TOMBSTONE_TTL_SECS: i64 = 7 * 24 * 3600;
+
+/// The watermark as an item: its version and its entries' keys as a string set (pending ones
+/// too, when there are any); a tombstone also gets its expiry.
+pub fn watermark_item(tenant: &str, issue_id: &str, wm: &Watermark) -> Item {
     let mut item = key(keys::watermark_pk(tenant, issue_id), keys::WATERMARK_SK);
     item.insert("version".into(), AttributeValue::N(wm.version.to_string()));
+    let refs = |set: &BTreeSet<Entry>| {
+        AttributeValue::Ss(
+            set.iter()
+                .map(|e| keys::entry_ref(tenant, &e.pk, &e.sk))
+                .collect(),
+        )
+    };
     if !wm.entries.is_empty() {
+        item.insert("entries".into(), refs(&wm.entries));
+    }
+    if !wm.pending.is_empty() {
+        item.insert("pending".into(), refs(&wm.pending));
+    }
+    if wm.version == TOMBSTONE {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
         item.insert(
-            "entries".into(),
-            AttributeValue::Ss(
-                wm.entries
-                    .iter()
-                    .map(|e| keys::entry_ref(&e.pk, &e.sk))
-                    .collect(),
-            ),
+            "expires_at".into(),
+            AttributeValue::N((now + TOMBSTONE_TTL_SECS).to_string()),
         );
     }
     item
 }
+
+/// An item's size by DynamoDB's rules (attribute names plus values: strings and binaries by
+/// their bytes, numbers about one byte per two digits plus one, lists and maps 3 bytes plus
+/// one per element). Sets are counted like lists, one byte per element more than AWS
+/// documents, so the figure errs high.
+pub fn item_size(item: &Item) -> usize {
+    item.iter().map(|(k, v)| k.len() + value_size(v)).sum()
+}
+
+fn value_size(v: &AttributeValue) -> usize {
+    let number = |n: &str| n.trim_start_matches('-').len().div_ceil(2) + 1;
+    match v {
+        AttributeValue::S(s) => s.len(),
+        AttributeValue::N(n) => number(n),
+        AttributeValue::B(b) => b.as_ref().len(),
+        AttributeValue::Bool(_) | AttributeValue::Null(_) => 1,
+        AttributeValue::Ss(ss) => 3 + ss.iter().map(|s| s.len() + 1).sum::<usize>(),
+        AttributeValue::Ns(ns) => 3 + ns.iter().map(|n| number(n) + 1).sum::<usize>(),
+        AttributeValue::Bs(bs) => 3 + bs.iter().map(|b| b.as_ref().len() + 1).sum::<usize>(),
+        AttributeValue::L(l) => 3 + l.iter().map(|x| value_size(x) + 1).sum::<usize>(),
+        AttributeValue::M(m) => {
+            3 + m
+                .iter()
+                .map(|(k, x)| k.len() + value_size(x) + 1)
+                .sum::<usize>()
+        }
+        _ => 0,
+    }
+}
+
+/// The watermark item as it stands between an intent and the write it announces (see
+/// [`Store::record_intent`]): the deletes have left `entries`, puts and deletes are pending.
+/// Its size is the watermark's largest.
+pub fn intent_item(
+    tenant: &str,
+    issue_id: &str,
+    wm: &Watermark,
+    (puts, deletes): (&[&Entry], &[&Entry]),
+) -> Item {
+    let key_of = |e: &Entry| (e.pk.clone(), e.sk.clone());
+    let gone: BTreeSet<_> = deletes.iter().map(|e| key_of(e)).collect();
+    let during = Watermark {
+        version: wm.version,
+        entries: wm
+            .entries
+            .iter()
+            .filter(|e| !gone.contains(&key_of(e)))
+            .cloned()
+            .collect(),
+        pending: wm
+            .pending
+            .iter()
+            .chain(puts.iter().copied())
+            .chain(deletes.iter().copied())
+            .cloned()
+            .collect(),
+        parked: wm.parked,
+    };
+    watermark_item(tenant, issue_id, &during)
+}
+
+/// A unit the indexer parked: a reason no retry fixes stopped it, and the batch went on.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Parked {
+    pub tenant: String,
+    /// The issue id, or `#project#{id}` / `#record#{sequence number}`.
+    pub subject: String,
+    pub reason: String,
+    pub sequence_number: String,
+    pub parked_at: String,
+}
+
+/// A parked marker item as a [`Parked`] (`None` for any other item).
+pub fn parked_from_item(item: &Item) -> Option<Parked> {
+    let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+    let pk = s(keys::PK)?;
+    if !keys::is_parked_pk(&pk) {
+        return None;
+    }
+    Some(Parked {
+        tenant: keys::tenant_of(&pk)?.to_string(),
+        subject: s(keys::SK)?,
+        reason: s("reason").unwrap_or_default(),
+        sequence_number: s("sequence_number").unwrap_or_default(),
+        parked_at: s("parked_at").unwrap_or_default(),
+    })
+}
+
+/// Attribute on a watermark whose issue has a parked marker, so the next successful indexing
+/// knows to remove the marker without reading it.
+const PARKED_FLAG: &str = "parked";
 
 fn s(v: impl Into<String>) -> AttributeValue {
     AttributeValue::S(v.into())
@@ -117,10 +231,10 @@ impl Store {
             match item.get(attr) {
                 Some(AttributeValue::Ss(refs)) => refs
                     .iter()
-                    .filter_map(|r| keys::parse_entry_ref(r))
+                    .filter_map(|r| keys::parse_entry_ref(tenant, r))
                     .map(|(pk, sk)| Entry {
-                        pk: pk.into(),
-                        sk: sk.into(),
+                        pk,
+                        sk,
                         issue_id: issue_id.into(),
                         role: None,
                     })
@@ -133,6 +247,7 @@ impl Store {
             version,
             entries,
             pending,
+            parked: item.contains_key(PARKED_FLAG),
         }))
     }
 
@@ -178,7 +293,9 @@ impl Store {
         allow_equal: bool,
     ) -> Result<bool, StoreError> {
         let refs = |es: &[&Entry]| -> Vec<String> {
-            es.iter().map(|e| keys::entry_ref(&e.pk, &e.sk)).collect()
+            es.iter()
+                .map(|e| keys::entry_ref(tenant, &e.pk, &e.sk))
+                .collect()
         };
         let mut actions = Vec::new();
         let mut update = self
@@ -211,6 +328,76 @@ impl Store {
             .send()
             .await;
         condition_held("UpdateItem", result)
+    }
+
+    /// Parks a unit: a marker item in the tenant's parked partition (put, so parking twice is
+    /// harmless) and, for an issue, a flag on its watermark so that its next successful
+    /// indexing removes the marker. The flag is best effort: the watermark may be the item
+    /// that is at DynamoDB's limit; the marker is what counts.
+    #[tracing::instrument(skip_all, fields(op = "park"))]
+    pub async fn park(&self, parked: &Parked, issue: bool) -> Result<(), StoreError> {
+        let mut item = key(keys::parked_pk(&parked.tenant), &parked.subject);
+        item.insert("reason".into(), s(&parked.reason));
+        item.insert("sequence_number".into(), s(&parked.sequence_number));
+        item.insert("parked_at".into(), s(&parked.parked_at));
+        self.client
+            .put_item()
+            .table_name(&self.index)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(sdk("PutItem"))?;
+        if issue {
+            let flagged = self
+                .client
+                .update_item()
+                .table_name(&self.index)
+                .set_key(Some(key(
+                    keys::watermark_pk(&parked.tenant, &parked.subject),
+                    keys::WATERMARK_SK,
+                )))
+                .update_expression("SET #p = :t")
+                .expression_attribute_names("#p", PARKED_FLAG)
+                .expression_attribute_values(":t", AttributeValue::Bool(true))
+                .send()
+                .await;
+            if let Err(e) = flagged {
+                tracing::warn!(error = %aws_sdk_dynamodb::Error::from(e), "could not flag the parked issue's watermark");
+            }
+        }
+        Ok(())
+    }
+
+    /// Removes an issue's parked marker (idempotent: deleting no item is no error). A
+    /// BatchWriteItem, which the indexer may already call, rather than another permission.
+    #[tracing::instrument(skip_all, fields(op = "unpark"))]
+    pub async fn unpark(&self, tenant: &str, subject: &str) -> Result<(), StoreError> {
+        let req = DeleteRequest::builder()
+            .set_key(Some(key(keys::parked_pk(tenant), subject)))
+            .build()
+            .map_err(build_err)?;
+        let write = WriteRequest::builder().delete_request(req).build();
+        let mut pending = vec![write];
+        for round in 0..MAX_ROUNDS {
+            if round > 0 {
+                backoff(round).await;
+            }
+            let out = self
+                .client
+                .batch_write_item()
+                .request_items(&self.index, pending)
+                .send()
+                .await
+                .map_err(sdk("BatchWriteItem"))?;
+            pending = out
+                .unprocessed_items
+                .and_then(|mut m| m.remove(&self.index))
+                .unwrap_or_default();
+            if pending.is_empty() {
+                return Ok(());
+            }
+        }
+        Err(StoreError::Contention(MAX_ROUNDS))
     }
 
     /// Puts and deletes entries in batches of 25, retrying unprocessed items (throttling) with
@@ -429,5 +616,143 @@ impl Store {
             })
             .collect();
         Ok(Page { items, next })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::values::{FieldDef, FieldType, StoredValue};
+    use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Role};
+    use crate::index::entries;
+    use std::collections::BTreeMap;
+
+    /// DynamoDB's item limit.
+    const LIMIT: usize = 400 * 1024;
+
+    /// The largest issue the contract allows, at its most expensive for keys: a 128-character
+    /// tenant, 400 text fields holding 1,024 four-byte characters each, a title of 256, and 100
+    /// participants with 128-character user ids, each with a role.
+    fn largest(
+        tenant_fill: char,
+        value: char,
+        state: IssueState,
+        at: &str,
+    ) -> (Issue, Vec<FieldDef>) {
+        let defs: Vec<FieldDef> = (0..400)
+            .map(|i| FieldDef {
+                id: format!("01JF{i:022}"),
+                name: format!("f{i}"),
+                field_type: FieldType::Text,
+                options: None,
+            })
+            .collect();
+        let long = |n: usize| value.to_string().repeat(n);
+        let fields: BTreeMap<String, StoredValue> = defs
+            .iter()
+            .map(|d| (d.id.clone(), StoredValue::S(long(1024))))
+            .collect();
+        let participants = (0..100)
+            .map(|i| Participant {
+                kind: ParticipantKind::User,
+                id: format!("{i:03}{}", tenant_fill.to_string().repeat(125)),
+                role: Role::Assignee,
+            })
+            .collect();
+        let issue = Issue {
+            id: "01JF0000000000000000ISSUE1".into(),
+            project_id: "01JF00000000000000PROJECT1".into(),
+            num: u64::from(u32::MAX),
+            title: long(256),
+            state,
+            description: None,
+            fields,
+            participants,
+            version: 7,
+            created_at: "2026-11-21T20:42:03.123Z".into(),
+            updated_at: at.into(),
+        };
+        (issue, defs)
+    }
+
+    /// Sizes of the largest issue's watermark, and of its watermark at its largest: between
+    /// the intent and the write of a change that moves every entry (closing the issue and
+    /// changing every value and participant copy).
+    fn sizes() -> (usize, usize, usize) {
+        let tenant = "t".repeat(128);
+        let (a, defs) = largest(
+            'u',
+            '\u{10FFFF}',
+            IssueState::Open,
+            "2026-11-21T20:42:03.123Z",
+        );
+        let (b, _) = largest(
+            'u',
+            '\u{10FFFE}',
+            IssueState::Closed,
+            "2026-11-22T20:42:03.123Z",
+        );
+        let (ea, eb) = (entries(&tenant, &a, &defs), entries(&tenant, &b, &defs));
+        let wm = Watermark {
+            version: 7,
+            entries: ea.clone(),
+            ..Watermark::default()
+        };
+        let stored = item_size(&watermark_item(&tenant, &a.id, &wm));
+        let puts: Vec<&Entry> = eb.difference(&ea).collect();
+        let deletes: Vec<&Entry> = ea.difference(&eb).collect();
+        assert!(
+            puts.len() > 1000 && deletes.len() > 1000,
+            "every entry moves"
+        );
+        let during = item_size(&intent_item(&tenant, &a.id, &wm, (&puts, &deletes)));
+        (ea.len(), stored, during)
+    }
+
+    #[test]
+    fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
+        let (n, stored, during) = sizes();
+        println!(
+            "largest issue: {n} entries; watermark {stored} bytes, {during} bytes at its largest (intent of a change moving every entry); limit {LIMIT}"
+        );
+        assert_eq!(n, (5 + 400) * 2 + 100 * 2);
+        // A margin of over 15% of the limit, for what this cannot foresee.
+        assert!(during < LIMIT * 85 / 100, "{during} bytes");
+        assert!(stored < LIMIT / 2, "{stored} bytes");
+    }
+
+    #[test]
+    fn item_sizes_follow_dynamodb_s_rules() {
+        let item = Item::from([
+            ("PK".to_string(), AttributeValue::S("abc".into())),
+            ("n".to_string(), AttributeValue::N("12345".into())),
+            (
+                "é".to_string(),
+                AttributeValue::Ss(vec!["\u{10FFFF}".into()]),
+            ),
+        ]);
+        // 2 + 3; 1 + (3 + 1); 2 + (3 + 4 + 1)
+        assert_eq!(item_size(&item), 5 + 5 + 10);
+    }
+
+    #[test]
+    fn tombstones_expire_a_week_after_they_are_written() {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        let wm = Watermark {
+            version: u64::MAX,
+            ..Watermark::default()
+        };
+        let item = watermark_item("t", "I", &wm);
+        let Some(AttributeValue::N(at)) = item.get("expires_at") else {
+            panic!("a tombstone has expires_at")
+        };
+        let at: i64 = at.parse().unwrap();
+        assert!((now + TOMBSTONE_TTL_SECS..now + TOMBSTONE_TTL_SECS + 60).contains(&at));
+        // Live issues' watermarks never expire.
+        let live = Watermark {
+            version: 3,
+            ..Watermark::default()
+        };
+        assert!(!watermark_item("t", "I", &live).contains_key("expires_at"));
     }
 }

@@ -19,7 +19,10 @@ use crate::cursor::Position;
 use crate::keys;
 
 pub use audit::{Table, entry_from_item};
-pub use index::{ColumnQuery, InboxCopy, Watermark};
+pub use index::{
+    ColumnQuery, InboxCopy, Parked, TOMBSTONE_TTL_SECS, Watermark, intent_item, item_size,
+    parked_from_item, watermark_item,
+};
 pub use issues::{CreateIssueError, PatchOutcome};
 pub use items::{field_def_from, issue_from};
 pub use people::{Profile, Team};

@@ -1,0 +1,146 @@
+//! The largest issue the contract allows indexes, end to end through the stream, and its
+//! watermark item (every entry key of the issue) stays far below DynamoDB's 400 KB item limit,
+//! at rest and at its largest (the intent of a change that moves every entry). Sizes are
+//! computed by DynamoDB's rules here, so the test does not depend on the engine refusing items.
+
+use std::collections::BTreeSet;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use gridline::domain::values::StoredValue;
+use gridline::index::{Entry, entries};
+use gridline::keys;
+use gridline::store::{intent_item, item_size};
+use gridline_local::testing::TestApi;
+use http::{Method, StatusCode};
+use serde_json::{Map, Value, json};
+
+const LIMIT: usize = 400 * 1024;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_largest_issue_indexes_and_its_watermark_fits() {
+    let api = TestApi::start().await;
+    let tenant = "t".repeat(128);
+    let who = ("alice", tenant.as_str());
+    let r = api
+        .call(who, Method::POST, "/projects", Some(json!({"name": "big"})))
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let p = r.body["id"].as_str().unwrap().to_string();
+    let mut fields = Vec::new();
+    for i in 0..400 {
+        let r = api
+            .call(
+                who,
+                Method::POST,
+                &format!("/projects/{p}/fields"),
+                Some(json!({"name": format!("f{i}"), "type": "text"})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        fields.push(r.body["id"].as_str().unwrap().to_string());
+    }
+    // Values of 1,024 four-byte characters cannot all fit in one issue item (400 of them are
+    // 1.6 MB); every value of 16 or more such characters fills the text encoding's bound, so
+    // these keys are as large as any issue's can be.
+    let top = "\u{10FFFF}";
+    let values: Map<String, Value> = fields
+        .iter()
+        .map(|f| (f.clone(), json!(top.repeat(100))))
+        .collect();
+    let participants: Vec<Value> = (0..100)
+        .map(|i| json!({"kind": "user", "id": format!("{i:03}{}", "u".repeat(125)), "role": "assignee"}))
+        .collect();
+    let r = api
+        .call(
+            who,
+            Method::POST,
+            &format!("/projects/{p}/issues"),
+            Some(json!({"title": top.repeat(256), "fields": values, "participants": participants})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+    let id = r.body["id"].as_str().unwrap().to_string();
+    api.sync().await;
+    assert_eq!(api.dead_letters().await, 0);
+
+    let store = &api.stack.state.store;
+    let raw = api
+        .stack
+        .client
+        .get_item()
+        .table_name(&api.stack.tables.index)
+        .key(
+            keys::PK,
+            AttributeValue::S(keys::watermark_pk(&tenant, &id)),
+        )
+        .key(keys::SK, AttributeValue::S(keys::WATERMARK_SK.into()))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .expect("the issue was indexed");
+    assert!(!raw.contains_key("parked"));
+    let stored = item_size(&raw);
+
+    // At its largest: closing the issue and changing every value moves every entry.
+    let wm = store.get_watermark(&tenant, &id).await.unwrap().unwrap();
+    let mut issue = store
+        .get_issue_summary(&tenant, &id)
+        .await
+        .unwrap()
+        .unwrap();
+    let (_, defs) = store
+        .project_with_fields(&tenant, &p)
+        .await
+        .unwrap()
+        .unwrap();
+    let now = entries(&tenant, &issue, &defs);
+    assert_eq!(wm.entries.len(), now.len());
+    issue.state = gridline::domain::IssueState::Closed;
+    issue.updated_at = "2099-01-01T00:00:00.000Z".into();
+    for v in issue.fields.values_mut() {
+        *v = StoredValue::S("\u{10FFFE}".repeat(100));
+    }
+    let next = entries(&tenant, &issue, &defs);
+    let key = |e: &Entry| (e.pk.clone(), e.sk.clone());
+    let have: BTreeSet<_> = wm.entries.iter().map(key).collect();
+    let want: BTreeSet<_> = next.iter().map(key).collect();
+    let puts: Vec<&Entry> = next.iter().filter(|e| !have.contains(&key(e))).collect();
+    let deletes: Vec<&Entry> = wm
+        .entries
+        .iter()
+        .filter(|e| !want.contains(&key(e)))
+        .collect();
+    let during = item_size(&intent_item(&tenant, &id, &wm, (&puts, &deletes)));
+    println!(
+        "largest issue ({} entries): watermark item {stored} bytes; {during} bytes during a change moving every entry ({} puts, {} deletes); limit {LIMIT}",
+        now.len(),
+        puts.len(),
+        deletes.len()
+    );
+    assert!(stored < LIMIT / 2, "{stored}");
+    assert!(during < LIMIT * 85 / 100, "{during}");
+
+    // And a real change of that size goes through the stream: close it, retitle it.
+    let r = api
+        .call(
+            who,
+            Method::PATCH,
+            &format!("/issues/{id}"),
+            Some(json!({"state": "closed", "title": "\u{10FFFE}".repeat(256)})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    api.sync().await;
+    assert_eq!(api.dead_letters().await, 0);
+    let r = api
+        .call(
+            who,
+            Method::GET,
+            &format!("/projects/{p}/issues?state=closed&sort={}", fields[399]),
+            None,
+        )
+        .await;
+    assert_eq!(r.body["items"][0]["id"], json!(id), "{}", r.text);
+    api.assert_index_matches_records(&tenant, &[p]).await;
+}
