@@ -151,6 +151,18 @@ async fn run(cli: Cli) -> Result<i32> {
                     "missing {}, extra {}, stale {} entries, in {} issues",
                     report.missing, report.extra, report.stale, report.drifted_issues
                 );
+                if report.parked > 0 {
+                    println!(
+                        "parked {} units (the indexer could not index them; see each reason)",
+                        report.parked
+                    );
+                }
+                for p in report.drift.parked.iter().take(show) {
+                    println!(
+                        "  parked   tenant {} | {}  at {} ({}): {}",
+                        p.tenant, p.subject, p.sequence_number, p.parked_at, p.reason
+                    );
+                }
                 for e in report.drift.missing.iter().take(show) {
                     println!(
                         "  missing  {} | {}  (issue {})",

@@ -18,6 +18,8 @@ pub struct VerifyReport {
     pub missing: usize,
     pub extra: usize,
     pub stale: usize,
+    /// Units the indexer parked (see `Drift::parked`): drift too.
+    pub parked: usize,
     pub drifted_issues: usize,
     pub drift: Drift,
 }
@@ -39,6 +41,7 @@ pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Res
         missing: drift.missing.len(),
         extra: drift.extra.len(),
         stale: drift.stale.len(),
+        parked: drift.parked.len(),
         drifted_issues: drift.issues().len(),
         drift,
     })
@@ -63,6 +66,7 @@ fn remaining(found: &VerifyReport) -> BTreeMap<String, usize> {
         ("missing".to_string(), found.missing),
         ("extra".to_string(), found.extra),
         ("stale".to_string(), found.stale),
+        ("parked".to_string(), found.parked),
     ])
 }
 
@@ -84,6 +88,15 @@ pub async fn repair(
         if found.is_clean() {
             report.clean = true;
             return Ok(report);
+        }
+        // A parked issue is re-indexed from its current record; on success its marker goes.
+        let indexer = gridline::indexer::Indexer::new(store.clone());
+        for p in &found.drift.parked {
+            if !p.subject.starts_with('#')
+                && let Err(e) = indexer.reindex_issue(&p.tenant, &p.subject).await
+            {
+                tracing::warn!(issue = %p.subject, error = %e, "a parked issue still fails");
+            }
         }
         let issues = found.drift.issues();
         let bar = progress("repairing", issues.len() as u64);

@@ -270,3 +270,70 @@ async fn replay_redrives_what_the_on_failure_queue_names() {
     let found = verify(&api).await;
     assert!(found.is_clean(), "{:?}", found.drift);
 }
+
+#[tokio::test]
+async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombstone_is_not() {
+    let api = TestApi::start().await;
+    let p = api.project("p").await;
+    let issue = api.issue(&p, json!({"title": "parked"})).await;
+    let gone = api.issue(&p, json!({"title": "gone"})).await;
+    let (id, gone_id) = (
+        issue["id"].as_str().unwrap().to_string(),
+        gone["id"].as_str().unwrap().to_string(),
+    );
+    let r = api
+        .call(ALICE, Method::DELETE, &format!("/issues/{gone_id}"), None)
+        .await;
+    assert_eq!(r.status, http::StatusCode::NO_CONTENT);
+    api.sync().await;
+    assert!(verify(&api).await.is_clean());
+
+    // The deleted issue's tombstone carries its expiry; once TTL removes it, nothing drifts.
+    let wm_key = |i: &str| {
+        (
+            gridline::keys::watermark_pk("acme", i),
+            gridline::keys::WATERMARK_SK.to_string(),
+        )
+    };
+    let (pk, sk) = wm_key(&gone_id);
+    let tomb = api
+        .stack
+        .client
+        .get_item()
+        .table_name(&api.stack.tables.index)
+        .key("PK", AttributeValue::S(pk.clone()))
+        .key("SK", AttributeValue::S(sk.clone()))
+        .send()
+        .await
+        .unwrap()
+        .item
+        .unwrap();
+    assert!(tomb.contains_key("expires_at"), "{tomb:?}");
+    delete_index_item(&api, &pk, &sk).await;
+    assert!(
+        verify(&api).await.is_clean(),
+        "a missing tombstone is not drift"
+    );
+
+    // A parked marker (as the indexer writes it) is listed, and verify is not clean.
+    let parked = gridline::store::Parked {
+        tenant: "acme".into(),
+        subject: id.clone(),
+        reason: "ValidationException: Item size has exceeded the maximum allowed size".into(),
+        sequence_number: "100".into(),
+        parked_at: "2026-11-21T20:42:03Z".into(),
+    };
+    api.stack.state.store.park(&parked, true).await.unwrap();
+    let found = verify(&api).await;
+    assert!(!found.is_clean());
+    assert_eq!(found.parked, 1);
+    assert_eq!(found.drift.parked, vec![parked]);
+    assert_eq!((found.missing, found.extra, found.stale), (0, 0, 0));
+
+    // Repair re-indexes the parked issue from its record; its marker goes.
+    let report = ops::repair(&api.stack.state.store, 2, 2, &hidden)
+        .await
+        .unwrap();
+    assert!(report.clean, "{report:?}");
+    assert!(verify(&api).await.is_clean());
+}
