@@ -7,6 +7,7 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::types::{
     AttributeDefinition, BillingMode, GlobalSecondaryIndex, KeySchemaElement, KeyType, Projection,
     ProjectionType, ScalarAttributeType, StreamSpecification, StreamViewType,
+    TimeToLiveSpecification,
 };
 use serde::Deserialize;
 use serde_yaml_ng::Value;
@@ -66,6 +67,13 @@ struct StreamDef {
     stream_view_type: String,
 }
 
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "PascalCase")]
+struct TtlDef {
+    attribute_name: String,
+    enabled: bool,
+}
+
 /// The parts of `AWS::DynamoDB::Table` properties a local table needs.
 #[derive(Debug, Deserialize)]
 #[serde(rename_all = "PascalCase")]
@@ -76,6 +84,8 @@ pub struct TableDef {
     global_secondary_indexes: Vec<GsiDef>,
     #[serde(default)]
     stream_specification: Option<StreamDef>,
+    #[serde(default)]
+    time_to_live_specification: Option<TtlDef>,
 }
 
 /// Every table in the template, by logical id.
@@ -104,6 +114,40 @@ fn key_schema(elems: &[KeyElem]) -> Result<Vec<KeySchemaElement>> {
 impl TableDef {
     pub fn has_stream(&self) -> bool {
         self.stream_specification.is_some()
+    }
+
+    /// The stream's view type (`NEW_IMAGE`, ...), when the table has a stream.
+    pub fn stream_view_type(&self) -> Option<&str> {
+        self.stream_specification
+            .as_ref()
+            .map(|s| s.stream_view_type.as_str())
+    }
+
+    /// The attribute whose epoch-seconds value expires an item, when TTL is enabled.
+    pub fn ttl_attribute(&self) -> Option<&str> {
+        self.time_to_live_specification
+            .as_ref()
+            .filter(|t| t.enabled)
+            .map(|t| t.attribute_name.as_str())
+    }
+
+    /// `(index name, projection type, non-key attributes)` of each GSI.
+    pub fn gsi_projections(&self) -> Vec<(&str, &str, Vec<&str>)> {
+        self.global_secondary_indexes
+            .iter()
+            .map(|g| {
+                (
+                    g.index_name.as_str(),
+                    g.projection.projection_type.as_str(),
+                    g.projection
+                        .non_key_attributes
+                        .iter()
+                        .flatten()
+                        .map(String::as_str)
+                        .collect(),
+                )
+            })
+            .collect()
     }
 
     /// Creates the table as the template defines it, on-demand billing.
@@ -145,12 +189,47 @@ impl TableDef {
         req.send()
             .await
             .with_context(|| format!("creating table {name}"))?;
+        // As CloudFormation does after creating the table: expired items are then deleted
+        // by the engine's sweep, as DynamoDB does (there, within days).
+        if let Some(attribute) = self.ttl_attribute() {
+            client
+                .update_time_to_live()
+                .table_name(name)
+                .time_to_live_specification(
+                    TimeToLiveSpecification::builder()
+                        .attribute_name(attribute)
+                        .enabled(true)
+                        .build()?,
+                )
+                .send()
+                .await
+                .with_context(|| format!("enabling TTL on table {name}"))?;
+        }
         Ok(())
     }
 }
 
 /// `(function logical id, METHOD, path)` for every `Api` event in the template.
 pub fn api_routes(template: &str) -> Result<Vec<(String, String, String)>> {
+    Ok(api_events(template)?
+        .into_iter()
+        .map(|e| (e.function, e.method, e.path))
+        .collect())
+}
+
+/// One `Api` event of a function.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct ApiEvent {
+    pub function: String,
+    pub method: String,
+    pub path: String,
+    /// The event's own `Auth.Authorizer` (`NONE` for a public method); `None` means the API's
+    /// default authorizer.
+    pub authorizer: Option<String>,
+}
+
+/// Every `Api` event in the template.
+pub fn api_events(template: &str) -> Result<Vec<ApiEvent>> {
     let mut routes = Vec::new();
     for (function, props) in resources_of_type(template, "AWS::Serverless::Function")? {
         let Some(Value::Mapping(events)) = props.get("Events") else {
@@ -171,7 +250,17 @@ pub fn api_routes(template: &str) -> Result<Vec<(String, String, String)>> {
                 .get("Method")
                 .and_then(Value::as_str)
                 .context("Api event without Method")?;
-            routes.push((function.clone(), method.to_uppercase(), path.to_string()));
+            let authorizer = p
+                .get("Auth")
+                .and_then(|a| a.get("Authorizer"))
+                .and_then(Value::as_str)
+                .map(str::to_string);
+            routes.push(ApiEvent {
+                function: function.clone(),
+                method: method.to_uppercase(),
+                path: path.to_string(),
+                authorizer,
+            });
         }
     }
     Ok(routes)

@@ -531,12 +531,26 @@ impl Store {
             .await
             .map_err(sdk("Query"))?;
         let next = position_of(out.last_evaluated_key())?;
-        let items = out
+        // GSI1 holds an issue's keys, not the issue (its projection in template.yaml), so the
+        // issues come from the table: one BatchGetItem per 100.
+        let wanted: Vec<Item> = out
             .items
             .unwrap_or_default()
             .into_iter()
+            .filter_map(|mut i| {
+                Some(Item::from([
+                    (keys::PK.to_string(), i.remove(keys::PK)?),
+                    (keys::SK.to_string(), i.remove(keys::SK)?),
+                ]))
+            })
+            .collect();
+        let mut items = self
+            .batch_get_records(wanted)
+            .await?
+            .into_iter()
             .map(|i| issue_from(i, None))
             .collect::<Result<Vec<_>, _>>()?;
+        items.sort_by_key(|i| i.num);
         Ok(Page { items, next })
     }
 
