@@ -221,12 +221,12 @@ def record(seq, name, old, new, issue_id=NEW_ISSUE):
     change = {
         "ApproximateCreationDateTime": 1763757723,
         "Keys": {"PK": {"S": f"T#{TENANT}#I#{issue_id}"}, "SK": {"S": "#ISSUE"}},
-        "SequenceNumber": seq, "SizeBytes": 512, "StreamViewType": "NEW_AND_OLD_IMAGES",
+        "SequenceNumber": seq, "SizeBytes": 512, "StreamViewType": "NEW_IMAGE",
     }
+    # The stream carries NEW_IMAGE only (nothing reads OldImage); `old` documents the change.
+    del old
     if new is not None:
         change["NewImage"] = new
-    if old is not None:
-        change["OldImage"] = old
     return {"eventID": f"e{seq}", "eventName": name, "eventVersion": "1.1", "eventSource": "aws:dynamodb",
             "awsRegion": "us-east-1", "dynamodb": change, "eventSourceARN": STREAM_ARN}
 
