@@ -22,8 +22,7 @@ use tower::ServiceExt;
 use crate::Stack;
 use crate::testing::{Reply, into_reply};
 
-/// The template's logical id of the indexer.
-pub const INDEXER_FUNCTION: &str = "IndexerFunction";
+pub use crate::INDEXER_FUNCTION;
 
 /// One line of `events/manifest.json`: an event, its function and what it should produce.
 #[derive(Debug, Clone, Deserialize)]
@@ -102,16 +101,17 @@ pub async fn invoke(stack: &Stack, function: &str, event: &str) -> Result<Outcom
     else {
         bail!("no function {function} in template.yaml");
     };
-    // As in Lambda: claims from API Gateway's authorizer, EMF request records on stdout.
+    // As in Lambda: the function's own (guarded) clients, claims from API Gateway's
+    // authorizer, EMF request records on stdout.
     let state = AppState {
         auth: AuthMode::ApiGateway {
             client_ids: gridline::auth::ClientIds::parse(crate::fixtures::CLIENT_ID),
         },
         log: LogStyle::Emf,
-        ..stack.state.clone()
+        ..stack.function_state(function)
     };
     let request = lambda_http::request::from_str(event).context("not an API Gateway event")?;
-    let response = router(state, &[group])
+    let response = crate::gateway::lambda_limits(router(state, &[group]), function)
         .oneshot(request)
         .await
         .context("the router failed")?;

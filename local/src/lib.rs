@@ -11,10 +11,13 @@ pub mod stream;
 pub mod template;
 pub mod testing;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use aws_sdk_dynamodb::Client;
+use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use gridline::auth::AuthMode;
 use gridline::cursor::CursorKey;
 use gridline::http::{AppState, Group};
@@ -167,9 +170,18 @@ pub enum Data {
 pub struct Stack {
     pub engine: Option<Engine>,
     pub endpoint: String,
+    /// The admin client: unguarded, for test set-up and fixtures (creating tables, seeding raw
+    /// items, reading what a test asserts). The product never uses it: every function runs on
+    /// its own guarded client ([`Stack::function_client`]).
     pub client: Client,
     pub tables: TableNames,
+    /// The admin state (its store on the admin client), for fixtures and seeding; each
+    /// function's routes are served with their own state ([`Stack::function_state`]).
     pub state: AppState,
+    /// Each function's IAM policy, from `template.yaml`, by logical id.
+    pub policies: BTreeMap<String, Arc<guard::Policy>>,
+    /// The HTTP client every guarded client forwards through.
+    http: SharedHttpClient,
 }
 
 pub struct StackOptions {
@@ -182,6 +194,9 @@ pub struct StackOptions {
     /// Browser origins allowed to call the API (CORS).
     pub cors: gridline::http::cors::Cors,
 }
+
+/// The template's logical id of the indexer.
+pub const INDEXER_FUNCTION: &str = "IndexerFunction";
 
 impl Stack {
     pub async fn start(opts: StackOptions) -> Result<Self> {
@@ -197,6 +212,10 @@ impl Stack {
         };
         let client = gridline::store::connect(Some(&endpoint)).await;
         ensure_tables(&client, &opts.tables).await?;
+        let policies = guard::iam::function_policies(
+            template::TEMPLATE,
+            &local_names(&client, &opts.tables).await?,
+        )?;
         let state = AppState {
             store: Store::new(
                 client.clone(),
@@ -212,33 +231,111 @@ impl Stack {
         };
         Ok(Self {
             engine,
+            http: guard::base_http_client(&endpoint),
             endpoint,
             client,
             tables: opts.tables,
             state,
+            policies,
         })
     }
 
-    /// The indexer, reading and writing through this stack's engine.
+    /// The policy of `function_logical_id`; a function the template does not have gets an
+    /// empty one, so everything it sends is refused.
+    pub fn policy(&self, function_logical_id: &str) -> Arc<guard::Policy> {
+        self.policies
+            .get(function_logical_id)
+            .cloned()
+            .unwrap_or_else(|| Arc::new(guard::Policy::new(function_logical_id, Vec::new())))
+    }
+
+    /// A DynamoDB client as the function `function_logical_id` has it in AWS: every request
+    /// checked against its policy in `template.yaml` and DynamoDB's limits.
+    pub fn function_client(&self, function_logical_id: &str) -> aws_sdk_dynamodb::Client {
+        self.guarded(self.policy(function_logical_id))
+    }
+
+    /// A DynamoDB client checked against `policy` (gridctl's tests: one command's statements).
+    pub fn guarded(&self, policy: Arc<guard::Policy>) -> aws_sdk_dynamodb::Client {
+        guard::dynamodb(&self.client, &self.http, policy)
+    }
+
+    /// A store on the function's guarded client.
+    pub fn function_store(&self, function_logical_id: &str) -> Store {
+        Store::new(
+            self.function_client(function_logical_id),
+            self.tables.records.clone(),
+            self.tables.index.clone(),
+        )
+    }
+
+    /// The state `function_logical_id`'s routes are served with: its own store.
+    pub fn function_state(&self, function_logical_id: &str) -> AppState {
+        AppState {
+            store: self.function_store(function_logical_id),
+            ..self.state.clone()
+        }
+    }
+
+    /// The indexer, running as IndexerFunction.
     pub fn indexer(&self) -> gridline::indexer::Indexer {
-        gridline::indexer::Indexer::new(self.state.store.clone())
+        gridline::indexer::Indexer::new(self.function_store(INDEXER_FUNCTION))
+    }
+
+    /// A DynamoDB Streams client as IndexerFunction's event source mapping reads the stream
+    /// with (the function's role).
+    pub async fn streams_client(&self) -> aws_sdk_dynamodbstreams::Client {
+        guard::streams(
+            &stream::streams_client(&self.endpoint).await,
+            &self.http,
+            self.policy(INDEXER_FUNCTION),
+        )
     }
 
     /// The stream poller feeding the indexer, as the event source mapping would, with a
-    /// bounded number of retries before a record goes to the on-failure list.
+    /// bounded number of retries before a record goes to the on-failure list. It finds the
+    /// stream through the admin client (the mapping knows its ARN from the template) and
+    /// reads it as IndexerFunction.
     pub async fn poller(&self, indexer: gridline::indexer::Indexer) -> stream::Poller {
-        let streams = stream::streams_client(&self.endpoint).await;
         stream::Poller::new(
             self.client.clone(),
-            streams,
+            self.streams_client().await,
             self.tables.records.clone(),
             indexer,
             3,
         )
     }
 
-    /// Every function's routes in one router, as API Gateway would dispatch them.
+    /// Every function's routes in one router, as API Gateway would dispatch them: each
+    /// function's routes with its own state (its own guarded client) and Lambda's limits.
     pub fn router(&self) -> axum::Router {
-        gridline::http::router(self.state.clone(), &Group::ALL)
+        let mut routes = axum::Router::new();
+        for group in Group::ALL {
+            let id = group.function_logical_id();
+            let function = gridline::http::function_routes(self.function_state(id), &[group]);
+            routes = routes.merge(gateway::lambda_limits(function, id));
+        }
+        gridline::http::serve(routes, "local", &self.state)
     }
+}
+
+/// The template's tables under their local names, with the records stream's ARN.
+async fn local_names(client: &Client, names: &TableNames) -> Result<guard::iam::Local> {
+    let mut local = guard::iam::Local::default();
+    for logical_id in [RECORDS_TABLE_ID, INDEX_TABLE_ID] {
+        let name = names
+            .name_of(logical_id)
+            .with_context(|| format!("no local name for table {logical_id}"))?;
+        local.tables.insert(logical_id.into(), name.into());
+        let described = client
+            .describe_table()
+            .table_name(name)
+            .send()
+            .await
+            .with_context(|| format!("describing table {name}"))?;
+        if let Some(arn) = described.table.and_then(|t| t.latest_stream_arn) {
+            local.streams.insert(logical_id.into(), arn);
+        }
+    }
+    Ok(local)
 }

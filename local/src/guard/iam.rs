@@ -1,1 +1,741 @@
-//! IAM policies from `template.yaml`, checked against every request a function's clients make.
+//! IAM on the local stack: each function's policy from `template.yaml` (its `Policies`, and
+//! what SAM adds for its events), and AWS's evaluation of it: an explicit `Deny` wins, else an
+//! `Allow` whose action and resource patterns match, else the implicit deny.
+//!
+//! Every check that passes is recorded process-wide ([`used`]), so a test can compare what a
+//! workload used against what the template grants.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context, Result, bail};
+use serde_yaml_ng::{Mapping, Value};
+
+/// The account and region every local ARN names.
+pub const ACCOUNT: &str = "123456789012";
+pub const REGION: &str = "us-east-1";
+/// The stack name in role and physical-resource names.
+pub const STACK: &str = "gridline";
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Effect {
+    Allow,
+    Deny,
+}
+
+/// One statement, with its action and resource patterns (`*` and `?` wildcards).
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Statement {
+    pub sid: Option<String>,
+    pub effect: Effect,
+    pub actions: Vec<String>,
+    pub resources: Vec<String>,
+    /// Where it comes from: `Policies`, or what SAM adds (for the listing test).
+    pub origin: String,
+}
+
+/// A principal's identity-based policy.
+#[derive(Clone, Debug)]
+pub struct Policy {
+    /// The function's logical id (or the gridctl command).
+    pub principal: String,
+    /// The caller AWS names in an AccessDeniedException.
+    pub caller_arn: String,
+    pub statements: Vec<Statement>,
+}
+
+/// A request the policy does not allow.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Denied {
+    pub caller_arn: String,
+    pub action: String,
+    pub resource: String,
+    /// An explicit `Deny` matched (else: no `Allow` did).
+    pub explicit: bool,
+}
+
+impl Denied {
+    /// AWS's message for it.
+    pub fn message(&self) -> String {
+        let why = if self.explicit {
+            "with an explicit deny in an identity-based policy".to_string()
+        } else {
+            format!(
+                "because no identity-based policy allows the {} action",
+                self.action
+            )
+        };
+        format!(
+            "User: {} is not authorized to perform: {} on resource: {} {why}",
+            self.caller_arn, self.action, self.resource
+        )
+    }
+}
+
+static USED: Mutex<BTreeSet<(String, String, String)>> = Mutex::new(BTreeSet::new());
+
+/// Every `(principal, action, resource)` allowed so far in this process.
+pub fn used() -> BTreeSet<(String, String, String)> {
+    USED.lock().map(|u| u.clone()).unwrap_or_default()
+}
+
+impl Policy {
+    pub fn new(principal: &str, statements: Vec<Statement>) -> Self {
+        Self {
+            principal: principal.to_string(),
+            caller_arn: format!(
+                "arn:aws:sts::{ACCOUNT}:assumed-role/{STACK}-{principal}Role-LOCAL/{STACK}-{principal}"
+            ),
+            statements,
+        }
+    }
+
+    /// AWS's evaluation of one action on one resource; an allowed one is recorded.
+    pub fn check(&self, action: &str, resource: &str) -> Result<(), Denied> {
+        let matching = |effect: Effect| {
+            self.statements.iter().any(|s| {
+                s.effect == effect
+                    && s.actions
+                        .iter()
+                        .any(|a| wildcard(&a.to_lowercase(), &action.to_lowercase()))
+                    && s.resources.iter().any(|r| wildcard(r, resource))
+            })
+        };
+        let denied = |explicit| Denied {
+            caller_arn: self.caller_arn.clone(),
+            action: action.to_string(),
+            resource: resource.to_string(),
+            explicit,
+        };
+        if matching(Effect::Deny) {
+            return Err(denied(true));
+        }
+        if !matching(Effect::Allow) {
+            return Err(denied(false));
+        }
+        if let Ok(mut used) = USED.lock() {
+            used.insert((self.principal.clone(), action.into(), resource.into()));
+        }
+        Ok(())
+    }
+
+    /// A policy document (`{"Statement": [...]}`, JSON) keeping only the statements whose
+    /// `Sid` is `sid` (all of them when `None`), with `${Name}` placeholders substituted.
+    pub fn from_document(
+        principal: &str,
+        document: &str,
+        sid: Option<&str>,
+        substitutions: &BTreeMap<String, String>,
+    ) -> Result<Self> {
+        let mut text = document.to_string();
+        for (k, v) in substitutions {
+            text = text.replace(&format!("${{{k}}}"), v);
+        }
+        let doc: Value = serde_yaml_ng::from_str(&text).context("a policy document")?;
+        let statements = statements_of(&doc, "document", &mut |v| Ok(v.clone()))?
+            .into_iter()
+            .filter(|s| sid.is_none() || s.sid.as_deref() == sid)
+            .collect::<Vec<_>>();
+        anyhow::ensure!(!statements.is_empty(), "no statement with Sid {sid:?}");
+        if let Some(left) = statements
+            .iter()
+            .flat_map(|s| s.resources.iter())
+            .find(|r| r.contains("${"))
+        {
+            bail!("unsubstituted placeholder in {left}");
+        }
+        Ok(Self::new(principal, statements))
+    }
+}
+
+/// IAM's wildcard match: `*` any run of characters, `?` any one.
+pub fn wildcard(pattern: &str, value: &str) -> bool {
+    let (p, v): (Vec<char>, Vec<char>) = (pattern.chars().collect(), value.chars().collect());
+    let (mut i, mut j, mut star, mut mark) = (0, 0, None, 0);
+    while j < v.len() {
+        if i < p.len() && (p[i] == '?' || p[i] == v[j]) {
+            i += 1;
+            j += 1;
+        } else if i < p.len() && p[i] == '*' {
+            star = Some(i);
+            mark = j;
+            i += 1;
+        } else if let Some(s) = star {
+            i = s + 1;
+            mark += 1;
+            j = mark;
+        } else {
+            return false;
+        }
+    }
+    p[i..].iter().all(|c| *c == '*')
+}
+
+/// An ARN of the local stack.
+pub fn table_arn(table: &str) -> String {
+    if table.starts_with("arn:") {
+        return table.to_string();
+    }
+    format!("arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}")
+}
+
+/// What the template's names resolve to on the local stack.
+#[derive(Clone, Debug, Default)]
+pub struct Local {
+    /// Table logical id → local table name.
+    pub tables: BTreeMap<String, String>,
+    /// Table logical id → the local engine's stream ARN (from DescribeTable).
+    pub streams: BTreeMap<String, String>,
+}
+
+/// The logical ids of every `AWS::Serverless::Function`.
+pub fn functions(template: &str) -> Result<Vec<String>> {
+    let doc = document(template)?;
+    Ok(resources(&doc)?
+        .iter()
+        .filter(|(_, r)| r.get("Type").and_then(Value::as_str) == Some("AWS::Serverless::Function"))
+        .filter_map(|(id, _)| id.as_str().map(str::to_string))
+        .collect())
+}
+
+/// Every function's policy, by logical id.
+pub fn function_policies(template: &str, local: &Local) -> Result<BTreeMap<String, Arc<Policy>>> {
+    functions(template)?
+        .into_iter()
+        .map(|id| Ok((id.clone(), Arc::new(function_policy(template, &id, local)?))))
+        .collect()
+}
+
+/// One function's policy: its `Policies` and what SAM adds for its events.
+pub fn function_policy(template: &str, function: &str, local: &Local) -> Result<Policy> {
+    let doc = document(template)?;
+    let r = Resolver { doc: &doc, local };
+    let props = &resources(&doc)?
+        .get(function)
+        .with_context(|| format!("no function {function} in template.yaml"))?["Properties"];
+    let mut statements = Vec::new();
+    if let Some(Value::Sequence(policies)) = props.get("Policies") {
+        for p in policies {
+            statements.extend(
+                r.policy(p)
+                    .with_context(|| format!("{function}'s Policies"))?,
+            );
+        }
+    } else if let Some(p) = props.get("Policies") {
+        statements.extend(
+            r.policy(p)
+                .with_context(|| format!("{function}'s Policies"))?,
+        );
+    }
+    if let Some(Value::Mapping(events)) = props.get("Events") {
+        for (_, event) in events {
+            let kind = event.get("Type").and_then(Value::as_str).unwrap_or("");
+            match kind {
+                "DynamoDB" => {
+                    // The managed policy SAM attaches (its CloudWatch Logs actions aside: the
+                    // local stack does not emulate Logs).
+                    statements.push(allow(
+                        &[
+                            "dynamodb:DescribeStream",
+                            "dynamodb:GetRecords",
+                            "dynamodb:GetShardIterator",
+                            "dynamodb:ListStreams",
+                        ],
+                        vec!["*".into()],
+                        "AWSLambdaDynamoDBExecutionRole (SAM, DynamoDB event)",
+                    ));
+                    let on_failure = &event["Properties"]["DestinationConfig"]["OnFailure"];
+                    if on_failure["Type"].as_str() == Some("SQS") {
+                        let queue = r.strings(&on_failure["Destination"])?;
+                        statements.push(allow(
+                            &["sqs:SendMessage"],
+                            queue,
+                            "SQSSendMessagePolicy (SAM, OnFailure destination)",
+                        ));
+                    } else if !on_failure.is_null() {
+                        bail!("{function}: OnFailure destination type not implemented locally");
+                    }
+                }
+                "Api" => {}
+                other => bail!("{function}: events of type {other} not implemented by the guard"),
+            }
+        }
+    }
+    Ok(Policy::new(function, statements))
+}
+
+fn allow(actions: &[&str], resources: Vec<String>, origin: &str) -> Statement {
+    Statement {
+        sid: None,
+        effect: Effect::Allow,
+        actions: actions.iter().map(|a| a.to_string()).collect(),
+        resources,
+        origin: origin.into(),
+    }
+}
+
+fn document(template: &str) -> Result<Value> {
+    serde_yaml_ng::from_str(template).context("template.yaml is not YAML")
+}
+
+fn resources(doc: &Value) -> Result<&Mapping> {
+    doc.get("Resources")
+        .and_then(Value::as_mapping)
+        .context("template.yaml has no Resources")
+}
+
+/// `Statement` of a policy document, each value resolved through `resolve`.
+fn statements_of(
+    doc: &Value,
+    origin: &str,
+    resolve: &mut dyn FnMut(&Value) -> Result<Value>,
+) -> Result<Vec<Statement>> {
+    let list = match doc.get("Statement") {
+        Some(Value::Sequence(s)) => s.clone(),
+        Some(one) => vec![one.clone()],
+        None => bail!("a policy without Statement"),
+    };
+    let mut out = Vec::new();
+    for s in &list {
+        for unsupported in ["NotAction", "NotResource", "Condition", "Principal"] {
+            if s.get(unsupported).is_some() {
+                bail!("{unsupported} in a statement is not implemented by the local guard");
+            }
+        }
+        let effect = match s.get("Effect").and_then(Value::as_str) {
+            Some("Allow") => Effect::Allow,
+            Some("Deny") => Effect::Deny,
+            other => bail!("a statement's Effect is {other:?}"),
+        };
+        let list_of = |v: Value| -> Result<Vec<String>> {
+            match v {
+                Value::String(s) => Ok(vec![s]),
+                Value::Sequence(items) => Ok(items
+                    .into_iter()
+                    .filter(|i| !i.is_null())
+                    .map(|i| match i {
+                        Value::String(s) => Ok(vec![s]),
+                        Value::Sequence(inner) => inner
+                            .into_iter()
+                            .map(|x| x.as_str().map(str::to_string).context("not a string"))
+                            .collect(),
+                        other => bail!("not a string: {other:?}"),
+                    })
+                    .collect::<Result<Vec<_>>>()?
+                    .into_iter()
+                    .flatten()
+                    .collect()),
+                other => bail!("not a string or a list: {other:?}"),
+            }
+        };
+        let actions = list_of(resolve(
+            s.get("Action").context("a statement without Action")?,
+        )?)?;
+        let resources = list_of(resolve(
+            s.get("Resource").context("a statement without Resource")?,
+        )?)?;
+        out.push(Statement {
+            sid: s.get("Sid").and_then(Value::as_str).map(str::to_string),
+            effect,
+            actions,
+            resources,
+            origin: origin.into(),
+        });
+    }
+    Ok(out)
+}
+
+/// Resolves the template's intrinsic functions as the local stack deploys it: parameters at
+/// their defaults (so `CreateCursorSecret` and `CreateUserPool` hold), tables under their
+/// local names.
+struct Resolver<'a> {
+    doc: &'a Value,
+    local: &'a Local,
+}
+
+impl Resolver<'_> {
+    fn policy(&self, p: &Value) -> Result<Vec<Statement>> {
+        match p {
+            Value::Mapping(m) if m.contains_key("Statement") => {
+                statements_of(p, "Policies", &mut |v| self.value(v))
+            }
+            Value::Mapping(m) if m.len() == 1 => {
+                let (name, args) = m.iter().next().context("empty policy")?;
+                let name = name.as_str().context("a policy template's name")?;
+                self.sam_template(name, args)
+            }
+            Value::String(name) => bail!(
+                "managed policy {name}: not known to the local guard (add its statements to guard/iam.rs)"
+            ),
+            other => bail!("a policy the local guard cannot read: {other:?}"),
+        }
+    }
+
+    /// The SAM policy templates (policy_templates.json), those with DynamoDB, SQS and
+    /// Secrets Manager actions.
+    fn sam_template(&self, name: &str, args: &Value) -> Result<Vec<Statement>> {
+        let arg = |k: &str| -> Result<String> {
+            let v = self.value(args.get(k).with_context(|| format!("{name} without {k}"))?)?;
+            v.as_str()
+                .map(str::to_string)
+                .with_context(|| format!("{name}'s {k}"))
+        };
+        let table = |t: &str| {
+            let arn = table_arn(t);
+            vec![arn.clone(), format!("{arn}/index/*")]
+        };
+        let origin = format!("{name} (SAM policy template)");
+        let read = [
+            "dynamodb:GetItem",
+            "dynamodb:Scan",
+            "dynamodb:Query",
+            "dynamodb:BatchGetItem",
+            "dynamodb:DescribeTable",
+        ];
+        Ok(match name {
+            "DynamoDBReadPolicy" => vec![allow(&read, table(&arg("TableName")?), &origin)],
+            "DynamoDBCrudPolicy" => vec![allow(
+                &[
+                    "dynamodb:GetItem",
+                    "dynamodb:DeleteItem",
+                    "dynamodb:PutItem",
+                    "dynamodb:Scan",
+                    "dynamodb:Query",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:BatchWriteItem",
+                    "dynamodb:BatchGetItem",
+                    "dynamodb:DescribeTable",
+                    "dynamodb:ConditionCheckItem",
+                ],
+                table(&arg("TableName")?),
+                &origin,
+            )],
+            "DynamoDBWritePolicy" => vec![allow(
+                &[
+                    "dynamodb:PutItem",
+                    "dynamodb:UpdateItem",
+                    "dynamodb:BatchWriteItem",
+                ],
+                table(&arg("TableName")?),
+                &origin,
+            )],
+            "SQSSendMessagePolicy" => vec![allow(
+                &["sqs:SendMessage*"],
+                vec![format!(
+                    "arn:aws:sqs:{REGION}:{ACCOUNT}:{}",
+                    arg("QueueName")?
+                )],
+                &origin,
+            )],
+            "AWSSecretsManagerGetSecretValuePolicy" => vec![allow(
+                &["secretsmanager:GetSecretValue"],
+                vec![arg("SecretArn")?],
+                &origin,
+            )],
+            other => bail!("SAM policy template {other} is not implemented by the local guard"),
+        })
+    }
+
+    fn resource(&self, id: &str) -> Option<&Value> {
+        self.doc.get("Resources")?.get(id)
+    }
+
+    fn resource_type(&self, id: &str) -> Option<&str> {
+        self.resource(id)?.get("Type")?.as_str()
+    }
+
+    /// `!Ref id`.
+    fn reference(&self, id: &str) -> Result<Value> {
+        match id {
+            "AWS::Region" => return Ok(Value::String(REGION.into())),
+            "AWS::AccountId" => return Ok(Value::String(ACCOUNT.into())),
+            "AWS::Partition" => return Ok(Value::String("aws".into())),
+            "AWS::StackName" => return Ok(Value::String(STACK.into())),
+            "AWS::URLSuffix" => return Ok(Value::String("amazonaws.com".into())),
+            "AWS::NoValue" => return Ok(Value::Null),
+            _ => {}
+        }
+        if let Some(p) = self.doc.get("Parameters").and_then(|p| p.get(id)) {
+            let default = match p.get("Default") {
+                Some(Value::Number(n)) => n.to_string(),
+                Some(Value::String(s)) => s.clone(),
+                Some(Value::Bool(b)) => b.to_string(),
+                _ => String::new(),
+            };
+            if p.get("Type").and_then(Value::as_str) == Some("CommaDelimitedList") {
+                return Ok(Value::Sequence(
+                    default
+                        .split(',')
+                        .map(|s| Value::String(s.into()))
+                        .collect(),
+                ));
+            }
+            return Ok(Value::String(default));
+        }
+        let name = format!("{STACK}-{id}");
+        Ok(Value::String(match self.resource_type(id) {
+            Some("AWS::DynamoDB::Table") => self
+                .local
+                .tables
+                .get(id)
+                .cloned()
+                .with_context(|| format!("no local table for {id}"))?,
+            Some("AWS::SecretsManager::Secret") => {
+                format!("arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{name}")
+            }
+            Some("AWS::SQS::Queue") => {
+                format!("https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}")
+            }
+            Some(_) => name,
+            None => bail!("!Ref {id}: no such parameter or resource"),
+        }))
+    }
+
+    /// `!GetAtt id.attribute`.
+    fn get_att(&self, id: &str, attribute: &str) -> Result<String> {
+        let name = format!("{STACK}-{id}");
+        match (self.resource_type(id), attribute) {
+            (Some("AWS::DynamoDB::Table"), "Arn") => Ok(table_arn(
+                self.local
+                    .tables
+                    .get(id)
+                    .with_context(|| format!("no local table for {id}"))?,
+            )),
+            (Some("AWS::DynamoDB::Table"), "StreamArn") => self
+                .local
+                .streams
+                .get(id)
+                .cloned()
+                .with_context(|| format!("no local stream for {id}")),
+            (Some("AWS::SQS::Queue"), "Arn") => {
+                Ok(format!("arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"))
+            }
+            (kind, _) => {
+                bail!("!GetAtt {id}.{attribute} ({kind:?}) is not implemented by the local guard")
+            }
+        }
+    }
+
+    fn condition(&self, name: &str) -> Result<bool> {
+        let c = self
+            .doc
+            .get("Conditions")
+            .and_then(|c| c.get(name))
+            .with_context(|| format!("no condition {name}"))?;
+        self.truth(c)
+    }
+
+    fn truth(&self, v: &Value) -> Result<bool> {
+        let (f, args) = intrinsic(v).with_context(|| format!("not a condition: {v:?}"))?;
+        let list = |args: &Value| -> Result<Vec<Value>> {
+            Ok(args
+                .as_sequence()
+                .context("a condition's arguments")?
+                .clone())
+        };
+        Ok(match f.as_str() {
+            "Equals" => {
+                let a = list(args)?;
+                anyhow::ensure!(a.len() == 2, "Equals takes two values");
+                scalar(&self.value(&a[0])?) == scalar(&self.value(&a[1])?)
+            }
+            "Not" => !self.truth(list(args)?.first().context("Not takes one")?)?,
+            "And" => list(args)?
+                .iter()
+                .map(|c| self.truth(c))
+                .collect::<Result<Vec<_>>>()?
+                .into_iter()
+                .all(|b| b),
+            "Or" => list(args)?
+                .iter()
+                .map(|c| self.truth(c))
+                .collect::<Result<Vec<_>>>()?
+                .into_iter()
+                .any(|b| b),
+            "Condition" => self.condition(args.as_str().context("Condition's name")?)?,
+            other => bail!("{other} is not a condition function"),
+        })
+    }
+
+    /// A value with every intrinsic function resolved.
+    fn value(&self, v: &Value) -> Result<Value> {
+        if let Some((f, args)) = intrinsic(v) {
+            return match f.as_str() {
+                "Ref" => self.reference(args.as_str().context("!Ref takes a name")?),
+                "GetAtt" => {
+                    let (id, attribute) = match args {
+                        Value::String(s) => s.split_once('.').context("!GetAtt X.Attribute")?,
+                        Value::Sequence(a) if a.len() == 2 => (
+                            a[0].as_str().context("!GetAtt")?,
+                            a[1].as_str().context("!GetAtt")?,
+                        ),
+                        _ => bail!("!GetAtt {args:?}"),
+                    };
+                    Ok(Value::String(self.get_att(id, attribute)?))
+                }
+                "Sub" => {
+                    let (text, vars) = match args {
+                        Value::String(s) => (s.clone(), Mapping::new()),
+                        Value::Sequence(a) if a.len() == 2 => (
+                            a[0].as_str().context("!Sub's string")?.to_string(),
+                            a[1].as_mapping().cloned().unwrap_or_default(),
+                        ),
+                        _ => bail!("!Sub {args:?}"),
+                    };
+                    Ok(Value::String(self.sub(&text, &vars)?))
+                }
+                "If" => {
+                    let a = args.as_sequence().context("!If takes a list")?;
+                    anyhow::ensure!(a.len() == 3, "!If takes three values");
+                    let cond = self.condition(a[0].as_str().context("!If's condition")?)?;
+                    self.value(if cond { &a[1] } else { &a[2] })
+                }
+                "Join" => {
+                    let a = args.as_sequence().context("!Join takes a list")?;
+                    anyhow::ensure!(a.len() == 2, "!Join takes two values");
+                    let sep = a[0].as_str().context("!Join's separator")?;
+                    let parts = match self.value(&a[1])? {
+                        Value::Sequence(p) => p,
+                        other => bail!("!Join of {other:?}"),
+                    };
+                    let parts = parts.iter().map(scalar).collect::<Vec<_>>();
+                    Ok(Value::String(parts.join(sep)))
+                }
+                other => bail!("!{other} is not implemented by the local guard"),
+            };
+        }
+        match v {
+            Value::Sequence(items) => Ok(Value::Sequence(
+                items
+                    .iter()
+                    .map(|i| self.value(i))
+                    .collect::<Result<Vec<_>>>()?
+                    .into_iter()
+                    .filter(|i| !i.is_null())
+                    .collect(),
+            )),
+            Value::Mapping(m) => {
+                let mut out = Mapping::new();
+                for (k, v) in m {
+                    out.insert(k.clone(), self.value(v)?);
+                }
+                Ok(Value::Mapping(out))
+            }
+            other => Ok(other.clone()),
+        }
+    }
+
+    fn strings(&self, v: &Value) -> Result<Vec<String>> {
+        match self.value(v)? {
+            Value::String(s) => Ok(vec![s]),
+            Value::Sequence(s) => Ok(s.iter().map(scalar).collect()),
+            other => bail!("not a string: {other:?}"),
+        }
+    }
+
+    /// `${Name}` and `${Name.Attribute}` in `!Sub`'s text.
+    fn sub(&self, text: &str, vars: &Mapping) -> Result<String> {
+        let mut out = String::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            out.push_str(&rest[..start]);
+            let after = &rest[start + 2..];
+            let end = after.find('}').context("!Sub: an unclosed ${")?;
+            let name = &after[..end];
+            if let Some(literal) = name.strip_prefix('!') {
+                out.push_str("${");
+                out.push_str(literal);
+                out.push('}');
+            } else if let Some(v) = vars.get(name) {
+                out.push_str(&scalar(&self.value(v)?));
+            } else if let Some((id, attribute)) = name.split_once('.') {
+                out.push_str(&self.get_att(id, attribute)?);
+            } else {
+                out.push_str(&scalar(&self.reference(name)?));
+            }
+            rest = &after[end + 1..];
+        }
+        out.push_str(rest);
+        Ok(out)
+    }
+}
+
+/// `!Fn args` or `{ "Fn::Fn": args }` (`Ref` and `Condition` without `Fn::`).
+fn intrinsic(v: &Value) -> Option<(String, &Value)> {
+    match v {
+        Value::Tagged(t) => Some((
+            t.tag.to_string().trim_start_matches('!').to_string(),
+            &t.value,
+        )),
+        Value::Mapping(m) if m.len() == 1 => {
+            let (k, args) = m.iter().next()?;
+            let k = k.as_str()?;
+            match k {
+                "Ref" | "Condition" => Some((k.to_string(), args)),
+                _ => k.strip_prefix("Fn::").map(|f| (f.to_string(), args)),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn scalar(v: &Value) -> String {
+    match v {
+        Value::String(s) => s.clone(),
+        Value::Number(n) => n.to_string(),
+        Value::Bool(b) => b.to_string(),
+        Value::Sequence(items) => items.iter().map(scalar).collect::<Vec<_>>().join(","),
+        _ => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wildcards() {
+        assert!(wildcard("dynamodb:*", "dynamodb:GetItem"));
+        assert!(wildcard("arn:t/index/*", "arn:t/index/GSI1"));
+        assert!(!wildcard("arn:t", "arn:t/index/GSI1"));
+        assert!(wildcard("a?c", "abc"));
+        assert!(!wildcard("a?c", "ac"));
+        assert!(wildcard("*", ""));
+    }
+
+    #[test]
+    fn every_function_of_the_template_has_a_policy() {
+        let local = Local {
+            tables: [("RecordsTable", "records"), ("IndexTable", "index")]
+                .into_iter()
+                .map(|(a, b)| (a.to_string(), b.to_string()))
+                .collect(),
+            streams: [("RecordsTable".to_string(), "arn:stream".to_string())].into(),
+        };
+        let policies = function_policies(crate::template::TEMPLATE, &local).unwrap();
+        assert!(policies.len() >= 6, "{:?}", policies.keys());
+        let indexer = &policies["IndexerFunction"];
+        assert!(indexer.check("dynamodb:GetRecords", "arn:stream").is_ok());
+        let grid = &policies["GridFunction"];
+        let denied = grid
+            .check("dynamodb:PutItem", &table_arn("records"))
+            .unwrap_err();
+        assert!(
+            denied.message().contains("GridFunctionRole"),
+            "{}",
+            denied.message()
+        );
+    }
+
+    #[test]
+    fn explicit_deny_wins() {
+        let doc = r#"{"Statement": [
+            {"Sid": "a", "Effect": "Allow", "Action": "dynamodb:*", "Resource": "*"},
+            {"Sid": "a", "Effect": "Deny", "Action": "dynamodb:DeleteItem", "Resource": "${T}"}]}"#;
+        let subs = [("T".to_string(), "arn:x".to_string())].into();
+        let p = Policy::from_document("p", doc, Some("a"), &subs).unwrap();
+        assert!(p.check("dynamodb:GetItem", "arn:x").is_ok());
+        let d = p.check("dynamodb:DeleteItem", "arn:x").unwrap_err();
+        assert!(d.explicit && d.message().contains("explicit deny"));
+    }
+}

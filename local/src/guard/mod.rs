@@ -1,6 +1,254 @@
 //! What AWS enforces, enforced on the local stack: every AWS client a function builds goes
 //! through a guard that refuses what the function's policy in `template.yaml` does not allow
 //! (`iam`), and what DynamoDB's limits do not allow (`limits`), answering as AWS does.
+//!
+//! The guard is the SDK's HTTP client, wrapped: it reads each request's `X-Amz-Target` (the
+//! action) and JSON body (the resources), and either forwards it or answers in AWS's place
+//! without sending anything, so a refused write writes nothing.
 
 pub mod iam;
 pub mod limits;
+
+use std::sync::Arc;
+
+use aws_smithy_runtime_api::client::http::{
+    HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+    SharedHttpConnector,
+};
+use aws_smithy_runtime_api::client::orchestrator::{HttpRequest, HttpResponse};
+use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+use aws_smithy_types::body::SdkBody;
+use aws_smithy_types::byte_stream::ByteStream;
+use serde_json::{Value, json};
+
+pub use iam::Policy;
+
+/// The plain HTTP client the guard forwards through (the SDK's own default connector does not
+/// show in `SdkConfig`, so the guard builds the same one).
+pub fn base_http_client(endpoint: &str) -> SharedHttpClient {
+    let builder = aws_smithy_http_client::Builder::new();
+    if endpoint.starts_with("https:") {
+        builder
+            .tls_provider(aws_smithy_http_client::tls::Provider::Rustls(
+                aws_smithy_http_client::tls::rustls_provider::CryptoMode::AwsLc,
+            ))
+            .build_https()
+    } else {
+        builder.build_http()
+    }
+}
+
+/// `client` (its endpoint, credentials, interceptors) with every request checked against
+/// `policy` and DynamoDB's limits.
+pub fn dynamodb(
+    client: &aws_sdk_dynamodb::Client,
+    http: &SharedHttpClient,
+    policy: Arc<Policy>,
+) -> aws_sdk_dynamodb::Client {
+    let config = client
+        .config()
+        .to_builder()
+        .http_client(Guard {
+            inner: http.clone(),
+            policy,
+        })
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// A DynamoDB Streams client checked against `policy`.
+pub fn streams(
+    client: &aws_sdk_dynamodbstreams::Client,
+    http: &SharedHttpClient,
+    policy: Arc<Policy>,
+) -> aws_sdk_dynamodbstreams::Client {
+    let config = client
+        .config()
+        .to_builder()
+        .http_client(Guard {
+            inner: http.clone(),
+            policy,
+        })
+        .build();
+    aws_sdk_dynamodbstreams::Client::from_conf(config)
+}
+
+#[derive(Debug, Clone)]
+struct Guard {
+    inner: SharedHttpClient,
+    policy: Arc<Policy>,
+}
+
+impl HttpClient for Guard {
+    fn http_connector(
+        &self,
+        settings: &HttpConnectorSettings,
+        components: &RuntimeComponents,
+    ) -> SharedHttpConnector {
+        SharedHttpConnector::new(GuardConnector {
+            inner: self.inner.http_connector(settings, components),
+            policy: self.policy.clone(),
+        })
+    }
+}
+
+#[derive(Debug)]
+struct GuardConnector {
+    inner: SharedHttpConnector,
+    policy: Arc<Policy>,
+}
+
+/// The service a request is for, from its `X-Amz-Target` prefix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Service {
+    DynamoDb,
+    Streams,
+}
+
+/// The `(action, resource)` pairs IAM authorizes a request by.
+pub fn requested(service: Service, operation: &str, body: &Value) -> Vec<(String, String)> {
+    let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
+    if service == Service::Streams {
+        let resource = match operation {
+            "ListStreams" => "*".to_string(),
+            _ => str_of(body, "StreamArn"),
+        };
+        return vec![(format!("dynamodb:{operation}"), resource)];
+    }
+    let table = |v: &Value| {
+        let arn = iam::table_arn(&str_of(v, "TableName"));
+        match v.get("IndexName").and_then(Value::as_str) {
+            Some(index) => format!("{arn}/index/{index}"),
+            None => arn,
+        }
+    };
+    let keys_of = |k: &str| -> Vec<String> {
+        body.get(k)
+            .and_then(Value::as_object)
+            .map(|m| m.keys().map(|t| iam::table_arn(t)).collect())
+            .unwrap_or_default()
+    };
+    let action = |op: &str| format!("dynamodb:{op}");
+    match operation {
+        "ListTables" => vec![(action(operation), "*".into())],
+        "BatchGetItem" | "BatchWriteItem" => keys_of("RequestItems")
+            .into_iter()
+            .map(|t| (action(operation), t))
+            .collect(),
+        "TransactWriteItems" | "TransactGetItems" => body
+            .get("TransactItems")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|item| {
+                let (kind, inner) = item.as_object()?.iter().next()?;
+                let op = match kind.as_str() {
+                    "Put" => "PutItem",
+                    "Update" => "UpdateItem",
+                    "Delete" => "DeleteItem",
+                    "ConditionCheck" => "ConditionCheckItem",
+                    "Get" => "GetItem",
+                    other => other,
+                };
+                Some((action(op), table(inner)))
+            })
+            .collect(),
+        _ => vec![(action(operation), table(body))],
+    }
+}
+
+fn refusal(code: &str, message: String) -> HttpResponse {
+    let body = json!({
+        "__type": format!("com.amazonaws.dynamodb.v20120810#{code}"),
+        "message": message,
+    })
+    .to_string();
+    let mut response = HttpResponse::new(
+        400u16
+            .try_into()
+            .unwrap_or_else(|_| unreachable!("400 is a status")),
+        SdkBody::from(body.clone()),
+    );
+    response
+        .headers_mut()
+        .insert("content-type", "application/x-amz-json-1.0");
+    response
+        .headers_mut()
+        .insert("content-length", body.len().to_string());
+    response
+        .headers_mut()
+        .insert("x-amzn-requestid", ulid::Ulid::new().to_string());
+    response
+}
+
+impl HttpConnector for GuardConnector {
+    fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+        let target = request
+            .headers()
+            .get("x-amz-target")
+            .unwrap_or_default()
+            .to_string();
+        let (service, operation) = match target.split_once('.') {
+            Some(("DynamoDB_20120810", op)) => (Service::DynamoDb, op.to_string()),
+            Some(("DynamoDBStreams_20120810", op)) => (Service::Streams, op.to_string()),
+            _ => {
+                return HttpConnectorFuture::ready(Ok(refusal(
+                    "AccessDeniedException",
+                    format!("the local guard does not know the target {target:?}"),
+                )));
+            }
+        };
+        let body: Value = request
+            .body()
+            .bytes()
+            .and_then(|b| serde_json::from_slice(b).ok())
+            .unwrap_or(Value::Null);
+        for (action, resource) in requested(service, &operation, &body) {
+            if let Err(denied) = self.policy.check(&action, &resource) {
+                // On stderr, so a failing test shows what was refused.
+                eprintln!(
+                    "local IAM guard: AccessDeniedException: {}",
+                    denied.message()
+                );
+                return HttpConnectorFuture::ready(Ok(refusal(
+                    "AccessDeniedException",
+                    denied.message(),
+                )));
+            }
+        }
+        if service == Service::Streams {
+            return self.inner.call(request);
+        }
+        if let Err(r) = limits::check_request(&operation, &body) {
+            return HttpConnectorFuture::ready(Ok(refusal(r.code, r.message)));
+        }
+        let sent = self.inner.call(request);
+        HttpConnectorFuture::new(async move {
+            let mut response = sent.await?;
+            if !response.status().is_success() {
+                return Ok(response);
+            }
+            let bytes = ByteStream::new(response.take_body())
+                .collect()
+                .await
+                .map_err(|e| {
+                    aws_smithy_runtime_api::client::result::ConnectorError::io(Box::new(e))
+                })?
+                .into_bytes();
+            let limited = serde_json::from_slice::<Value>(&bytes)
+                .ok()
+                .and_then(|answer| limits::limit_response(&operation, &body, &answer));
+            match limited {
+                Some(answer) => {
+                    let text = answer.to_string();
+                    let headers = response.headers_mut();
+                    headers.remove("x-amz-crc32");
+                    headers.insert("content-length", text.len().to_string());
+                    *response.body_mut() = SdkBody::from(text);
+                }
+                None => *response.body_mut() = SdkBody::from(bytes),
+            }
+            Ok(response)
+        })
+    }
+}

@@ -204,23 +204,54 @@ pub fn router(state: AppState, groups: &[Group]) -> Router {
         [one] => one.name(),
         _ => "local",
     };
-    let style = state.log;
-    let cors = state.cors.clone();
+    serve(function_routes(state.clone(), groups), function, &state)
+}
+
+/// The given functions' routes with every layer, but no fallback and no path rewrite: the
+/// local stack serves each function with its own state (its own AWS clients) and merges
+/// these (axum cannot merge two routers that both have a fallback), then calls [`serve`].
+pub fn function_routes(state: AppState, groups: &[Group]) -> Router {
+    let function = match groups {
+        [one] => one.name(),
+        _ => "local",
+    };
     let mut router = Router::new();
     for (route, handler) in table() {
         if groups.contains(&route.group) {
             router = router.route(route.path, handler);
         }
     }
-    let routes = router
-        .fallback(|| async {
-            problem_response(
-                StatusCode::NOT_FOUND,
-                "not-found",
-                "no such route".into(),
-                None,
-            )
-        })
+    with_layers(router, function, &state).with_state(state)
+}
+
+/// `routes` (from [`function_routes`], possibly merged) with the 404 fallback and the path
+/// rewrite from API Gateway's resource; `state` gives the fallback's CORS and log style.
+pub fn serve(routes: Router, function: &'static str, state: &AppState) -> Router {
+    let not_found = Router::new().fallback(|| async {
+        problem_response(
+            StatusCode::NOT_FOUND,
+            "not-found",
+            "no such route".into(),
+            None,
+        )
+    });
+    let routes = routes.fallback_service(with_layers(not_found, function, state));
+    // Layers on a router run after routing; the path must be rebuilt before it.
+    Router::new().fallback_service(
+        tower::ServiceBuilder::new()
+            .map_request(route_from_resource)
+            .service(routes),
+    )
+}
+
+fn with_layers<S: Clone + Send + Sync + 'static>(
+    router: Router<S>,
+    function: &'static str,
+    state: &AppState,
+) -> Router<S> {
+    let style = state.log;
+    let cors = state.cors.clone();
+    router
         .layer(axum::middleware::map_response(as_problem))
         .layer(DefaultBodyLimit::max(MAX_BODY_BYTES))
         // Around everything that answers, so every answer (a 404, a 413, a 401) carries the
@@ -231,13 +262,6 @@ pub fn router(state: AppState, groups: &[Group]) -> Router {
         .layer(axum::middleware::from_fn(
             move |req: Request<Body>, next: Next| observe(function, style, req, next),
         ))
-        .with_state(state);
-    // Layers on a router run after routing; the path must be rebuilt before it.
-    Router::new().fallback_service(
-        tower::ServiceBuilder::new()
-            .map_request(route_from_resource)
-            .service(routes),
-    )
 }
 
 /// Behind API Gateway the route comes from the event's `resource` and `pathParameters`, not
