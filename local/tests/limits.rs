@@ -1,0 +1,807 @@
+//! DynamoDB's limits on the local stack, one test per limit. Most are the embedded engine's
+//! own refusals (dynoxide 3.2 enforces them with AWS's texts): those tests document it, so an
+//! engine upgrade that drops one fails here. What the engine lets through is refused by the
+//! guard (`gridline_local::guard::limits`), tested through `check_request` directly.
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::Client;
+use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, KeysAndAttributes, Put, PutRequest, TransactWriteItem, WriteRequest,
+};
+use gridline_local::guard::limits::{self, Refusal};
+use gridline_local::{Engine, TableNames};
+use serde_json::json;
+
+const TABLE: &str = "records";
+const KB: usize = 1024;
+const ITEM_LIMIT: usize = 400 * KB;
+
+struct Db {
+    _engine: Engine,
+    client: Client,
+}
+
+async fn db() -> Db {
+    let engine = Engine::start(None, 0).await.expect("engine");
+    let client = gridline::store::connect(Some(&engine.endpoint)).await;
+    gridline_local::ensure_tables(
+        &client,
+        &TableNames {
+            records: TABLE.into(),
+            index: "index".into(),
+        },
+    )
+    .await
+    .expect("tables");
+    Db {
+        _engine: engine,
+        client,
+    }
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+/// An item of exactly `size` bytes as DynamoDB counts them (names + values; `PK`, `SK` and
+/// `blob` are 2 + 2 + 4 bytes of names).
+fn item_of_size(pk: &str, sk: &str, size: usize) -> HashMap<String, AttributeValue> {
+    let overhead = 2 + pk.len() + 2 + sk.len() + 4;
+    HashMap::from([
+        ("PK".to_string(), s(pk)),
+        ("SK".to_string(), s(sk)),
+        ("blob".to_string(), s("x".repeat(size - overhead))),
+    ])
+}
+
+/// The same item as the JSON the SDK sends, for the guard's functions.
+fn json_item(item: &HashMap<String, AttributeValue>) -> serde_json::Value {
+    let mut out = serde_json::Map::new();
+    for (k, v) in item {
+        let AttributeValue::S(s) = v else {
+            panic!("strings only here")
+        };
+        out.insert(k.clone(), json!({ "S": s }));
+    }
+    serde_json::Value::Object(out)
+}
+
+/// The error's code and message, for a call that must fail.
+fn refused<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug>(
+    r: Result<T, SdkError<E>>,
+) -> (String, String) {
+    let err = r.expect_err("the engine must refuse this");
+    (
+        err.code().unwrap_or_default().to_string(),
+        err.message().unwrap_or_default().to_string(),
+    )
+}
+
+async fn put(db: &Db, item: HashMap<String, AttributeValue>) {
+    db.client
+        .put_item()
+        .table_name(TABLE)
+        .set_item(Some(item))
+        .send()
+        .await
+        .expect("put");
+}
+
+// ---- item size: 400 KB ------------------------------------------------------------------
+
+#[tokio::test]
+async fn put_item_over_400_kb_is_refused_by_the_engine() {
+    let db = db().await;
+    let at_limit = item_of_size("p", "a", ITEM_LIMIT);
+    // The guard sizes items exactly as the engine does (the boundary is the same byte).
+    assert_eq!(
+        limits::item_size(json_item(&at_limit).as_object().unwrap()),
+        ITEM_LIMIT
+    );
+    put(&db, at_limit).await;
+    let (code, message) = refused(
+        db.client
+            .put_item()
+            .table_name(TABLE)
+            .set_item(Some(item_of_size("p", "b", ITEM_LIMIT + 1)))
+            .send()
+            .await,
+    );
+    assert_eq!(code, "ValidationException");
+    assert_eq!(message, "Item size has exceeded the maximum allowed size");
+}
+
+#[tokio::test]
+async fn update_item_growing_an_item_past_400_kb_is_refused_by_the_engine() {
+    let db = db().await;
+    put(&db, item_of_size("p", "a", 300 * KB)).await;
+    let (code, message) = refused(
+        db.client
+            .update_item()
+            .table_name(TABLE)
+            .key("PK", s("p"))
+            .key("SK", s("a"))
+            .update_expression("SET more = :v")
+            .expression_attribute_values(":v", s("y".repeat(150 * KB)))
+            .send()
+            .await,
+    );
+    assert_eq!(code, "ValidationException");
+    assert_eq!(
+        message,
+        "Item size to update has exceeded the maximum allowed size"
+    );
+    // Within the limit the same update goes through.
+    db.client
+        .update_item()
+        .table_name(TABLE)
+        .key("PK", s("p"))
+        .key("SK", s("a"))
+        .update_expression("SET more = :v")
+        .expression_attribute_values(":v", s("y".repeat(90 * KB)))
+        .send()
+        .await
+        .expect("an update within 400 KB");
+}
+
+#[tokio::test]
+async fn batch_write_item_with_an_item_over_400_kb_is_refused_by_the_engine() {
+    let db = db().await;
+    let (code, message) = refused(
+        db.client
+            .batch_write_item()
+            .request_items(
+                TABLE,
+                vec![
+                    WriteRequest::builder()
+                        .put_request(
+                            PutRequest::builder()
+                                .set_item(Some(item_of_size("p", "b", ITEM_LIMIT + 1)))
+                                .build()
+                                .unwrap(),
+                        )
+                        .build(),
+                ],
+            )
+            .send()
+            .await,
+    );
+    assert_eq!(code, "ValidationException");
+    assert_eq!(message, "Item size has exceeded the maximum allowed size");
+}
+
+#[tokio::test]
+async fn transact_write_items_with_an_item_over_400_kb_is_refused_by_the_engine() {
+    let db = db().await;
+    let (code, message) = refused(
+        db.client
+            .transact_write_items()
+            .transact_items(
+                TransactWriteItem::builder()
+                    .put(
+                        Put::builder()
+                            .table_name(TABLE)
+                            .set_item(Some(item_of_size("p", "b", ITEM_LIMIT + 1)))
+                            .build()
+                            .unwrap(),
+                    )
+                    .build(),
+            )
+            .send()
+            .await,
+    );
+    assert_eq!(code, "ValidationException");
+    assert_eq!(message, "Item size has exceeded the maximum allowed size");
+}
+
+// ---- key sizes: partition 2,048 B, sort 1,024 B --------------------------------------------
+
+#[tokio::test]
+async fn partition_key_over_2048_bytes_is_refused_by_the_engine() {
+    let db = db().await;
+    put(&db, item_of_size(&"k".repeat(2048), "a", 3 * KB)).await;
+    let (code, message) = refused(
+        db.client
+            .put_item()
+            .table_name(TABLE)
+            .set_item(Some(item_of_size(&"k".repeat(2049), "a", 3 * KB)))
+            .send()
+            .await,
+    );
+    assert_eq!(code, "ValidationException");
+    assert_eq!(
+        message,
+        "One or more parameter values were invalid: Size of hashkey has exceeded the maximum size limit of2048 bytes"
+    );
+    // A key on a read is held to the same limit.
+    let (_, message) = refused(
+        db.client
+            .get_item()
+            .table_name(TABLE)
+            .key("PK", s("k".repeat(2049)))
+            .key("SK", s("a"))
+            .send()
+            .await,
+    );
+    assert!(message.contains("2048 bytes"), "{message}");
+}
+
+#[tokio::test]
+async fn sort_key_over_1024_bytes_is_refused_by_the_engine() {
+    let db = db().await;
+    put(&db, item_of_size("p", &"k".repeat(1024), 3 * KB)).await;
+    let (code, message) = refused(
+        db.client
+            .put_item()
+            .table_name(TABLE)
+            .set_item(Some(item_of_size("p", &"k".repeat(1025), 3 * KB)))
+            .send()
+            .await,
+    );
+    assert_eq!(code, "ValidationException");
+    assert_eq!(
+        message,
+        "One or more parameter values were invalid: Aggregated size of all range keys has exceeded the size limit of 1024 bytes"
+    );
+}
+
+/// The engine checks only the types of index keys, not their sizes: a GSI1PK of 2,049 bytes is
+/// stored (AWS refuses it). The guard refuses it.
+#[tokio::test]
+async fn index_key_over_its_limit_is_stored_by_the_engine_and_refused_by_the_guard() {
+    let db = db().await;
+    let mut item = item_of_size("p", "a", 8 * KB);
+    item.insert("GSI1PK".into(), s("g".repeat(2049)));
+    item.insert("GSI1SK".into(), s("x"));
+    db.client
+        .put_item()
+        .table_name(TABLE)
+        .set_item(Some(item.clone()))
+        .send()
+        .await
+        .expect("the engine does not check an index key's size");
+
+    let body = json!({ "TableName": TABLE, "Item": json_item(&item) });
+    assert_eq!(
+        limits::check_request("PutItem", &body),
+        Err(Refusal {
+            code: "ValidationException",
+            message:
+                "One or more parameter values were invalid: Size limit exceeded for Index Key \
+                      GSI1PK Actual Size: 2049 bytes Max Size: 2048 bytes IndexName: GSI1"
+                    .into(),
+        })
+    );
+    item.insert("GSI1PK".into(), s("g".repeat(2048)));
+    item.insert("GSI1SK".into(), s("k".repeat(1025)));
+    let body = json!({ "TableName": TABLE, "Item": json_item(&item) });
+    assert_eq!(
+        limits::check_request("PutItem", &body).map_err(|r| r.message),
+        Err(
+            "One or more parameter values were invalid: Size limit exceeded for Index Key \
+             GSI1SK Actual Size: 1025 bytes Max Size: 1024 bytes IndexName: GSI1"
+                .into()
+        )
+    );
+    item.insert("GSI1SK".into(), s("k".repeat(1024)));
+    let body = json!({ "TableName": TABLE, "Item": json_item(&item) });
+    assert_eq!(limits::check_request("PutItem", &body), Ok(()));
+}
+
+// ---- expressions: 4 KB each ---------------------------------------------------------------
+
+/// `a = :v` padded with spaces to `len` bytes: the limit is on the expression as sent.
+fn long_condition(len: usize) -> String {
+    format!("{:len$}", "a = :v")
+}
+
+const EXPRESSION_TOO_LARGE: &str = "Expression size has exceeded the maximum allowed size";
+
+#[tokio::test]
+async fn expressions_over_4_kb_are_refused_by_the_engine() {
+    let db = db().await;
+    put(&db, item_of_size("p", "a", KB)).await;
+
+    // At 4,096 bytes each is accepted (substitution maps are not counted).
+    db.client
+        .put_item()
+        .table_name(TABLE)
+        .set_item(Some(item_of_size("p", "b", KB)))
+        .condition_expression(long_condition(4096))
+        .expression_attribute_values(":v", s("z".repeat(8 * KB)))
+        .send()
+        .await
+        .expect_err("the condition fails (a is absent), but it is not refused for its size")
+        .into_service_error()
+        .meta()
+        .code()
+        .filter(|c| *c == "ConditionalCheckFailedException")
+        .expect("a failed condition, not a size refusal");
+
+    let condition = refused(
+        db.client
+            .put_item()
+            .table_name(TABLE)
+            .set_item(Some(item_of_size("p", "b", KB)))
+            .condition_expression(long_condition(4097))
+            .expression_attribute_values(":v", s("z"))
+            .send()
+            .await,
+    );
+    let filter = refused(
+        db.client
+            .query()
+            .table_name(TABLE)
+            .key_condition_expression("PK = :p")
+            .filter_expression(long_condition(4097))
+            .expression_attribute_values(":p", s("p"))
+            .expression_attribute_values(":v", s("z"))
+            .send()
+            .await,
+    );
+    let scan_filter = refused(
+        db.client
+            .scan()
+            .table_name(TABLE)
+            .filter_expression(long_condition(4097))
+            .expression_attribute_values(":v", s("z"))
+            .send()
+            .await,
+    );
+    let mut key_condition = "PK = :p".to_string();
+    key_condition.push_str(&" ".repeat(4097 - key_condition.len()));
+    let key_condition = refused(
+        db.client
+            .query()
+            .table_name(TABLE)
+            .key_condition_expression(key_condition)
+            .expression_attribute_values(":p", s("p"))
+            .send()
+            .await,
+    );
+    let mut update = "SET a = :v".to_string();
+    while update.len() < 4097 - 12 {
+        let n = update.len();
+        update.push_str(&format!(", a{n} = :v"));
+    }
+    update.push_str(&" ".repeat(4097 - update.len()));
+    let update = refused(
+        db.client
+            .update_item()
+            .table_name(TABLE)
+            .key("PK", s("p"))
+            .key("SK", s("a"))
+            .update_expression(update)
+            .expression_attribute_values(":v", s("z"))
+            .send()
+            .await,
+    );
+    let mut projection = "PK".to_string();
+    while projection.len() < 4097 - 8 {
+        let n = projection.len();
+        projection.push_str(&format!(", a{n}"));
+    }
+    projection.push_str(&" ".repeat(4097 - projection.len()));
+    let projection = refused(
+        db.client
+            .get_item()
+            .table_name(TABLE)
+            .key("PK", s("p"))
+            .key("SK", s("a"))
+            .projection_expression(projection)
+            .send()
+            .await,
+    );
+    for (what, (code, message)) in [
+        ("ConditionExpression", condition),
+        ("FilterExpression (Query)", filter),
+        ("FilterExpression (Scan)", scan_filter),
+        ("KeyConditionExpression", key_condition),
+        ("UpdateExpression", update),
+        ("ProjectionExpression", projection),
+    ] {
+        eprintln!("{what}: {code}: {message}");
+        assert_eq!(code, "ValidationException", "{what}");
+        assert!(message.contains(EXPRESSION_TOO_LARGE), "{what}: {message}");
+    }
+}
+
+// ---- BatchWriteItem: 25 items / 16 MB -------------------------------------------------------
+
+fn put_request(item: HashMap<String, AttributeValue>) -> WriteRequest {
+    WriteRequest::builder()
+        .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
+        .build()
+}
+
+#[tokio::test]
+async fn batch_write_item_over_25_items_is_refused_by_the_engine() {
+    let db = db().await;
+    let batch = |n: usize| {
+        (0..n)
+            .map(|i| put_request(item_of_size("p", &format!("{i:03}"), 100)))
+            .collect::<Vec<_>>()
+    };
+    db.client
+        .batch_write_item()
+        .request_items(TABLE, batch(25))
+        .send()
+        .await
+        .expect("25 items");
+    let (code, message) = refused(
+        db.client
+            .batch_write_item()
+            .request_items(TABLE, batch(26))
+            .send()
+            .await,
+    );
+    assert_eq!(code, "ValidationException");
+    assert!(
+        message.contains("Member must have length less than or equal to 25"),
+        "{message}"
+    );
+}
+
+/// 25 items of at most 400 KB are 10 MB: no BatchWriteItem AWS accepts item by item can pass
+/// 16 MB of items, so that limit cannot be reached (the engine checks it anyway, and its HTTP
+/// server takes no body over 16 MB).
+#[tokio::test]
+async fn batch_write_item_of_25_items_at_400_kb_is_accepted() {
+    let db = db().await;
+    let batch = (0..25)
+        .map(|i| put_request(item_of_size("p", &format!("{i:03}"), ITEM_LIMIT)))
+        .collect::<Vec<_>>();
+    let out = db
+        .client
+        .batch_write_item()
+        .request_items(TABLE, batch)
+        .send()
+        .await
+        .expect("10 MB of items");
+    assert!(out.unprocessed_items.unwrap_or_default().is_empty());
+}
+
+// ---- BatchGetItem: 100 keys / 16 MB ---------------------------------------------------------
+
+fn keys(n: usize) -> Vec<HashMap<String, AttributeValue>> {
+    (0..n)
+        .map(|i| HashMap::from([("PK".into(), s("p")), ("SK".into(), s(format!("{i:03}")))]))
+        .collect()
+}
+
+#[tokio::test]
+async fn batch_get_item_over_100_keys_is_refused_by_the_engine() {
+    let db = db().await;
+    let get = |n| {
+        db.client
+            .batch_get_item()
+            .request_items(
+                TABLE,
+                KeysAndAttributes::builder()
+                    .set_keys(Some(keys(n)))
+                    .build()
+                    .unwrap(),
+            )
+            .send()
+    };
+    get(100).await.expect("100 keys");
+    let (code, message) = refused(get(101).await);
+    assert_eq!(code, "ValidationException");
+    assert!(
+        message.contains("Member must have length less than or equal to 100"),
+        "{message}"
+    );
+}
+
+/// 50 items of 400 KB are 20 MB: the engine answers 16 MB of them and returns the rest as
+/// `UnprocessedKeys`, as DynamoDB does.
+#[tokio::test]
+async fn batch_get_item_over_16_mb_returns_unprocessed_keys_from_the_engine() {
+    let db = db().await;
+    for chunk in (0..50).collect::<Vec<_>>().chunks(25) {
+        let batch = chunk
+            .iter()
+            .map(|i| put_request(item_of_size("p", &format!("{i:03}"), ITEM_LIMIT)))
+            .collect::<Vec<_>>();
+        db.client
+            .batch_write_item()
+            .request_items(TABLE, batch)
+            .send()
+            .await
+            .expect("write");
+    }
+    let out = db
+        .client
+        .batch_get_item()
+        .request_items(
+            TABLE,
+            KeysAndAttributes::builder()
+                .set_keys(Some(keys(50)))
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+        .expect("batch get");
+    let got = out
+        .responses
+        .unwrap_or_default()
+        .remove(TABLE)
+        .unwrap_or_default()
+        .len();
+    let left = out
+        .unprocessed_keys
+        .unwrap_or_default()
+        .remove(TABLE)
+        .map(|k| k.keys.len())
+        .unwrap_or_default();
+    assert_eq!(got + left, 50);
+    assert!(got * ITEM_LIMIT <= 16 * KB * KB, "{got} items answered");
+    assert!(left > 0, "nothing left unprocessed");
+}
+
+// ---- TransactWriteItems: 100 items / 4 MB ---------------------------------------------------
+
+fn transact_put(item: HashMap<String, AttributeValue>) -> TransactWriteItem {
+    TransactWriteItem::builder()
+        .put(
+            Put::builder()
+                .table_name(TABLE)
+                .set_item(Some(item))
+                .build()
+                .unwrap(),
+        )
+        .build()
+}
+
+#[tokio::test]
+async fn transact_write_items_over_100_items_is_refused_by_the_engine() {
+    let db = db().await;
+    let items = |n: usize| {
+        (0..n)
+            .map(|i| transact_put(item_of_size("p", &format!("{i:03}"), 100)))
+            .collect::<Vec<_>>()
+    };
+    db.client
+        .transact_write_items()
+        .set_transact_items(Some(items(100)))
+        .send()
+        .await
+        .expect("100 items");
+    let (code, message) = refused(
+        db.client
+            .transact_write_items()
+            .set_transact_items(Some(items(101)))
+            .send()
+            .await,
+    );
+    assert_eq!(code, "ValidationException");
+    assert!(
+        message.contains("Member must have length less than or equal to 100"),
+        "{message}"
+    );
+}
+
+#[tokio::test]
+async fn transact_write_items_over_4_mb_is_refused_by_the_engine() {
+    let db = db().await;
+    let items = |n: usize| {
+        (0..n)
+            .map(|i| transact_put(item_of_size("p", &format!("{i:03}"), ITEM_LIMIT)))
+            .collect::<Vec<_>>()
+    };
+    db.client
+        .transact_write_items()
+        .set_transact_items(Some(items(10)))
+        .send()
+        .await
+        .expect("4,000 KB");
+    let (code, message) = refused(
+        db.client
+            .transact_write_items()
+            .set_transact_items(Some(items(11)))
+            .send()
+            .await,
+    );
+    assert_eq!(code, "ValidationException");
+    assert_eq!(
+        message,
+        "Collection size of items exceeded, which can also be caused by the aggregate size of the items in the transaction exceeding the 4MB limit"
+    );
+}
+
+// ---- Query / Scan: a page stops at 1 MB -----------------------------------------------------
+
+#[tokio::test]
+async fn a_query_or_scan_page_stops_at_1_mb_in_the_engine() {
+    let db = db().await;
+    for i in 0..4 {
+        put(&db, item_of_size("p", &format!("{i:03}"), 300 * KB)).await;
+    }
+    let first = db
+        .client
+        .query()
+        .table_name(TABLE)
+        .key_condition_expression("PK = :p")
+        .expression_attribute_values(":p", s("p"))
+        .send()
+        .await
+        .expect("query");
+    assert_eq!(first.count, 3);
+    assert_eq!(
+        first.last_evaluated_key.as_ref().and_then(|k| k.get("SK")),
+        Some(&s("002"))
+    );
+    let second = db
+        .client
+        .query()
+        .table_name(TABLE)
+        .key_condition_expression("PK = :p")
+        .expression_attribute_values(":p", s("p"))
+        .set_exclusive_start_key(first.last_evaluated_key)
+        .send()
+        .await
+        .expect("query");
+    assert_eq!(second.count, 1);
+    assert!(second.last_evaluated_key.is_none());
+
+    // A filter does not lift the limit: items are counted as read.
+    let filtered = db
+        .client
+        .query()
+        .table_name(TABLE)
+        .key_condition_expression("PK = :p")
+        .filter_expression("attribute_exists(nothing)")
+        .expression_attribute_values(":p", s("p"))
+        .send()
+        .await
+        .expect("query");
+    // The engine counts the item it stopped before as scanned (DynamoDB: 3); the guard cannot
+    // tell that from a filtered answer, so it stands.
+    assert_eq!((filtered.count, filtered.scanned_count), (0, 4));
+    assert_eq!(
+        filtered
+            .last_evaluated_key
+            .as_ref()
+            .and_then(|k| k.get("SK")),
+        Some(&s("002"))
+    );
+
+    let scan = db
+        .client
+        .scan()
+        .table_name(TABLE)
+        .send()
+        .await
+        .expect("scan");
+    assert_eq!(scan.count, 3);
+    assert!(scan.last_evaluated_key.is_some());
+}
+
+// ---- through a function's guarded client ----------------------------------------------------
+
+/// ProjectsFunction may PutItem and Query the records table, so its client shows the guard's
+/// limits and nothing else.
+const FUNCTION: &str = "ProjectsFunction";
+
+#[tokio::test]
+async fn a_function_cannot_write_an_index_key_over_its_limit() {
+    let api = gridline_local::testing::TestApi::start().await;
+    let client = api.stack.function_client(FUNCTION);
+    let table = api.stack.tables.records.clone();
+    let mut item = item_of_size("p", "a", 8 * KB);
+    item.insert("GSI1PK".into(), s("g".repeat(2049)));
+    item.insert("GSI1SK".into(), s("x"));
+    let (code, message) = refused(
+        client
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(item.clone()))
+            .send()
+            .await,
+    );
+    assert_eq!(code, "ValidationException");
+    assert_eq!(
+        message,
+        "One or more parameter values were invalid: Size limit exceeded for Index Key GSI1PK \
+         Actual Size: 2049 bytes Max Size: 2048 bytes IndexName: GSI1"
+    );
+    // Nothing was written.
+    let got = api
+        .stack
+        .client
+        .get_item()
+        .table_name(&table)
+        .key("PK", s("p"))
+        .key("SK", s("a"))
+        .send()
+        .await
+        .expect("get");
+    assert!(got.item.is_none());
+
+    let (_, message) = refused(
+        client
+            .update_item()
+            .table_name(&table)
+            .key("PK", s("p"))
+            .key("SK", s("b"))
+            .update_expression("SET #k = :k")
+            .expression_attribute_names("#k", "GSI1SK")
+            .expression_attribute_values(":k", s("k".repeat(1025)))
+            .send()
+            .await,
+    );
+    assert!(
+        message.contains("Index Key GSI1SK Actual Size: 1025 bytes"),
+        "{message}"
+    );
+
+    // At the limits the write goes through.
+    item.insert("GSI1PK".into(), s("g".repeat(2048)));
+    item.insert("GSI1SK".into(), s("k".repeat(1024)));
+    client
+        .put_item()
+        .table_name(&table)
+        .set_item(Some(item))
+        .send()
+        .await
+        .expect("index keys at their limits");
+}
+
+/// The engine pages at 1 MB, but counts the item it stopped before as scanned; through the
+/// guard `ScannedCount` is `Count`, as DynamoDB answers without a filter.
+#[tokio::test]
+async fn a_functions_query_page_stops_at_1_mb_with_dynamodbs_counts() {
+    let api = gridline_local::testing::TestApi::start().await;
+    let table = api.stack.tables.records.clone();
+    for i in 0..4 {
+        let mut item = item_of_size("p", &format!("{i:03}"), 300 * KB - 20);
+        item.insert("GSI1PK".into(), s("g"));
+        item.insert("GSI1SK".into(), s(format!("{i:03}")));
+        api.stack
+            .client
+            .put_item()
+            .table_name(&table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .expect("put");
+    }
+    let query = |client: &Client| {
+        client
+            .query()
+            .table_name(&table)
+            .key_condition_expression("PK = :p")
+            .expression_attribute_values(":p", s("p"))
+            .send()
+    };
+    let raw = query(&api.stack.client).await.expect("query");
+    assert_eq!(
+        (raw.count, raw.scanned_count),
+        (3, 4),
+        "the engine's own counts"
+    );
+    let guarded = query(&api.stack.function_client(FUNCTION))
+        .await
+        .expect("query");
+    assert_eq!((guarded.count, guarded.scanned_count), (3, 3));
+    assert_eq!(guarded.last_evaluated_key, raw.last_evaluated_key);
+
+    // Through GSI1 the same, resuming from the table's key and the index's. GSI1 projects
+    // only a few attributes, so its entries are small: the page is not cut.
+    let by_index = api
+        .stack
+        .function_client(FUNCTION)
+        .query()
+        .table_name(&table)
+        .index_name("GSI1")
+        .key_condition_expression("GSI1PK = :g")
+        .expression_attribute_values(":g", s("g"))
+        .send()
+        .await
+        .expect("query");
+    assert_eq!((by_index.count, by_index.scanned_count), (4, 4));
+    assert!(by_index.last_evaluated_key.is_none());
+}
