@@ -133,7 +133,7 @@ pub async fn write_amplification() -> Result<Vec<(usize, f64, f64)>> {
     .await?;
     let meter = Meter::new();
     let metered = Store::new(
-        meter.client(&stack.client),
+        meter.client(&stack.function_client("IndexerFunction")),
         &stack.tables.records,
         &stack.tables.index,
     );

@@ -178,6 +178,8 @@ pub struct Stack {
     /// The admin state (its store on the admin client), for fixtures and seeding; each
     /// function's routes are served with their own state ([`Stack::function_state`]).
     pub state: AppState,
+    /// The template's tables under their local names, with their streams' ARNs.
+    pub names: guard::iam::Local,
     /// Each function's IAM policy, from `template.yaml`, by logical id.
     pub policies: BTreeMap<String, Arc<guard::Policy>>,
     /// The HTTP client every guarded client forwards through.
@@ -212,10 +214,8 @@ impl Stack {
         };
         let client = gridline::store::connect(Some(&endpoint)).await;
         ensure_tables(&client, &opts.tables).await?;
-        let policies = guard::iam::function_policies(
-            template::TEMPLATE,
-            &local_names(&client, &opts.tables).await?,
-        )?;
+        let names = local_names(&client, &opts.tables).await?;
+        let policies = guard::iam::function_policies(template::TEMPLATE, &names)?;
         let state = AppState {
             store: Store::new(
                 client.clone(),
@@ -236,6 +236,7 @@ impl Stack {
             client,
             tables: opts.tables,
             state,
+            names,
             policies,
         })
     }
@@ -285,11 +286,24 @@ impl Stack {
     /// A DynamoDB Streams client as IndexerFunction's event source mapping reads the stream
     /// with (the function's role).
     pub async fn streams_client(&self) -> aws_sdk_dynamodbstreams::Client {
+        self.guarded_streams(self.policy(INDEXER_FUNCTION)).await
+    }
+
+    /// A DynamoDB Streams client checked against `policy`.
+    pub async fn guarded_streams(
+        &self,
+        policy: Arc<guard::Policy>,
+    ) -> aws_sdk_dynamodbstreams::Client {
         guard::streams(
             &stream::streams_client(&self.endpoint).await,
             &self.http,
-            self.policy(INDEXER_FUNCTION),
+            policy,
         )
+    }
+
+    /// The records table's stream on this engine.
+    pub fn records_stream_arn(&self) -> Option<&str> {
+        self.names.streams.get(RECORDS_TABLE_ID).map(String::as_str)
     }
 
     /// The stream poller feeding the indexer, as the event source mapping would, with a
@@ -309,10 +323,24 @@ impl Stack {
     /// Every function's routes in one router, as API Gateway would dispatch them: each
     /// function's routes with its own state (its own guarded client) and Lambda's limits.
     pub fn router(&self) -> axum::Router {
+        self.router_with(|id| self.function_client(id))
+    }
+
+    /// [`Stack::router`] with each function's client from `client_of(function logical id)`
+    /// (the benchmarks' metered clients wrap [`Stack::function_client`]).
+    pub fn router_with(&self, client_of: impl Fn(&str) -> Client) -> axum::Router {
         let mut routes = axum::Router::new();
         for group in Group::ALL {
             let id = group.function_logical_id();
-            let function = gridline::http::function_routes(self.function_state(id), &[group]);
+            let state = AppState {
+                store: Store::new(
+                    client_of(id),
+                    self.tables.records.clone(),
+                    self.tables.index.clone(),
+                ),
+                ..self.state.clone()
+            };
+            let function = gridline::http::function_routes(state, &[group]);
             routes = routes.merge(gateway::lambda_limits(function, id));
         }
         gridline::http::serve(routes, "local", &self.state)

@@ -120,7 +120,8 @@ impl Policy {
     }
 
     /// A policy document (`{"Statement": [...]}`, JSON) keeping only the statements whose
-    /// `Sid` is `sid` (all of them when `None`), with `${Name}` placeholders substituted.
+    /// `Sid` starts with `sid` (all of them when `None`), with `${Name}` placeholders
+    /// substituted.
     pub fn from_document(
         principal: &str,
         document: &str,
@@ -134,7 +135,11 @@ impl Policy {
         let doc: Value = serde_yaml_ng::from_str(&text).context("a policy document")?;
         let statements = statements_of(&doc, "document", &mut |v| Ok(v.clone()))?
             .into_iter()
-            .filter(|s| sid.is_none() || s.sid.as_deref() == sid)
+            .filter(|s| match (sid, &s.sid) {
+                (None, _) => true,
+                (Some(want), Some(have)) => have.starts_with(want),
+                (Some(_), None) => false,
+            })
             .collect::<Vec<_>>();
         anyhow::ensure!(!statements.is_empty(), "no statement with Sid {sid:?}");
         if let Some(left) = statements

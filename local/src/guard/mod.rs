@@ -9,7 +9,8 @@
 pub mod iam;
 pub mod limits;
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
 use aws_smithy_runtime_api::client::http::{
     HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
@@ -48,10 +49,7 @@ pub fn dynamodb(
     let config = client
         .config()
         .to_builder()
-        .http_client(Guard {
-            inner: http.clone(),
-            policy,
-        })
+        .http_client(Guard::new(http, policy))
         .build();
     aws_sdk_dynamodb::Client::from_conf(config)
 }
@@ -65,18 +63,30 @@ pub fn streams(
     let config = client
         .config()
         .to_builder()
-        .http_client(Guard {
-            inner: http.clone(),
-            policy,
-        })
+        .http_client(Guard::new(http, policy))
         .build();
     aws_sdk_dynamodbstreams::Client::from_conf(config)
 }
+
+/// Shard iterator → the stream it reads: GetRecords names no stream, but IAM authorizes it on
+/// the stream the iterator was issued for.
+type Iterators = Arc<Mutex<HashMap<String, String>>>;
 
 #[derive(Debug, Clone)]
 struct Guard {
     inner: SharedHttpClient,
     policy: Arc<Policy>,
+    iterators: Iterators,
+}
+
+impl Guard {
+    fn new(inner: &SharedHttpClient, policy: Arc<Policy>) -> Self {
+        Self {
+            inner: inner.clone(),
+            policy,
+            iterators: Iterators::default(),
+        }
+    }
 }
 
 impl HttpClient for Guard {
@@ -88,6 +98,7 @@ impl HttpClient for Guard {
         SharedHttpConnector::new(GuardConnector {
             inner: self.inner.http_connector(settings, components),
             policy: self.policy.clone(),
+            iterators: self.iterators.clone(),
         })
     }
 }
@@ -96,6 +107,7 @@ impl HttpClient for Guard {
 struct GuardConnector {
     inner: SharedHttpConnector,
     policy: Arc<Policy>,
+    iterators: Iterators,
 }
 
 /// The service a request is for, from its `X-Amz-Target` prefix.
@@ -105,12 +117,20 @@ pub enum Service {
     Streams,
 }
 
-/// The `(action, resource)` pairs IAM authorizes a request by.
-pub fn requested(service: Service, operation: &str, body: &Value) -> Vec<(String, String)> {
+/// The `(action, resource)` pairs IAM authorizes a request by (`stream_of`: the stream a
+/// shard iterator reads).
+pub fn requested(
+    service: Service,
+    operation: &str,
+    body: &Value,
+    stream_of: impl Fn(&str) -> Option<String>,
+) -> Vec<(String, String)> {
     let str_of = |v: &Value, k: &str| v.get(k).and_then(Value::as_str).unwrap_or("").to_string();
     if service == Service::Streams {
         let resource = match operation {
             "ListStreams" => "*".to_string(),
+            "GetRecords" => stream_of(&str_of(body, "ShardIterator"))
+                .unwrap_or_else(|| "an unknown shard iterator".into()),
             _ => str_of(body, "StreamArn"),
         };
         return vec![(format!("dynamodb:{operation}"), resource)];
@@ -203,7 +223,11 @@ impl HttpConnector for GuardConnector {
             .bytes()
             .and_then(|b| serde_json::from_slice(b).ok())
             .unwrap_or(Value::Null);
-        for (action, resource) in requested(service, &operation, &body) {
+        let stream_of = |iterator: &str| {
+            let map = self.iterators.lock().ok()?;
+            map.get(iterator).cloned()
+        };
+        for (action, resource) in requested(service, &operation, &body, stream_of) {
             if let Err(denied) = self.policy.check(&action, &resource) {
                 // On stderr, so a failing test shows what was refused.
                 eprintln!(
@@ -217,12 +241,14 @@ impl HttpConnector for GuardConnector {
             }
         }
         if service == Service::Streams {
-            return self.inner.call(request);
-        }
-        if let Err(r) = limits::check_request(&operation, &body) {
+            if !matches!(operation.as_str(), "GetShardIterator" | "GetRecords") {
+                return self.inner.call(request);
+            }
+        } else if let Err(r) = limits::check_request(&operation, &body) {
             return HttpConnectorFuture::ready(Ok(refusal(r.code, r.message)));
         }
         let sent = self.inner.call(request);
+        let iterators = self.iterators.clone();
         HttpConnectorFuture::new(async move {
             let mut response = sent.await?;
             if !response.status().is_success() {
@@ -235,9 +261,14 @@ impl HttpConnector for GuardConnector {
                     aws_smithy_runtime_api::client::result::ConnectorError::io(Box::new(e))
                 })?
                 .into_bytes();
-            let limited = serde_json::from_slice::<Value>(&bytes)
-                .ok()
-                .and_then(|answer| limits::limit_response(&operation, &body, &answer));
+            let answer = serde_json::from_slice::<Value>(&bytes).ok();
+            if service == Service::Streams {
+                remember_iterator(&iterators, &operation, &body, answer.as_ref());
+                *response.body_mut() = SdkBody::from(bytes);
+                return Ok(response);
+            }
+            let limited =
+                answer.and_then(|answer| limits::limit_response(&operation, &body, &answer));
             match limited {
                 Some(answer) => {
                     let text = answer.to_string();
@@ -250,5 +281,40 @@ impl HttpConnector for GuardConnector {
             }
             Ok(response)
         })
+    }
+}
+
+/// Notes which stream the iterator a GetShardIterator or GetRecords answer holds reads.
+fn remember_iterator(
+    iterators: &Iterators,
+    operation: &str,
+    request: &Value,
+    answer: Option<&Value>,
+) {
+    let Ok(mut map) = iterators.lock() else {
+        return;
+    };
+    let (stream, next) = match operation {
+        "GetShardIterator" => (
+            request
+                .get("StreamArn")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            answer.and_then(|a| a.get("ShardIterator")),
+        ),
+        // Kept after use: a retried batch may read from the same iterator again.
+        _ => {
+            let used = request
+                .get("ShardIterator")
+                .and_then(Value::as_str)
+                .unwrap_or("");
+            (
+                map.get(used).cloned(),
+                answer.and_then(|a| a.get("NextShardIterator")),
+            )
+        }
+    };
+    if let (Some(stream), Some(next)) = (stream, next.and_then(Value::as_str)) {
+        map.insert(next.to_string(), stream);
     }
 }

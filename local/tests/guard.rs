@@ -1,0 +1,414 @@
+//! The local IAM guard: each function's AWS clients are held to its `Policies` in
+//! `template.yaml`, as AWS holds them, and the template grants nothing that no route uses.
+
+use std::collections::BTreeSet;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
+use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
+use aws_sdk_dynamodb::error::{BoxError, ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::types::AttributeValue;
+use gridline_local::guard::iam::{self, Effect, wildcard};
+use gridline_local::testing::{ALICE, TestApi};
+use http::Method;
+use serde_json::json;
+
+/// Counts the attempts the SDK makes (a retry is another attempt).
+#[derive(Debug, Clone, Default)]
+struct Attempts(Arc<AtomicUsize>);
+
+impl Intercept for Attempts {
+    fn name(&self) -> &'static str {
+        "Attempts"
+    }
+    fn read_before_transmit(
+        &self,
+        _: &BeforeTransmitInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        self.0.fetch_add(1, Ordering::SeqCst);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_request_outside_the_functions_policy_is_refused_as_aws_does_and_writes_nothing() {
+    let api = TestApi::start().await;
+    let attempts = Attempts::default();
+    let grid = api.stack.function_client("GridFunction");
+    let grid = aws_sdk_dynamodb::Client::from_conf(
+        grid.config()
+            .to_builder()
+            .interceptor(attempts.clone())
+            .build(),
+    );
+    let before = api.record_count().await;
+    let err = grid
+        .put_item()
+        .table_name(&api.stack.tables.records)
+        .item("PK", AttributeValue::S("T#acme#x".into()))
+        .item("SK", AttributeValue::S("x".into()))
+        .send()
+        .await
+        .expect_err("the grid function may not write");
+    let SdkError::ServiceError(service) = &err else {
+        panic!("not a service error: {err:?}");
+    };
+    assert_eq!(service.raw().status().as_u16(), 400);
+    assert_eq!(err.code(), Some("AccessDeniedException"));
+    let message = err.message().unwrap_or_default();
+    assert!(
+        message
+            .starts_with("User: arn:aws:sts::123456789012:assumed-role/gridline-GridFunctionRole-")
+            && message.ends_with(
+                "is not authorized to perform: dynamodb:PutItem on resource: \
+                 arn:aws:dynamodb:us-east-1:123456789012:table/records because no \
+                 identity-based policy allows the dynamodb:PutItem action"
+            ),
+        "{message}"
+    );
+    assert_eq!(attempts.0.load(Ordering::SeqCst), 1, "not retried");
+    assert_eq!(api.record_count().await, before, "nothing written");
+
+    // A batch is refused whole when one of its tables is not allowed.
+    let err = api
+        .stack
+        .function_client("InboxFunction")
+        .batch_write_item()
+        .request_items(
+            &api.stack.tables.index,
+            vec![
+                aws_sdk_dynamodb::types::WriteRequest::builder()
+                    .delete_request(
+                        aws_sdk_dynamodb::types::DeleteRequest::builder()
+                            .key("PK", AttributeValue::S("x".into()))
+                            .key("SK", AttributeValue::S("x".into()))
+                            .build()
+                            .unwrap(),
+                    )
+                    .build(),
+            ],
+        )
+        .send()
+        .await
+        .expect_err("the inbox function may not write the index");
+    assert_eq!(err.code(), Some("AccessDeniedException"));
+
+    // A function the template does not have may do nothing.
+    let err = api
+        .stack
+        .function_client("NoSuchFunction")
+        .list_tables()
+        .send()
+        .await
+        .expect_err("refused");
+    assert_eq!(err.code(), Some("AccessDeniedException"));
+}
+
+/// Grants nothing in the workload uses, each with why it stays: (function or `*`, action,
+/// the end of the resource, reason).
+const UNUSED_BUT_KEPT: &[(&str, &str, &str, &str)] = &[
+    (
+        "*",
+        "secretsmanager:GetSecretValue",
+        "",
+        "the cursor key, read once at Lambda start-up; the local stack is given it",
+    ),
+    (
+        "IndexerFunction",
+        "sqs:SendMessage",
+        "IndexerFailureQueue",
+        "the event source mapping's on-failure send; the local poller keeps a list instead",
+    ),
+    (
+        "IndexerFunction",
+        "dynamodb:ListStreams",
+        "*",
+        "SAM's AWSLambdaDynamoDBExecutionRole for the stream event, not ours to narrow",
+    ),
+    (
+        "IndexerFunction",
+        "dynamodb:GetItem",
+        "table/records",
+        "re-reads an issue changed while its entries were written (a race), and reindex_issue",
+    ),
+];
+
+/// Runs every route and the indexer, then compares what each function used with what the
+/// template grants it: a grant nothing used fails the test unless listed above.
+#[tokio::test]
+async fn every_grant_of_the_template_is_used_by_some_route_or_the_indexer() {
+    let api = TestApi::start().await;
+    workload(&api).await;
+
+    let used = iam::used();
+    let mut unused = Vec::new();
+    let mut report = String::new();
+    for (function, policy) in &api.stack.policies {
+        let mine: BTreeSet<_> = used
+            .iter()
+            .filter(|(p, _, _)| p == function)
+            .map(|(_, a, r)| (a.clone(), r.clone()))
+            .collect();
+        report.push_str(&format!("\n{function}\n  used:\n"));
+        for (a, r) in &mine {
+            report.push_str(&format!("    {a} {r}\n"));
+        }
+        report.push_str("  granted:\n");
+        for s in policy
+            .statements
+            .iter()
+            .filter(|s| s.effect == Effect::Allow)
+        {
+            for a in &s.actions {
+                for r in &s.resources {
+                    let hit = mine.iter().any(|(ua, ur)| {
+                        wildcard(&a.to_lowercase(), &ua.to_lowercase()) && wildcard(r, ur)
+                    });
+                    let kept = UNUSED_BUT_KEPT.iter().find(|(f, ka, kr, _)| {
+                        (*f == "*" || f == function) && ka == a && r.ends_with(kr)
+                    });
+                    let mark = match (hit, kept) {
+                        (true, _) => "used".to_string(),
+                        (false, Some((_, _, _, why))) => format!("unused, kept: {why}"),
+                        (false, None) => {
+                            unused.push(format!("{function}: {a} on {r} ({})", s.origin));
+                            "UNUSED".to_string()
+                        }
+                    };
+                    report.push_str(&format!("    {a} {r} [{mark}]\n"));
+                }
+            }
+        }
+    }
+    println!("{report}");
+    assert!(
+        unused.is_empty(),
+        "grants no route or the indexer used:\n{}",
+        unused.join("\n")
+    );
+}
+
+async fn ok(
+    api: &TestApi,
+    user: (&str, &str),
+    method: Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> serde_json::Value {
+    let r = api.call(user, method.clone(), path, body).await;
+    assert!(
+        r.status.is_success(),
+        "{method} {path}: {} {}",
+        r.status,
+        r.text
+    );
+    r.body
+}
+
+/// Every route, the indexer over each kind of change, and the grid and inbox reads of what it
+/// wrote.
+async fn workload(api: &TestApi) {
+    const BOB: (&str, &str) = ("bob", "acme");
+    ok(
+        api,
+        ALICE,
+        Method::PUT,
+        "/me",
+        Some(json!({"display_name": "Alice"})),
+    )
+    .await;
+    ok(
+        api,
+        BOB,
+        Method::PUT,
+        "/me",
+        Some(json!({"display_name": "Bob"})),
+    )
+    .await;
+    ok(api, ALICE, Method::GET, "/me", None).await;
+    let team = ok(
+        api,
+        ALICE,
+        Method::POST,
+        "/teams",
+        Some(json!({"name": "core"})),
+    )
+    .await;
+    let team = team["id"].as_str().unwrap().to_string();
+    ok(api, ALICE, Method::GET, &format!("/teams/{team}"), None).await;
+    ok(
+        api,
+        ALICE,
+        Method::PUT,
+        &format!("/teams/{team}/members/bob"),
+        None,
+    )
+    .await;
+    ok(
+        api,
+        ALICE,
+        Method::GET,
+        &format!("/teams/{team}/members"),
+        None,
+    )
+    .await;
+    ok(api, BOB, Method::GET, "/me/teams", None).await;
+    ok(api, ALICE, Method::GET, "/users/bob/teams", None).await;
+
+    let p = api.project("guarded").await;
+    ok(api, ALICE, Method::GET, "/projects", None).await;
+    ok(api, ALICE, Method::GET, &format!("/projects/{p}"), None).await;
+    let n = api
+        .field(&p, json!({"name": "points", "type": "number"}))
+        .await;
+    let t = api
+        .field(&p, json!({"name": "notes", "type": "text"}))
+        .await;
+    let s = api
+        .field(
+            &p,
+            json!({"name": "sev", "type": "select", "options": ["low", "high"]}),
+        )
+        .await;
+    ok(
+        api,
+        ALICE,
+        Method::GET,
+        &format!("/projects/{p}/fields"),
+        None,
+    )
+    .await;
+
+    let mut issues = Vec::new();
+    for i in 0..4 {
+        let issue = api
+            .issue(
+                &p,
+                json!({"title": format!("issue {i}"), "description": "d",
+                       "fields": {n.clone(): i, t.clone(): "x", s.clone(): "low"}}),
+            )
+            .await;
+        issues.push(issue["id"].as_str().unwrap().to_string());
+    }
+    api.sync().await;
+    let first = &issues[0];
+    ok(api, ALICE, Method::GET, &format!("/issues/{first}"), None).await;
+    ok(
+        api,
+        ALICE,
+        Method::PATCH,
+        &format!("/issues/{first}"),
+        Some(json!({"title": "renamed", "fields": {n.clone(): 9}})),
+    )
+    .await;
+    ok(
+        api,
+        ALICE,
+        Method::PUT,
+        &format!("/issues/{first}/participants/user/bob"),
+        Some(json!({"role": "assignee"})),
+    )
+    .await;
+    ok(
+        api,
+        ALICE,
+        Method::PUT,
+        &format!("/issues/{first}/participants/team/{team}"),
+        Some(json!({"role": "watcher"})),
+    )
+    .await;
+    api.sync().await;
+    ok(
+        api,
+        ALICE,
+        Method::PATCH,
+        &format!("/issues/{}", issues[2]),
+        Some(json!({"state": "closed"})),
+    )
+    .await;
+    api.sync().await;
+    let mine = ok(api, BOB, Method::GET, "/me/issues", None).await;
+    assert_eq!(mine["items"].as_array().map(Vec::len), Some(1), "{mine}");
+    ok(api, BOB, Method::GET, "/me/teams/issues", None).await;
+    ok(
+        api,
+        ALICE,
+        Method::GET,
+        &format!("/teams/{team}/issues"),
+        None,
+    )
+    .await;
+    ok(
+        api,
+        ALICE,
+        Method::DELETE,
+        &format!("/issues/{first}/participants/user/bob"),
+        None,
+    )
+    .await;
+
+    for q in [
+        "limit=2".to_string(),
+        format!("sort={n}&order=desc&limit=2"),
+        "sort=title&prefix=iss".into(),
+        "state=open".into(),
+        format!("sort={t}&prefix=x"),
+    ] {
+        let page = ok(
+            api,
+            ALICE,
+            Method::GET,
+            &format!("/projects/{p}/issues?{q}"),
+            None,
+        )
+        .await;
+        if let Some(c) = page["next_cursor"].as_str() {
+            ok(
+                api,
+                ALICE,
+                Method::GET,
+                &format!("/projects/{p}/issues?{q}&cursor={c}"),
+                None,
+            )
+            .await;
+        }
+    }
+    ok(
+        api,
+        ALICE,
+        Method::DELETE,
+        &format!("/projects/{p}/fields/{t}"),
+        None,
+    )
+    .await;
+    ok(
+        api,
+        ALICE,
+        Method::DELETE,
+        &format!("/issues/{}", issues[1]),
+        None,
+    )
+    .await;
+    ok(
+        api,
+        ALICE,
+        Method::DELETE,
+        &format!("/teams/{team}/members/bob"),
+        None,
+    )
+    .await;
+    api.sync().await;
+    ok(
+        api,
+        ALICE,
+        Method::GET,
+        &format!("/projects/{p}/issues?sort={n}"),
+        None,
+    )
+    .await;
+    api.assert_index_matches_records("acme", &[p]).await;
+    assert_eq!(api.dead_letters().await, 0);
+}
