@@ -5,6 +5,8 @@
 //! verify` finds the index and the participation copies equal to a recomputation from the
 //! records, and every acknowledged write is in the records.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::Arc;
@@ -36,7 +38,7 @@ async fn start(path: &Path) -> Stack {
 /// The indexer as the mapping runs it, through a client with faults.
 async fn faulty_poller(stack: &Stack, chaos: &Arc<Chaos>) -> Poller {
     let store = Store::new(
-        chaos.client(&stack.client),
+        chaos.client(&stack.function_client("IndexerFunction")),
         &stack.tables.records,
         &stack.tables.index,
     );
@@ -267,8 +269,8 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
         *totals.entry("faults").or_default() += chaos.faults();
 
         // gridctl replay for what reached the on-failure queue.
-        let streams = gridline_local::stream::streams_client(&stack.endpoint).await;
-        let indexer = stack.indexer();
+        let streams = support::replay_streams(&stack).await;
+        let indexer = support::replay_indexer(&stack);
         let mut report = replay::ReplayReport::default();
         for message in &dead_letters {
             let batch = replay::parse_message(&message.to_string()).unwrap();
@@ -279,7 +281,7 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
         }
 
         // gridctl verify: the index and the participation copies equal the recomputation.
-        let found = ops::verify(&stack.state.store, 3, &ProgressBar::hidden())
+        let found = ops::verify(&support::store(&stack, "Verify"), 3, &ProgressBar::hidden())
             .await
             .unwrap();
         assert!(

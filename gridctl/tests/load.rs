@@ -4,6 +4,8 @@
 //! records hold; `gridctl verify` is clean once the indexer catches up) and prints the
 //! latency figures. It is bounded by count, not time, and asserts no timing.
 
+mod support;
+
 use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -172,7 +174,7 @@ async fn concurrent_clients_get_no_5xx_and_lose_no_write() {
         assert_eq!(issue["fields"][&field], json!(value), "issue {id}");
     }
     // The indexer catches up and the index is exactly what the records say.
-    let store = &stack.state.store;
+    let store = &support::store(&stack, "Verify");
     let mut clean = false;
     for _ in 0..100 {
         tokio::time::sleep(Duration::from_millis(100)).await;

@@ -1,5 +1,7 @@
 //! `gridctl verify`, `repair` and `replay` against the embedded engine and its real stream.
 
+mod support;
+
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -25,9 +27,13 @@ fn spec(issues: u64) -> seed::Spec {
 }
 
 async fn verify(api: &TestApi) -> ops::VerifyReport {
-    ops::verify(&api.stack.state.store, 3, &ProgressBar::hidden())
-        .await
-        .unwrap()
+    ops::verify(
+        &support::store(&api.stack, "Verify"),
+        3,
+        &ProgressBar::hidden(),
+    )
+    .await
+    .unwrap()
 }
 
 fn hidden(_: &str, _: u64) -> ProgressBar {
@@ -64,9 +70,13 @@ async fn put_index_item(api: &TestApi, pk: &str, sk: &str, issue_id: &str, role:
 #[tokio::test]
 async fn verify_finds_each_kind_of_drift_and_repair_removes_it() {
     let api = TestApi::start().await;
-    let seeded = seed::seed(&api.stack.state.store, &spec(40), &ProgressBar::hidden())
-        .await
-        .unwrap();
+    let seeded = seed::seed(
+        &support::store(&api.stack, "Seed"),
+        &spec(40),
+        &ProgressBar::hidden(),
+    )
+    .await
+    .unwrap();
     api.sync().await;
     let clean = verify(&api).await;
     assert!(clean.is_clean(), "{:?}", clean.drift);
@@ -105,7 +115,7 @@ async fn verify_finds_each_kind_of_drift_and_repair_removes_it() {
     );
     assert!(!found.is_clean());
 
-    let report = ops::repair(&api.stack.state.store, 3, 3, &hidden)
+    let report = ops::repair(&support::store(&api.stack, "Repair"), 3, 3, &hidden)
         .await
         .unwrap();
     assert!(report.clean, "{report:?}");
@@ -138,9 +148,13 @@ async fn verify_finds_each_kind_of_drift_and_repair_removes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repair_is_safe_while_writes_and_the_indexer_run() {
     let api = std::sync::Arc::new(TestApi::start().await);
-    let seeded = seed::seed(&api.stack.state.store, &spec(30), &ProgressBar::hidden())
-        .await
-        .unwrap();
+    let seeded = seed::seed(
+        &support::store(&api.stack, "Seed"),
+        &spec(30),
+        &ProgressBar::hidden(),
+    )
+    .await
+    .unwrap();
     api.sync().await;
     // Damage: drop a tenth of the entries.
     for (n, e) in api.index_entries().await.iter().enumerate() {
@@ -192,7 +206,7 @@ async fn repair_is_safe_while_writes_and_the_indexer_run() {
     // Repair runs while the writer and the indexer do.
     let mut rounds = 0;
     while !writer.is_finished() {
-        ops::repair(&api.stack.state.store, 2, 1, &hidden)
+        ops::repair(&support::store(&api.stack, "Repair"), 2, 1, &hidden)
             .await
             .unwrap();
         rounds += 1;
@@ -201,7 +215,7 @@ async fn repair_is_safe_while_writes_and_the_indexer_run() {
     writer.await.unwrap();
     assert!(rounds > 0);
     api.sync().await;
-    let report = ops::repair(&api.stack.state.store, 2, 3, &hidden)
+    let report = ops::repair(&support::store(&api.stack, "Repair"), 2, 3, &hidden)
         .await
         .unwrap();
     assert!(report.clean, "{report:?}");
@@ -212,9 +226,13 @@ async fn repair_is_safe_while_writes_and_the_indexer_run() {
 #[tokio::test]
 async fn replay_redrives_what_the_on_failure_queue_names() {
     let api = TestApi::start().await;
-    let seeded = seed::seed(&api.stack.state.store, &spec(10), &ProgressBar::hidden())
-        .await
-        .unwrap();
+    let seeded = seed::seed(
+        &support::store(&api.stack, "Seed"),
+        &spec(10),
+        &ProgressBar::hidden(),
+    )
+    .await
+    .unwrap();
     api.sync().await;
 
     // An outage of the index table outlasts the retries: the batch goes to the on-failure
@@ -229,7 +247,7 @@ async fn replay_redrives_what_the_on_failure_queue_names() {
         },
     );
     let faulty = Store::new(
-        chaos.client(&api.stack.client),
+        chaos.client(&api.stack.function_client("IndexerFunction")),
         &api.stack.tables.records,
         &api.stack.tables.index,
     );
@@ -253,8 +271,8 @@ async fn replay_redrives_what_the_on_failure_queue_names() {
     assert!(found.missing > 0, "the issue's entries are missing");
 
     // Replay reads the range the message names back from the stream and re-indexes.
-    let streams = gridline_local::stream::streams_client(&api.stack.endpoint).await;
-    let indexer = api.stack.indexer();
+    let streams = support::replay_streams(&api.stack).await;
+    let indexer = support::replay_indexer(&api.stack);
     let mut report = replay::ReplayReport::default();
     for message in &poller.dead_letters {
         let batch = replay::parse_message(&message.to_string()).unwrap();
@@ -331,7 +349,7 @@ async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombst
     assert_eq!((found.missing, found.extra, found.stale), (0, 0, 0));
 
     // Repair re-indexes the parked issue from its record; its marker goes.
-    let report = ops::repair(&api.stack.state.store, 2, 2, &hidden)
+    let report = ops::repair(&support::store(&api.stack, "Repair"), 2, 2, &hidden)
         .await
         .unwrap();
     assert!(report.clean, "{report:?}");
