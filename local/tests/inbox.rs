@@ -74,9 +74,10 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
     .await;
     let before = api.record_count().await;
     join(&api, &t, "bob").await;
-    assert_eq!(api.record_count().await, before + 2);
+    // Both edges, and the user's team count (created by their first membership).
+    assert_eq!(api.record_count().await, before + 3);
     join(&api, &t, "bob").await; // idempotent
-    assert_eq!(api.record_count().await, before + 2);
+    assert_eq!(api.record_count().await, before + 3);
 
     let r = api.get(&format!("/teams/{t}/members")).await;
     assert_eq!(
@@ -99,7 +100,8 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
         )
         .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
-    assert_eq!(api.record_count().await, before);
+    // The edges are gone; the count stays, at zero.
+    assert_eq!(api.record_count().await, before + 1);
     assert_eq!(
         api.get(&format!("/teams/{t}/members")).await.body["items"],
         json!([])

@@ -109,6 +109,11 @@ pub fn user_team_sk(team_id: &str) -> String {
     format!("{USER_TEAM_SK_PREFIX}{team_id}")
 }
 
+/// The user's membership counter (in the user's partition, outside `TM#`), which keeps a
+/// user's teams under their cap in the membership transaction. Apart from the profile, which
+/// `PUT /me` replaces whole.
+pub const USER_TEAM_COUNT_SK: &str = "#TEAMS";
+
 // --- Participation copies (index table) -----------------------------------------------------
 
 /// A participant's issues in one state, newest `updated_at` first; with `role`, only the

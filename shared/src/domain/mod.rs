@@ -15,9 +15,17 @@ use values::{FieldDef, StoredValue, parse_value};
 
 /// Most custom fields a project may have.
 pub const MAX_FIELDS_PER_PROJECT: usize = 400;
-/// Largest issue summary item we write. DynamoDB's item limit is 400 KB; the rest is headroom
-/// for attribute names and the keys.
-pub const MAX_ISSUE_ITEM_BYTES: usize = 380_000;
+/// Largest item DynamoDB stores (400 KB), measured as it measures items (attribute names and
+/// values): an issue whose summary item would pass it is `413`.
+pub const MAX_ITEM_BYTES: usize = 400 * 1024;
+/// Most participants an issue may have: it bounds the item, the indexer's copies and the names
+/// a page looks up.
+pub const MAX_PARTICIPANTS: usize = 100;
+/// Most bytes of field definitions (names and option labels, UTF-8) per project: every grid
+/// page, issue read and patch reads them all.
+pub const MAX_FIELD_DEF_BYTES: usize = 64 * 1024;
+/// Most teams a user belongs to: `/me/teams/issues` queries each of them.
+pub const MAX_TEAMS_PER_USER: usize = 50;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Project {
@@ -170,7 +178,7 @@ impl NewFieldBody {
 }
 
 /// `POST /projects/{id}/issues` body.
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct NewIssueBody {
     pub title: String,
@@ -228,6 +236,17 @@ impl NewIssueBody {
                 ));
             }
         }
+        // The caller joins as reporter unless listed, so they count too.
+        let total =
+            seen.len() + usize::from(!seen.contains(&(ParticipantKind::User, caller.to_string())));
+        if total > MAX_PARTICIPANTS {
+            errors.push(FieldError::new(
+                "participants",
+                format!(
+                    "an issue has at most {MAX_PARTICIPANTS} participants, the caller included"
+                ),
+            ));
+        }
         if !errors.is_empty() {
             return Err(ApiError::from_errors(errors));
         }
@@ -239,20 +258,19 @@ impl NewIssueBody {
             });
         }
         participants.sort();
-        let issue = NewIssue {
+        // The size check needs the stored item: the store makes it (`413` from there).
+        Ok(NewIssue {
             title: self.title,
             state: self.state.unwrap_or(IssueState::Open),
             description: self.description.filter(|d| !d.is_empty()),
             fields,
             participants,
-        };
-        check_item_size(&issue.title, &issue.fields, &issue.participants)?;
-        Ok(issue)
+        })
     }
 }
 
 /// `PATCH /issues/{id}` body: a JSON merge patch. `Some(None)` is an explicit `null`.
-#[derive(Debug, Default, Deserialize)]
+#[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct IssuePatchBody {
     #[serde(default, deserialize_with = "explicit_null")]
@@ -379,30 +397,11 @@ pub fn check_participant_id(kind: ParticipantKind, id: &str) -> Result<(), Strin
     }
 }
 
-/// Rejects an issue whose summary item would not fit in a DynamoDB item (`413`).
-pub fn check_item_size(
-    title: &str,
-    fields: &BTreeMap<String, StoredValue>,
-    participants: &[Participant],
-) -> Result<(), ApiError> {
-    let field_bytes: usize = fields
-        .iter()
-        .map(|(k, v)| {
-            k.len()
-                + 4
-                + match v {
-                    StoredValue::S(s) => s.len(),
-                    StoredValue::N(n) => n.digits().len() / 2 + 2,
-                }
-        })
-        .sum();
-    let participant_bytes: usize = participants.iter().map(|p| p.id.len() + 16).sum();
-    if title.len() + field_bytes + participant_bytes + 512 > MAX_ISSUE_ITEM_BYTES {
-        return Err(ApiError::PayloadTooLarge(format!(
-            "the issue's title, field values and participants exceed {MAX_ISSUE_ITEM_BYTES} bytes"
-        )));
-    }
-    Ok(())
+/// The `413` for an issue whose summary item would not fit in one DynamoDB item.
+pub fn too_large() -> ApiError {
+    ApiError::PayloadTooLarge(format!(
+        "the issue's title, field values and participants would take more than {MAX_ITEM_BYTES} bytes, DynamoDB's item limit"
+    ))
 }
 
 #[cfg(test)]

@@ -32,6 +32,20 @@ pub struct FieldDef {
     pub options: Option<Vec<String>>,
 }
 
+impl FieldDef {
+    /// What the definition counts against the project's 64 KB: its name and option labels,
+    /// in UTF-8 bytes.
+    pub fn definition_bytes(&self) -> usize {
+        self.name.len()
+            + self
+                .options
+                .iter()
+                .flatten()
+                .map(String::len)
+                .sum::<usize>()
+    }
+}
+
 /// A validated value in its stored form: numbers keep their exact digits as a DynamoDB `N`,
 /// every other type is a string (`S`) in its canonical form.
 #[derive(Clone, Debug, PartialEq, Eq)]

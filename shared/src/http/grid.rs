@@ -9,7 +9,7 @@ use axum::extract::{Path, Query, State};
 
 use super::AppState;
 use super::extract::{ListQuery, unknown_params};
-use super::views::{IssueView, List, participants_of};
+use super::views::{IssueView, List, names_fit, participants_of};
 use crate::auth::Caller;
 use crate::cursor::{Position, Scope};
 use crate::domain::IssueState;
@@ -23,6 +23,8 @@ use crate::store::ColumnQuery;
 const ROUTE: &str = "GET /projects/{project_id}/issues";
 /// Cursor member naming the part of the column being read: values, then missing values.
 const PHASE: &str = "~phase";
+/// Longest `prefix`, in characters (API.md): its key stays well under DynamoDB's 1 KB sort key.
+const MAX_PREFIX_CHARS: usize = 256;
 
 /// The interpreted query: what the page reads and what its cursor is bound to.
 struct GridQuery {
@@ -99,8 +101,11 @@ fn parse(
                 "prefix",
                 "applies only to title and text fields",
             ));
-        } else if p.is_empty() {
-            errors.push(FieldError::new("prefix", "must not be empty"));
+        } else if p.is_empty() || p.chars().count() > MAX_PREFIX_CHARS {
+            errors.push(FieldError::new(
+                "prefix",
+                format!("must be 1 to {MAX_PREFIX_CHARS} characters"),
+            ));
         } else {
             from = from.max(keys::value_floor(&prefix_key(p)));
             to = to.min(keys::prefix_ceiling(&prefix_key(p)));
@@ -160,11 +165,22 @@ pub async fn list(
     }
     params.remove("limit");
     params.remove("cursor");
-    let (_, defs) = s
+    // Eventually consistent: the grid is fresh within seconds anyway, and a field created a
+    // moment ago is not sortable until its column is complete. A just-created project may
+    // not be there yet for this read: one consistent read tells before a 404.
+    let read = s
         .store
-        .project_with_fields(&caller.tenant, &project_id)
-        .await?
-        .ok_or(ApiError::NotFound("project"))?;
+        .project_with_fields_read(&caller.tenant, &project_id, false)
+        .await?;
+    let read = match read {
+        Some(found) => Some(found),
+        None => {
+            s.store
+                .project_with_fields(&caller.tenant, &project_id)
+                .await?
+        }
+    };
+    let (_, defs) = read.ok_or(ApiError::NotFound("project"))?;
     let grid = parse(&project_id, &params, &defs)?;
     let scope_ = Scope {
         tenant: &caller.tenant,
@@ -185,11 +201,12 @@ pub async fn list(
         .and_then(|p| p.remove(PHASE))
         .and_then(|name| phases.iter().position(|(n, _, _)| *n == name))
         .unwrap_or(0);
-    let mut ids = Vec::new();
+    // Entries read: issue id, sort key, phase.
+    let mut entries: Vec<(String, String, &'static str)> = Vec::new();
     let mut next: Option<Position> = None;
     while phase_index < phases.len() {
         let (name, from, to) = &phases[phase_index];
-        let remaining = q.limit - ids.len() as i32;
+        let remaining = q.limit - entries.len() as i32;
         if remaining == 0 {
             // The page is full exactly at a phase boundary: continue there next time.
             next = Some(Position::from([(PHASE.to_string(), name.to_string())]));
@@ -209,7 +226,7 @@ pub async fn list(
             .store
             .query_column(&query, position.take().as_ref())
             .await?;
-        ids.extend(page.items);
+        entries.extend(page.items.into_iter().map(|(id, sk)| (id, sk, *name)));
         if let Some(mut p) = page.next {
             p.insert(PHASE.into(), name.to_string());
             next = Some(p);
@@ -217,13 +234,29 @@ pub async fn list(
         }
         phase_index += 1;
     }
+    let ids: Vec<String> = entries.iter().map(|e| e.0.clone()).collect();
     let mut found = s.store.batch_get_issues(&caller.tenant, &ids).await?;
     // Entries of issues deleted (or moved to another state) since they were indexed are skipped.
-    let issues: Vec<_> = ids
+    let mut issues: Vec<(usize, crate::domain::Issue)> = entries
         .iter()
-        .filter_map(|id| found.remove(id))
-        .filter(|i| i.project_id == project_id && grid.state.is_none_or(|st| i.state == st))
+        .enumerate()
+        .filter_map(|(at, e)| found.remove(&e.0).map(|i| (at, i)))
+        .filter(|(_, i)| i.project_id == project_id && grid.state.is_none_or(|st| i.state == st))
         .collect();
+    // Names are bounded per page: past them the page ends at the last issue kept, and the
+    // cursor points at its entry (a position is the entry's key and its phase).
+    let fit = names_fit(issues.iter().map(|(_, i)| i));
+    if fit < issues.len() {
+        let (at, _) = &issues[fit - 1];
+        let (_, sk, phase) = &entries[*at];
+        next = Some(Position::from([
+            (keys::PK.to_string(), pk.clone()),
+            (keys::SK.to_string(), sk.clone()),
+            (PHASE.to_string(), phase.to_string()),
+        ]));
+        issues.truncate(fit);
+    }
+    let issues: Vec<_> = issues.into_iter().map(|(_, i)| i).collect();
     let names = s
         .store
         .names(&caller.tenant, &participants_of(&issues))

@@ -1,7 +1,10 @@
 //! Inboxes: the issues a participant is on, newest `updated_at` first, from participation
 //! copies. A list over several partitions (roles, or the caller's teams) queries them in
-//! parallel, merges by sort key, shows each issue once, and keeps a position per partition,
-//! cut at the last item actually returned, so following cursors returns every issue once.
+//! parallel, merges by sort key and shows each issue once. Its cursor is one sort key: the
+//! last one the page consumed. Every copy ahead of it in any partition was fetched (each
+//! partition's first `limit` copies, and a page holds at most `limit` issues), so every
+//! partition resumes "after that key" — DynamoDB takes a start key with any sort key — and the
+//! cursor stays the same size whatever the caller's teams (under 2 KB with 50 of them).
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -10,7 +13,7 @@ use axum::extract::{Path, Query, State};
 
 use super::AppState;
 use super::extract::{ListQuery, unknown_params};
-use super::views::{InboxItem, IssueView, List, participants_of};
+use super::views::{InboxItem, IssueView, List, names_fit, participants_of};
 use crate::auth::Caller;
 use crate::cursor::{Position, Scope};
 use crate::domain::ids::is_server_id;
@@ -18,13 +21,11 @@ use crate::domain::{IssueState, Participant, ParticipantKind, Role};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::keys;
 
-/// Cursor value of a partition that has nothing more.
-const DONE: &str = "~";
+/// The cursor's member: the last sort key returned.
+const AFTER: &str = "after";
 
 /// One partition of a merged list.
 struct Source {
-    /// Its name in the cursor.
-    name: String,
     pk: String,
     kind: ParticipantKind,
     id: String,
@@ -60,27 +61,26 @@ async fn read(
     q: &ListQuery,
     scope: &Scope<'_>,
 ) -> ApiResult<Json<List<InboxItem>>> {
-    let mut positions = q.position(s, scope)?.unwrap_or_default();
-    let pages = futures::future::join_all(sources.iter().map(|src| {
-        let after = positions.get(&src.name).cloned();
-        async move {
-            match after.as_deref() {
-                Some(DONE) => Ok(crate::store::Page {
-                    items: Vec::new(),
-                    next: None,
-                }),
-                other => s.store.query_inbox(&src.pk, q.limit, other).await,
-            }
-        }
-    }))
+    let after = match q.position(s, scope)? {
+        None => None,
+        Some(mut p) => Some(
+            p.remove(AFTER)
+                .ok_or_else(|| ApiError::invalid("cursor", "cursor is malformed"))?,
+        ),
+    };
+    let pages = futures::future::join_all(
+        sources
+            .iter()
+            .map(|src| s.store.query_inbox(&src.pk, q.limit, after.as_deref())),
+    )
     .await;
     // Every candidate, newest first; an issue several partitions hold has the same sort key in
     // each (updated_at#id), so its copies are adjacent.
     let mut candidates: Vec<(String, usize, String, String)> = Vec::new();
-    let mut more = Vec::with_capacity(sources.len());
+    let mut more = false;
     for (i, page) in pages.into_iter().enumerate() {
         let page = page?;
-        more.push(page.next.is_some());
+        more |= page.next.is_some();
         candidates.extend(
             page.items
                 .into_iter()
@@ -88,13 +88,12 @@ async fn read(
         );
     }
     candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let fetched: Vec<usize> = (0..sources.len())
-        .map(|i| candidates.iter().filter(|c| c.1 == i).count())
-        .collect();
+    let fetched = candidates.len();
 
+    // Issues taken: the sort key of their last copy consumed, id, via.
     let mut taken: Vec<(String, String, Vec<Participant>)> = Vec::new();
-    let mut consumed = vec![0usize; sources.len()];
-    let mut last_sk: Vec<Option<String>> = vec![None; sources.len()];
+    let mut consumed = 0usize;
+    let mut last_sk = None;
     for (sk, i, id, role) in candidates {
         let same_as_last = taken.last().is_some_and(|t| t.0 == sk);
         if !same_as_last && taken.len() == q.limit as usize {
@@ -108,6 +107,8 @@ async fn read(
                 taken.len() - 1
             }
         };
+        taken[slot].0 = sk.clone();
+        last_sk = Some(sk);
         if let Some(role) = Role::parse(&role) {
             taken[slot].2.push(Participant {
                 kind: sources[i].kind,
@@ -115,47 +116,46 @@ async fn read(
                 role,
             });
         }
-        consumed[i] += 1;
-        last_sk[i] = Some(sk);
+        consumed += 1;
     }
-    let mut any_left = false;
-    for (i, src) in sources.iter().enumerate() {
-        let exhausted = consumed[i] == fetched[i] && !more[i];
-        if exhausted {
-            positions.insert(src.name.clone(), DONE.into());
-        } else {
-            any_left = true;
-            if let Some(sk) = &last_sk[i] {
-                positions.insert(src.name.clone(), sk.clone());
-            }
-        }
-    }
+    let mut cut = last_sk;
+    let mut any_left = consumed < fetched || more;
 
     let ids: Vec<String> = taken.iter().map(|t| t.1.clone()).collect();
     let mut found = s.store.batch_get_issues(&caller.tenant, &ids).await?;
-    let issues: Vec<(crate::domain::Issue, Vec<Participant>)> = taken
+    let mut issues: Vec<(String, crate::domain::Issue, Vec<Participant>)> = taken
         .into_iter()
-        .filter_map(|(_, id, via)| found.remove(&id).map(|i| (i, via)))
+        .filter_map(|(sk, id, via)| found.remove(&id).map(|i| (sk, i, via)))
         // Copies of issues deleted or moved to another state since they were indexed.
-        .filter(|(i, _)| i.state == state)
+        .filter(|(_, i, _)| i.state == state)
         .collect();
+    // Names are bounded per page: past them the page ends at the last issue kept.
+    let fit = names_fit(issues.iter().map(|(_, i, _)| i));
+    if fit < issues.len() {
+        cut = Some(issues[fit - 1].0.clone());
+        any_left = true;
+        issues.truncate(fit);
+    }
     let names = s
         .store
         .names(
             &caller.tenant,
-            &participants_of(issues.iter().map(|(i, _)| i)),
+            &participants_of(issues.iter().map(|(_, i, _)| i)),
         )
         .await?;
     let items = issues
         .into_iter()
-        .map(|(issue, via)| InboxItem {
+        .map(|(_, issue, via)| InboxItem {
             issue: IssueView::inbox_summary(issue, &names),
             via,
         })
         .collect();
+    let next = cut
+        .filter(|_| any_left)
+        .map(|sk| Position::from([(AFTER.to_string(), sk)]));
     Ok(Json(List {
         items,
-        next_cursor: any_left.then(|| s.cursor_key.seal(scope, &positions)),
+        next_cursor: next.map(|p| s.cursor_key.seal(scope, &p)),
     }))
 }
 
@@ -185,7 +185,6 @@ pub async fn my_issues(
     }
     roles.sort();
     let me = |role: Option<Role>| Source {
-        name: role.map_or("all".into(), |r| format!("r:{}", r.as_str())),
         pk: keys::inbox_pk(
             &caller.tenant,
             "user",
@@ -232,7 +231,6 @@ pub async fn team_issues(
         return Err(ApiError::NotFound("team"));
     }
     let sources = vec![Source {
-        name: "team".into(),
         pk: keys::inbox_pk(&caller.tenant, "team", &team_id, state.as_str(), None),
         kind: ParticipantKind::Team,
         id: team_id.clone(),
@@ -271,7 +269,6 @@ pub async fn my_teams_issues(
     let sources = teams
         .keys()
         .map(|id| Source {
-            name: format!("t:{id}"),
             pk: keys::inbox_pk(&caller.tenant, "team", id, state.as_str(), None),
             kind: ParticipantKind::Team,
             id: id.clone(),

@@ -13,7 +13,7 @@ use crate::domain::ids::{is_server_id, new_id};
 use crate::domain::values::{FieldDef, format_timestamp};
 use crate::domain::{Issue, IssuePatchBody, NewIssueBody};
 use crate::error::{ApiError, ApiResult};
-use crate::store::{CreateIssueError, PatchOutcome};
+use crate::store::{CreateIssueError, ParticipantOutcome, PatchOutcome, issue_item_size};
 
 const ISSUE: &str = "issue";
 const PROJECT: &str = "project";
@@ -33,14 +33,55 @@ fn issue_response(status: StatusCode, issue: Issue, defs: &[FieldDef]) -> Respon
     response
 }
 
-/// The project's current field definitions (the issue's project always exists: projects are
-/// never deleted).
+/// The project's current field definitions, strongly consistent: a read shows a field's
+/// values from the moment it exists until the moment it is deleted (the issue's project always
+/// exists: projects are never deleted).
 async fn defs_of(s: &AppState, tenant: &str, project_id: &str) -> ApiResult<Vec<FieldDef>> {
     Ok(s.store
         .project_with_fields(tenant, project_id)
         .await?
         .map(|(_, defs)| defs)
         .unwrap_or_default())
+}
+
+/// Validates a write against the project's field definitions, read eventually consistent
+/// (half the cost, and definitions change rarely). A field created a moment ago may be missing
+/// from that read, so a write the definitions refuse is validated again against a strongly
+/// consistent read before it is refused: a just-created field always validates. A field
+/// deleted a moment ago may still pass; its value is hidden from every read, and the indexer
+/// removes it, as it removes every value of a deleted field.
+async fn validated<T>(
+    s: &AppState,
+    tenant: &str,
+    project_id: &str,
+    validate: impl Fn(&[FieldDef]) -> ApiResult<T>,
+) -> ApiResult<Option<(crate::store::ProjectItem, Vec<FieldDef>, T)>> {
+    let Some((project, defs)) = s
+        .store
+        .project_with_fields_read(tenant, project_id, false)
+        .await?
+    else {
+        // Not there yet for an eventually consistent read, or not there at all.
+        return Ok(
+            match s.store.project_with_fields(tenant, project_id).await? {
+                None => None,
+                Some((project, defs)) => {
+                    let v = validate(&defs)?;
+                    Some((project, defs, v))
+                }
+            },
+        );
+    };
+    match validate(&defs) {
+        Ok(v) => Ok(Some((project, defs, v))),
+        Err(first) => match s.store.project_with_fields(tenant, project_id).await? {
+            Some((project, defs)) => {
+                let v = validate(&defs)?;
+                Ok(Some((project, defs, v)))
+            }
+            None => Err(first),
+        },
+    }
 }
 
 pub async fn create(
@@ -52,12 +93,11 @@ pub async fn create(
     if !is_server_id(&project_id) {
         return Err(ApiError::NotFound(PROJECT));
     }
-    let (project, defs) = s
-        .store
-        .project_with_fields(&caller.tenant, &project_id)
-        .await?
-        .ok_or(ApiError::NotFound(PROJECT))?;
-    let new = body.validate(&defs, &caller.user)?;
+    let (project, defs, new) = validated(&s, &caller.tenant, &project_id, |defs| {
+        body.clone().validate(defs, &caller.user)
+    })
+    .await?
+    .ok_or(ApiError::NotFound(PROJECT))?;
     let now = format_timestamp(time::OffsetDateTime::now_utc());
     let last_num = project.next_num.unwrap_or(0);
     match s
@@ -67,6 +107,7 @@ pub async fn create(
     {
         Ok(issue) => Ok(issue_response(StatusCode::CREATED, issue, &defs)),
         Err(CreateIssueError::ProjectNotFound) => Err(ApiError::NotFound(PROJECT)),
+        Err(CreateIssueError::TooLarge) => Err(crate::domain::too_large()),
         Err(CreateIssueError::Store(e)) => Err(e.into()),
     }
 }
@@ -114,32 +155,43 @@ pub async fn patch(
     {
         return Err(ApiError::PreconditionFailed(v.to_string()));
     }
-    let defs = defs_of(&s, &caller.tenant, &current.project_id).await?;
-    let patch = body.validate(&defs)?;
+    let (_, defs, patch) = validated(&s, &caller.tenant, &current.project_id, |defs| {
+        body.clone().validate(defs)
+    })
+    .await?
+    .ok_or(ApiError::NotFound(ISSUE))?;
     if patch.is_empty() {
         return Ok(issue_response(StatusCode::OK, current, &defs));
     }
-    // The size check needs the merged result; values of fields not in the patch are kept.
-    let mut merged = if patch.clear_fields {
-        Default::default()
-    } else {
-        current.fields.clone()
-    };
-    merged.retain(|k, _| !patch.remove_fields.contains(k));
-    merged.extend(patch.set_fields.clone());
-    crate::domain::check_item_size(
-        patch.title.as_deref().unwrap_or(&current.title),
-        &merged,
-        &current.participants,
-    )?;
+    // The size check measures the item as it will be stored: the merged values, the new
+    // title and version, participants as they are.
+    let mut merged = current.clone();
+    if patch.clear_fields {
+        merged.fields.clear();
+    }
+    merged
+        .fields
+        .retain(|k, _| !patch.remove_fields.contains(k));
+    merged.fields.extend(patch.set_fields.clone());
+    if let Some(t) = &patch.title {
+        merged.title = t.clone();
+    }
+    if let Some(st) = patch.state {
+        merged.state = st;
+    }
+    merged.version += 1;
+    if issue_item_size(&caller.tenant, &merged)? > crate::domain::MAX_ITEM_BYTES {
+        return Err(crate::domain::too_large());
+    }
 
     let now = format_timestamp(time::OffsetDateTime::now_utc());
     match s
         .store
-        .patch_issue(&caller.tenant, &issue_id, &patch, expected, &now)
+        .patch_issue(&caller.tenant, &current, &patch, expected, &now)
         .await?
     {
         PatchOutcome::Updated => {}
+        PatchOutcome::TooLarge => return Err(crate::domain::too_large()),
         PatchOutcome::NotFound => return Err(ApiError::NotFound(ISSUE)),
         PatchOutcome::VersionMismatch => {
             return Err(ApiError::PreconditionFailed(
@@ -205,14 +257,19 @@ pub async fn put_participant(
         role: body.role,
     };
     let now = format_timestamp(time::OffsetDateTime::now_utc());
-    if !s
+    match s
         .store
         .put_participant(&caller.tenant, &issue_id, &participant, &now)
         .await?
     {
-        return Err(ApiError::NotFound(ISSUE));
+        ParticipantOutcome::Saved => current(&s, &caller.tenant, &issue_id).await,
+        ParticipantOutcome::NotFound => Err(ApiError::NotFound(ISSUE)),
+        ParticipantOutcome::Full => Err(ApiError::Conflict(format!(
+            "the issue has {} participants, the most it may have",
+            crate::domain::MAX_PARTICIPANTS
+        ))),
+        ParticipantOutcome::TooLarge => Err(crate::domain::too_large()),
     }
-    current(&s, &caller.tenant, &issue_id).await
 }
 
 /// `DELETE /issues/{id}/participants/{kind}/{id}`.

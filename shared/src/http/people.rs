@@ -16,7 +16,7 @@ use crate::domain::ids::{is_server_id, is_user_id, new_id};
 use crate::domain::text::check_text;
 use crate::domain::values::format_timestamp;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{Profile, Team};
+use crate::store::{AddMemberError, Profile, Team};
 
 const TEAM: &str = "team";
 
@@ -99,10 +99,14 @@ pub async fn add_member(
     if !is_user_id(&user_id) {
         return Err(ApiError::invalid("user_id", "is not a valid user id"));
     }
-    if s.store.add_member(&caller.tenant, &team, &user_id).await? {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::NotFound(TEAM))
+    match s.store.add_member(&caller.tenant, &team, &user_id).await {
+        Ok(true) => Ok(StatusCode::NO_CONTENT),
+        Ok(false) => Err(ApiError::NotFound(TEAM)),
+        Err(AddMemberError::TooManyTeams) => Err(ApiError::Conflict(format!(
+            "the user belongs to {} teams, the most a user may",
+            crate::domain::MAX_TEAMS_PER_USER
+        ))),
+        Err(AddMemberError::Store(e)) => Err(e.into()),
     }
 }
 

@@ -112,6 +112,10 @@ pub async fn create_field(
             "a project has at most {} fields",
             crate::domain::MAX_FIELDS_PER_PROJECT
         ))),
+        Err(CreateFieldError::DefinitionsTooLarge) => Err(ApiError::Conflict(format!(
+            "a project's field definitions (names and options) take at most {} bytes",
+            crate::domain::MAX_FIELD_DEF_BYTES
+        ))),
         Err(CreateFieldError::Store(e)) => Err(e.into()),
     }
 }

@@ -457,13 +457,14 @@ impl Store {
         Ok(count)
     }
 
-    /// One page of a column partition: the issue ids in order, and where the next page starts.
+    /// One page of a column partition: the issue ids in order with their entries' sort keys
+    /// (so a page can end at any entry), and where the next page starts.
     #[tracing::instrument(skip_all, fields(op = "query_column"))]
     pub async fn query_column(
         &self,
         q: &ColumnQuery,
         start: Option<&Position>,
-    ) -> Result<Page<String>, StoreError> {
+    ) -> Result<Page<(String, String)>, StoreError> {
         let out = self
             .client
             .query()
@@ -482,8 +483,10 @@ impl Store {
         let items = out
             .items()
             .iter()
-            .filter_map(|i| match i.get("issue_id") {
-                Some(AttributeValue::S(id)) => Some(id.clone()),
+            .filter_map(|i| match (i.get("issue_id"), i.get(keys::SK)) {
+                (Some(AttributeValue::S(id)), Some(AttributeValue::S(sk))) => {
+                    Some((id.clone(), sk.clone()))
+                }
                 _ => None,
             })
             .collect();

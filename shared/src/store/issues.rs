@@ -1,24 +1,33 @@
 //! Issues: the summary item, the description item, and the per-project number counter.
 
+use std::collections::{BTreeMap, HashMap};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use rand::Rng;
 
 use super::items::{
-    attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, value_to_attr,
+    attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, stored_size,
+    value_to_attr,
 };
 use super::{Store, StoreError, Tx, build_err, condition_held, sdk};
-use crate::domain::{Issue, IssuePatch, NewIssue};
+use crate::domain::values::StoredValue;
+use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
 use crate::keys;
 
 /// How many times a create retries when concurrent creates took the number it tried.
 const MAX_CREATE_ATTEMPTS: u32 = 200;
+/// DynamoDB's limit on one expression string.
+pub const MAX_EXPRESSION_BYTES: usize = 4096;
+/// How many times a whole-map patch re-reads and re-merges when another write moved the issue.
+const MAX_MERGE_ATTEMPTS: u32 = 8;
 
 #[derive(Debug, thiserror::Error)]
 pub enum CreateIssueError {
     #[error("project not found")]
     ProjectNotFound,
+    #[error("the issue would not fit in one item")]
+    TooLarge,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -30,6 +39,164 @@ pub enum PatchOutcome {
     NotFound,
     /// `If-Match` named another version; nothing was written.
     VersionMismatch,
+    /// The issue would pass DynamoDB's item limit (a concurrent write grew it); nothing was
+    /// written.
+    TooLarge,
+}
+
+/// What a participant PUT did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum ParticipantOutcome {
+    Saved,
+    NotFound,
+    /// The issue has its 100 participants and this is not one of them.
+    Full,
+    /// The issue would pass DynamoDB's item limit.
+    TooLarge,
+}
+
+/// An update's expression and substitutions, built apart from the SDK so its size is testable.
+#[derive(Debug, Default)]
+pub struct UpdateParts {
+    pub update: String,
+    pub condition: String,
+    pub names: HashMap<String, String>,
+    pub values: HashMap<String, AttributeValue>,
+}
+
+/// The update of a patch's summary item.
+///
+/// Small patches update only the members they name (`SET #f.#a0 = :a0`, `REMOVE #f.#r0`), so
+/// concurrent patches to different members both survive without a read. With short
+/// placeholders that covers some 250 fields; a patch whose expression would still pass
+/// DynamoDB's 4 KB (up to 400 fields at once) writes the whole map instead: `base` merged with
+/// the patch, conditioned on `base`'s version, and the caller re-reads, re-merges and retries
+/// when another write got in first — so nothing is lost either way. `None` with `base` absent
+/// means the patch needs a base.
+pub fn patch_update(
+    patch: &IssuePatch,
+    expected_version: Option<u64>,
+    now: &str,
+    base: Option<&Issue>,
+) -> Option<UpdateParts> {
+    let mut parts = UpdateParts::default();
+    let name = |p: &mut UpdateParts, k: &str, v: &str| {
+        p.names.insert(k.into(), v.into());
+    };
+    name(&mut parts, "#u", attr::UPDATED_AT);
+    name(&mut parts, "#v", attr::VERSION);
+    parts
+        .values
+        .insert(":now".into(), AttributeValue::S(now.into()));
+    parts
+        .values
+        .insert(":one".into(), AttributeValue::N("1".into()));
+    let mut sets = vec!["#u = :now".to_string()];
+    let removes = Vec::new();
+    if let Some(title) = &patch.title {
+        sets.push("#t = :t".into());
+        name(&mut parts, "#t", attr::TITLE);
+        parts
+            .values
+            .insert(":t".into(), AttributeValue::S(title.clone()));
+    }
+    if let Some(state) = patch.state {
+        sets.push("#s = :s".into());
+        name(&mut parts, "#s", attr::STATE);
+        parts
+            .values
+            .insert(":s".into(), AttributeValue::S(state.as_str().into()));
+    }
+    let touches_fields =
+        patch.clear_fields || !patch.set_fields.is_empty() || !patch.remove_fields.is_empty();
+    if touches_fields {
+        name(&mut parts, "#f", attr::FIELDS);
+    }
+    let mut condition = match expected_version {
+        Some(v) => {
+            parts
+                .values
+                .insert(":expected".into(), AttributeValue::N(v.to_string()));
+            "attribute_exists(PK) AND #v = :expected".to_string()
+        }
+        None => "attribute_exists(PK)".to_string(),
+    };
+    let finish = |mut parts: UpdateParts, sets: Vec<String>, removes: Vec<String>, condition| {
+        let mut expression = format!("SET {}", sets.join(", "));
+        if !removes.is_empty() {
+            expression.push_str(&format!(" REMOVE {}", removes.join(", ")));
+        }
+        expression.push_str(" ADD #v :one");
+        parts.update = expression;
+        parts.condition = condition;
+        parts
+    };
+    if patch.clear_fields {
+        // The whole map is replaced; paths inside it cannot be set in the same expression.
+        sets.push("#f = :f".into());
+        parts
+            .values
+            .insert(":f".into(), fields_attr(&patch.set_fields));
+        return Some(finish(parts, sets, removes, condition));
+    }
+    let mut keyed = (sets.clone(), removes.clone(), UpdateParts::default());
+    for (i, (id, value)) in patch.set_fields.iter().enumerate() {
+        keyed.0.push(format!("#f.#a{i} = :a{i}"));
+        keyed.2.names.insert(format!("#a{i}"), id.clone());
+        keyed
+            .2
+            .values
+            .insert(format!(":a{i}"), value_to_attr(value));
+    }
+    for (i, id) in patch.remove_fields.iter().enumerate() {
+        keyed.1.push(format!("#f.#r{i}"));
+        keyed.2.names.insert(format!("#r{i}"), id.clone());
+    }
+    let keyed_len = "SET ".len()
+        + keyed.0.iter().map(|x| x.len() + 2).sum::<usize>()
+        + " REMOVE ".len()
+        + keyed.1.iter().map(|x| x.len() + 2).sum::<usize>()
+        + " ADD #v :one".len();
+    if keyed_len <= MAX_EXPRESSION_BYTES {
+        parts.names.extend(keyed.2.names);
+        parts.values.extend(keyed.2.values);
+        return Some(finish(parts, keyed.0, keyed.1, condition));
+    }
+    // Too many keys for one expression: the whole map, merged from `base`.
+    let base = base?;
+    let mut fields: BTreeMap<String, StoredValue> = base.fields.clone();
+    fields.retain(|k, _| !patch.remove_fields.contains(k));
+    fields.extend(patch.set_fields.clone());
+    sets.push("#f = :f".into());
+    parts.values.insert(":f".into(), fields_attr(&fields));
+    if expected_version.is_none() {
+        parts.values.insert(
+            ":expected".into(),
+            AttributeValue::N(base.version.to_string()),
+        );
+        condition = "attribute_exists(PK) AND #v = :expected".into();
+    }
+    Some(finish(parts, sets, removes, condition))
+}
+
+/// Whether DynamoDB refused a write because the item would pass 400 KB.
+fn item_too_large(e: &StoreError) -> bool {
+    let StoreError::Dynamo { source, .. } = e else {
+        return false;
+    };
+    match source.as_ref() {
+        aws_sdk_dynamodb::Error::TransactionCanceledException(c) => {
+            c.cancellation_reasons().iter().any(|r| {
+                r.code() == Some("ValidationError")
+                    && r.message().is_some_and(|m| m.contains("size"))
+            })
+        }
+        other => {
+            use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+            other.code() == Some("ValidationException")
+                && other.message().is_some_and(|m| m.contains("Item size"))
+        }
+    }
 }
 
 impl Store {
@@ -75,9 +242,14 @@ impl Store {
                     .condition_expression("#n = :last")
                     .expression_attribute_values(":last", AttributeValue::N(last_num.to_string()))
             };
+            let item = issue_item(tenant, &issue)?;
+            // Measured per attempt: the number it takes is part of the item.
+            if stored_size(&item) > MAX_ITEM_BYTES {
+                return Err(CreateIssueError::TooLarge);
+            }
             let put = Put::builder()
                 .table_name(&self.records)
-                .set_item(Some(issue_item(tenant, &issue)?))
+                .set_item(Some(item))
                 .condition_expression("attribute_not_exists(PK)")
                 .build()
                 .map_err(build_err)?;
@@ -142,101 +314,75 @@ impl Store {
             .transpose()
     }
 
-    /// Applies a validated patch as one atomic update of only the members it names, so
-    /// concurrent patches to different members both survive. With `expected_version`, the
-    /// update is conditioned on it and a stale version writes nothing.
+    /// Applies a validated patch as one atomic update (see [`patch_update`]): of only the
+    /// members it names, or, past what one expression holds, of the whole map merged from
+    /// `current` and conditioned on its version (re-read and re-merged when another write got
+    /// in first). With `expected_version`, the update is conditioned on it and a stale version
+    /// writes nothing.
     #[tracing::instrument(skip_all, fields(op = "patch_issue"))]
     pub async fn patch_issue(
         &self,
         tenant: &str,
-        issue_id: &str,
+        current: &Issue,
         patch: &IssuePatch,
         expected_version: Option<u64>,
         now: &str,
     ) -> Result<PatchOutcome, StoreError> {
+        let issue_id = current.id.as_str();
         let pk = keys::issue_pk(tenant, issue_id);
-        let mut update = Update::builder()
-            .table_name(&self.records)
-            .set_key(Some(key(pk.clone(), keys::ISSUE_SK)))
-            .expression_attribute_names("#u", attr::UPDATED_AT)
-            .expression_attribute_names("#v", attr::VERSION)
-            .expression_attribute_values(":now", AttributeValue::S(now.into()))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()));
-        let mut sets = vec!["#u = :now".to_string()];
-        let mut removes = Vec::new();
-        if let Some(title) = &patch.title {
-            sets.push("#title = :title".into());
-            update = update
-                .expression_attribute_names("#title", attr::TITLE)
-                .expression_attribute_values(":title", AttributeValue::S(title.clone()));
-        }
-        if let Some(state) = patch.state {
-            sets.push("#state = :state".into());
-            update = update
-                .expression_attribute_names("#state", attr::STATE)
-                .expression_attribute_values(":state", AttributeValue::S(state.as_str().into()));
-        }
-        if patch.clear_fields || !patch.set_fields.is_empty() || !patch.remove_fields.is_empty() {
-            update = update.expression_attribute_names("#fields", attr::FIELDS);
-        }
-        if patch.clear_fields {
-            // The whole map is replaced; paths inside it cannot be set in the same expression.
-            sets.push("#fields = :fields".into());
-            update = update.expression_attribute_values(":fields", fields_attr(&patch.set_fields));
-        } else {
-            for (i, (id, value)) in patch.set_fields.iter().enumerate() {
-                sets.push(format!("#fields.#s{i} = :s{i}"));
-                update = update
-                    .expression_attribute_names(format!("#s{i}"), id)
-                    .expression_attribute_values(format!(":s{i}"), value_to_attr(value));
+        let mut base = current.clone();
+        for attempt in 0..MAX_MERGE_ATTEMPTS {
+            let parts = patch_update(patch, expected_version, now, Some(&base))
+                .ok_or_else(|| StoreError::Build("a patch without its base".into()))?;
+            let whole_map = parts.values.contains_key(":expected") && expected_version.is_none();
+            let update = Update::builder()
+                .table_name(&self.records)
+                .set_key(Some(key(pk.clone(), keys::ISSUE_SK)))
+                .update_expression(parts.update)
+                .condition_expression(parts.condition)
+                .set_expression_attribute_names(Some(parts.names))
+                .set_expression_attribute_values(Some(parts.values))
+                .build()
+                .map_err(build_err)?;
+            let mut items = vec![TransactWriteItem::builder().update(update).build()];
+            match &patch.description {
+                Some(Some(text)) => {
+                    let put = Put::builder()
+                        .table_name(&self.records)
+                        .set_item(Some(description_item(tenant, issue_id, text)))
+                        .build()
+                        .map_err(build_err)?;
+                    items.push(TransactWriteItem::builder().put(put).build());
+                }
+                Some(None) => {
+                    let delete = Delete::builder()
+                        .table_name(&self.records)
+                        .set_key(Some(key(pk.clone(), keys::DESCRIPTION_SK)))
+                        .build()
+                        .map_err(build_err)?;
+                    items.push(TransactWriteItem::builder().delete(delete).build());
+                }
+                None => {}
             }
-            for (i, id) in patch.remove_fields.iter().enumerate() {
-                removes.push(format!("#fields.#r{i}"));
-                update = update.expression_attribute_names(format!("#r{i}"), id);
+            let tx = match self.transact(items).await {
+                Ok(tx) => tx,
+                Err(e) if item_too_large(&e) => return Ok(PatchOutcome::TooLarge),
+                Err(e) => return Err(e),
+            };
+            match tx {
+                Tx::Committed => return Ok(PatchOutcome::Updated),
+                // Only the issue's update has a condition: it is gone, or its version moved on.
+                Tx::ConditionFailed => match self.get_issue(tenant, issue_id).await? {
+                    None => return Ok(PatchOutcome::NotFound),
+                    Some(fresh) if whole_map => {
+                        tracing::debug!(attempt, "issue moved on, merging again");
+                        base = fresh;
+                    }
+                    Some(_) => return Ok(PatchOutcome::VersionMismatch),
+                },
             }
         }
-        let mut expression = format!("SET {}", sets.join(", "));
-        if !removes.is_empty() {
-            expression.push_str(&format!(" REMOVE {}", removes.join(", ")));
-        }
-        expression.push_str(" ADD #v :one");
-        update = update.update_expression(expression);
-        update = match expected_version {
-            Some(v) => update
-                .condition_expression("attribute_exists(PK) AND #v = :expected")
-                .expression_attribute_values(":expected", AttributeValue::N(v.to_string())),
-            None => update.condition_expression("attribute_exists(PK)"),
-        };
-        let update = update.build().map_err(build_err)?;
-
-        let mut items = vec![TransactWriteItem::builder().update(update).build()];
-        match &patch.description {
-            Some(Some(text)) => {
-                let put = Put::builder()
-                    .table_name(&self.records)
-                    .set_item(Some(description_item(tenant, issue_id, text)))
-                    .build()
-                    .map_err(build_err)?;
-                items.push(TransactWriteItem::builder().put(put).build());
-            }
-            Some(None) => {
-                let delete = Delete::builder()
-                    .table_name(&self.records)
-                    .set_key(Some(key(pk, keys::DESCRIPTION_SK)))
-                    .build()
-                    .map_err(build_err)?;
-                items.push(TransactWriteItem::builder().delete(delete).build());
-            }
-            None => {}
-        }
-        match self.transact(items).await? {
-            Tx::Committed => Ok(PatchOutcome::Updated),
-            // Only the issue's update has a condition: it is gone, or its version moved on.
-            Tx::ConditionFailed => Ok(match self.get_issue(tenant, issue_id).await? {
-                None => PatchOutcome::NotFound,
-                Some(_) => PatchOutcome::VersionMismatch,
-            }),
-        }
+        Err(StoreError::Contention(MAX_MERGE_ATTEMPTS))
     }
 
     /// Deletes an issue and its description; `false` if there was no issue.
@@ -265,8 +411,10 @@ impl Store {
     }
 
     /// Adds a participant or changes their role: one UpdateItem (`ADD` to the edge set, `SET`
-    /// in the roles map), no read. It is an issue change: version and `updated_at` move.
-    /// `false` when there is no such issue.
+    /// in the roles map), no read. It is an issue change: version and `updated_at` move. The
+    /// condition keeps the cap: fewer than 100 edges, or this one already there (a re-role), so
+    /// concurrent PUTs never make 101. A failed condition costs one read to tell a missing
+    /// issue from a full one.
     #[tracing::instrument(skip_all, fields(op = "put_participant"))]
     pub async fn put_participant(
         &self,
@@ -274,7 +422,7 @@ impl Store {
         issue_id: &str,
         p: &crate::domain::Participant,
         now: &str,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<ParticipantOutcome, StoreError> {
         let edge = keys::participant_edge(p.kind.as_str(), &p.id);
         let result = self
             .client
@@ -282,7 +430,12 @@ impl Store {
             .table_name(&self.records)
             .set_key(Some(key(keys::issue_pk(tenant, issue_id), keys::ISSUE_SK)))
             .update_expression("ADD #p :edge, #v :one SET #r.#e = :role, #u = :now")
-            .condition_expression("attribute_exists(PK)")
+            .condition_expression(
+                "attribute_exists(PK) AND (attribute_not_exists(#p) OR size(#p) < :max \
+                 OR contains(#p, :e))",
+            )
+            .expression_attribute_values(":max", AttributeValue::N(MAX_PARTICIPANTS.to_string()))
+            .expression_attribute_values(":e", AttributeValue::S(edge.clone()))
             .expression_attribute_names("#p", attr::PARTICIPANTS)
             .expression_attribute_names("#r", attr::ROLES)
             .expression_attribute_names("#e", &edge)
@@ -294,7 +447,15 @@ impl Store {
             .expression_attribute_values(":now", AttributeValue::S(now.into()))
             .send()
             .await;
-        condition_held("UpdateItem", result)
+        match condition_held("UpdateItem", result) {
+            Ok(true) => Ok(ParticipantOutcome::Saved),
+            Ok(false) => Ok(match self.get_issue_summary(tenant, issue_id).await? {
+                None => ParticipantOutcome::NotFound,
+                Some(_) => ParticipantOutcome::Full,
+            }),
+            Err(e) if item_too_large(&e) => Ok(ParticipantOutcome::TooLarge),
+            Err(e) => Err(e),
+        }
     }
 
     /// Removes a participant: one UpdateItem, conditioned on them being one. `false` when the
@@ -328,5 +489,107 @@ impl Store {
             .send()
             .await;
         condition_held("UpdateItem", result)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::IssueState;
+
+    fn issue(fields: BTreeMap<String, StoredValue>) -> Issue {
+        Issue {
+            id: "01ARZ3NDEKTSV4RRFFQ69G5FAV".into(),
+            project_id: "01ARZ3NDEKTSV4RRFFQ69G5FAW".into(),
+            num: 1,
+            title: "t".into(),
+            state: IssueState::Open,
+            description: None,
+            fields,
+            participants: Vec::new(),
+            version: 7,
+            created_at: "2026-01-01T00:00:00.000Z".into(),
+            updated_at: "2026-01-01T00:00:00.000Z".into(),
+        }
+    }
+
+    fn ids(n: usize) -> Vec<String> {
+        (0..n)
+            .map(|i| format!("01ARZ3NDEKTSV4RRFFQ69G{i:04}"))
+            .collect()
+    }
+
+    #[test]
+    fn a_patch_of_every_field_fits_in_one_expression() {
+        let text = StoredValue::S("w".repeat(1024));
+        for n in [1, 100, 250, 400] {
+            let set = IssuePatch {
+                title: Some("t".into()),
+                state: Some(IssueState::Closed),
+                set_fields: ids(n).into_iter().map(|k| (k, text.clone())).collect(),
+                ..Default::default()
+            };
+            let remove = IssuePatch {
+                remove_fields: ids(n).into_iter().collect(),
+                ..Default::default()
+            };
+            let half = IssuePatch {
+                set_fields: ids(n / 2).into_iter().map(|k| (k, text.clone())).collect(),
+                remove_fields: ids(n).into_iter().skip(n / 2).collect(),
+                ..Default::default()
+            };
+            let base = issue(ids(n).into_iter().map(|k| (k, text.clone())).collect());
+            for (patch, expected) in [(&set, None), (&remove, None), (&half, Some(7))] {
+                let parts = patch_update(patch, expected, "now", Some(&base)).unwrap();
+                assert!(
+                    parts.update.len() <= MAX_EXPRESSION_BYTES,
+                    "{n}: {} bytes",
+                    parts.update.len()
+                );
+                assert!(parts.condition.len() <= MAX_EXPRESSION_BYTES);
+                // Every placeholder the expressions use is defined, and none is left over.
+                let text = format!("{} {}", parts.update, parts.condition);
+                for k in parts.names.keys().chain(parts.values.keys()) {
+                    assert!(
+                        text.split(|c: char| !(c.is_alphanumeric() || c == '#' || c == ':'))
+                            .any(|w| w == k),
+                        "{k} unused"
+                    );
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn small_patches_touch_only_their_keys_and_large_ones_merge_on_the_version() {
+        let base = issue(
+            ids(3)
+                .into_iter()
+                .map(|k| (k, StoredValue::S("x".into())))
+                .collect(),
+        );
+        let small = IssuePatch {
+            set_fields: [(ids(1)[0].clone(), StoredValue::S("y".into()))].into(),
+            ..Default::default()
+        };
+        let parts = patch_update(&small, None, "now", None).unwrap();
+        assert_eq!(parts.condition, "attribute_exists(PK)");
+        assert!(parts.update.contains("#f.#a0 = :a0"));
+
+        let large = IssuePatch {
+            set_fields: ids(400)
+                .into_iter()
+                .map(|k| (k, StoredValue::S("y".into())))
+                .collect(),
+            ..Default::default()
+        };
+        assert!(patch_update(&large, None, "now", None).is_none());
+        let parts = patch_update(&large, None, "now", Some(&base)).unwrap();
+        assert!(parts.condition.contains("#v = :expected"));
+        assert_eq!(parts.values[":expected"], AttributeValue::N("7".into()));
+        let AttributeValue::M(m) = &parts.values[":f"] else {
+            panic!("a map")
+        };
+        assert_eq!(m.len(), 400);
     }
 }

@@ -23,9 +23,9 @@ pub use index::{
     ColumnQuery, InboxCopy, Parked, TOMBSTONE_TTL_SECS, Watermark, intent_item, item_size,
     parked_from_item, watermark_item,
 };
-pub use issues::{CreateIssueError, PatchOutcome};
-pub use items::{field_def_from, issue_from};
-pub use people::{Profile, Team};
+pub use issues::{CreateIssueError, ParticipantOutcome, PatchOutcome, patch_update};
+pub use items::{ProjectItem, field_def_from, issue_from, issue_item_size, stored_size};
+pub use people::{AddMemberError, Profile, Team};
 pub use projects::CreateFieldError;
 
 pub type Item = HashMap<String, AttributeValue>;

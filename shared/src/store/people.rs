@@ -3,13 +3,15 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem};
+use aws_sdk_dynamodb::types::{
+    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
+};
 use serde::{Deserialize, Serialize};
 
-use super::items::key;
+use super::items::{attr, key};
 use super::{Item, Page, Store, StoreError, Tx, build_err, page_of, sdk, start_key};
 use crate::cursor::Position;
-use crate::domain::ParticipantKind;
+use crate::domain::{MAX_TEAMS_PER_USER, ParticipantKind};
 use crate::keys;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -47,6 +49,14 @@ struct MemberEdge {
     sk: String,
     entity: String,
     user_id: String,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum AddMemberError {
+    #[error("the user belongs to the most teams they may")]
+    TooManyTeams,
+    #[error(transparent)]
+    Store(#[from] StoreError),
 }
 
 fn s(v: impl Into<String>) -> AttributeValue {
@@ -109,15 +119,18 @@ impl Store {
             .transpose()?)
     }
 
-    /// Adds a member: both edges in one transaction, conditioned on the team existing.
-    /// Idempotent. `false` when the team does not exist.
+    /// Adds a member: both edges and the user's team count in one transaction, conditioned on
+    /// the team existing, the user's edge being new and the count under the cap — so a re-add
+    /// counts once and concurrent adds never pass 50. Idempotent: when a condition fails, reads
+    /// tell a missing team (`false`), an existing membership (`true`, nothing written) and a
+    /// full user apart.
     #[tracing::instrument(skip_all, fields(op = "add_member"))]
     pub async fn add_member(
         &self,
         tenant: &str,
         team: &Team,
         user_id: &str,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<bool, AddMemberError> {
         let check = ConditionCheck::builder()
             .table_name(&self.records)
             .set_key(Some(key(keys::team_pk(tenant, &team.id), keys::TEAM_SK)))
@@ -129,7 +142,8 @@ impl Store {
             sk: keys::member_sk(user_id),
             entity: "member".into(),
             user_id: user_id.into(),
-        })?;
+        })
+        .map_err(StoreError::from)?;
         let user_team: Item = serde_dynamo::to_item(UserTeamEdge {
             pk: keys::user_pk(tenant, user_id),
             sk: keys::user_team_sk(&team.id),
@@ -137,22 +151,54 @@ impl Store {
             team_id: team.id.clone(),
             name: team.name.clone(),
             created_at: team.created_at.clone(),
-        })?;
-        let put = |item: Item| {
+        })
+        .map_err(StoreError::from)?;
+        let put = |item: Item, condition: Option<&str>| {
             Put::builder()
                 .table_name(&self.records)
                 .set_item(Some(item))
+                .set_condition_expression(condition.map(str::to_string))
                 .build()
                 .map_err(build_err)
         };
+        let count = Update::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(
+                keys::user_pk(tenant, user_id),
+                keys::USER_TEAM_COUNT_SK,
+            )))
+            .update_expression("SET #n = if_not_exists(#n, :zero) + :one")
+            .condition_expression("attribute_not_exists(#n) OR #n < :max")
+            .expression_attribute_names("#n", attr::TEAM_COUNT)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":max", AttributeValue::N(MAX_TEAMS_PER_USER.to_string()))
+            .build()
+            .map_err(build_err)?;
         let tx = self
             .transact(vec![
                 TransactWriteItem::builder().condition_check(check).build(),
-                TransactWriteItem::builder().put(put(member)?).build(),
-                TransactWriteItem::builder().put(put(user_team)?).build(),
+                TransactWriteItem::builder().put(put(member, None)?).build(),
+                TransactWriteItem::builder()
+                    .put(put(user_team, Some("attribute_not_exists(PK)"))?)
+                    .build(),
+                TransactWriteItem::builder().update(count).build(),
             ])
             .await?;
-        Ok(tx == Tx::Committed)
+        if tx == Tx::Committed {
+            return Ok(true);
+        }
+        if self.get_team(tenant, &team.id).await?.is_none() {
+            return Ok(false);
+        }
+        let edge = key(
+            keys::user_pk(tenant, user_id),
+            &keys::user_team_sk(&team.id),
+        );
+        if self.get_item(&self.records, edge).await?.is_some() {
+            return Ok(true); // Already a member: nothing to do.
+        }
+        Err(AddMemberError::TooManyTeams)
     }
 
     /// Removes both edges in one transaction; `false` when the user was not a member.
@@ -180,12 +226,38 @@ impl Store {
             )))
             .build()
             .map_err(build_err)?;
-        let tx = self
-            .transact(vec![
-                TransactWriteItem::builder().delete(member).build(),
-                TransactWriteItem::builder().delete(user_team).build(),
-            ])
-            .await?;
+        // Memberships from before the count have none: it starts from zero, and never goes
+        // below it.
+        let count = Update::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(
+                keys::user_pk(tenant, user_id),
+                keys::USER_TEAM_COUNT_SK,
+            )))
+            .update_expression("SET #n = #n - :one")
+            .condition_expression("#n > :zero")
+            .expression_attribute_names("#n", attr::TEAM_COUNT)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .build()
+            .map_err(build_err)?;
+        let mut items = vec![
+            TransactWriteItem::builder().delete(member).build(),
+            TransactWriteItem::builder().delete(user_team).build(),
+        ];
+        if self
+            .get_item(
+                &self.records,
+                key(keys::user_pk(tenant, user_id), keys::USER_TEAM_COUNT_SK),
+            )
+            .await?
+            .is_some_and(
+                |c| matches!(c.get(attr::TEAM_COUNT), Some(AttributeValue::N(n)) if n != "0"),
+            )
+        {
+            items.push(TransactWriteItem::builder().update(count).build());
+        }
+        let tx = self.transact(items).await?;
         Ok(tx == Tx::Committed)
     }
 

@@ -6,7 +6,7 @@ use super::items::{FieldItem, ProjectItem, attr, key, sk_of};
 use super::{Item, Page, Store, StoreError, Tx, build_err, page_of, sdk, start_key};
 use crate::cursor::Position;
 use crate::domain::values::FieldDef;
-use crate::domain::{MAX_FIELDS_PER_PROJECT, Project};
+use crate::domain::{MAX_FIELD_DEF_BYTES, MAX_FIELDS_PER_PROJECT, Project};
 use crate::keys;
 
 #[derive(Debug, thiserror::Error)]
@@ -15,6 +15,8 @@ pub enum CreateFieldError {
     ProjectNotFound,
     #[error("the project already has the maximum number of fields")]
     TooManyFields,
+    #[error("the project's field definitions would pass their byte limit")]
+    DefinitionsTooLarge,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -64,13 +66,27 @@ impl Store {
             .map_err(StoreError::from)
     }
 
-    /// The project and all its field definitions: one Query of the collection (more only past
-    /// 1 MB of definitions).
-    #[tracing::instrument(skip_all, fields(op = "project_with_fields"))]
+    /// The project and all its field definitions, strongly consistent: one Query of the
+    /// collection (at most 64 KB of definitions, so about 30 RCU at 400 fields).
     pub async fn project_with_fields(
         &self,
         tenant: &str,
         project_id: &str,
+    ) -> Result<Option<(ProjectItem, Vec<FieldDef>)>, StoreError> {
+        self.project_with_fields_read(tenant, project_id, true)
+            .await
+    }
+
+    /// The project and its field definitions; `consistent: false` costs half and may miss a
+    /// change of the last second. Callers say where that is allowed (the grid, which is
+    /// eventually fresh anyway; the first validation of a write, retried consistently before
+    /// it refuses an unknown field).
+    #[tracing::instrument(skip_all, fields(op = "project_with_fields", consistent))]
+    pub async fn project_with_fields_read(
+        &self,
+        tenant: &str,
+        project_id: &str,
+        consistent: bool,
     ) -> Result<Option<(ProjectItem, Vec<FieldDef>)>, StoreError> {
         let mut project = None;
         let mut fields = Vec::new();
@@ -85,7 +101,7 @@ impl Store {
                     ":pk",
                     AttributeValue::S(keys::project_pk(tenant, project_id)),
                 )
-                .consistent_read(true)
+                .consistent_read(consistent)
                 .set_exclusive_start_key(start)
                 .send()
                 .await
@@ -132,8 +148,8 @@ impl Store {
         page_of(out, FieldItem::def)
     }
 
-    /// Adds a field and counts it on the project in one transaction, so the cap holds under
-    /// concurrent creates.
+    /// Adds a field and counts it (and its definition's bytes) on the project in one
+    /// transaction, so both caps hold under concurrent creates.
     #[tracing::instrument(skip_all, fields(op = "create_field"))]
     pub async fn create_field(
         &self,
@@ -141,17 +157,26 @@ impl Store {
         project_id: &str,
         def: &FieldDef,
     ) -> Result<(), CreateFieldError> {
+        let bytes = def.definition_bytes();
+        // Validation bounds a definition to 128 + 100 × 100 bytes, far under the cap.
+        let room = MAX_FIELD_DEF_BYTES.saturating_sub(bytes);
         let count = Update::builder()
             .table_name(&self.records)
             .set_key(Some(key(
                 keys::project_pk(tenant, project_id),
                 keys::PROJECT_SK,
             )))
-            .update_expression("SET #c = if_not_exists(#c, :zero) + :one")
+            .update_expression(
+                "SET #c = if_not_exists(#c, :zero) + :one, #b = if_not_exists(#b, :zero) + :bytes",
+            )
             .condition_expression(
-                "attribute_exists(PK) AND (attribute_not_exists(#c) OR #c < :max)",
+                "attribute_exists(PK) AND (attribute_not_exists(#c) OR #c < :max) \
+                 AND (attribute_not_exists(#b) OR #b <= :room)",
             )
             .expression_attribute_names("#c", attr::FIELD_COUNT)
+            .expression_attribute_names("#b", attr::FIELD_BYTES)
+            .expression_attribute_values(":bytes", AttributeValue::N(bytes.to_string()))
+            .expression_attribute_values(":room", AttributeValue::N(room.to_string()))
             .expression_attribute_values(":zero", AttributeValue::N("0".into()))
             .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .expression_attribute_values(
@@ -177,16 +202,21 @@ impl Store {
         if let Tx::Committed = tx {
             return Ok(());
         }
-        // The put's condition cannot fail (a new id), so the count's did: either the project is
-        // gone or it is full; one read tells which.
+        // The put's condition cannot fail (a new id), so the count's did: the project is gone,
+        // has all its fields, or has no room for these bytes; one read tells which.
         match self.get_project(tenant, project_id).await? {
             None => Err(CreateFieldError::ProjectNotFound),
-            Some(_) => Err(CreateFieldError::TooManyFields),
+            Some(p) if p.field_count.unwrap_or(0) >= MAX_FIELDS_PER_PROJECT as u64 => {
+                Err(CreateFieldError::TooManyFields)
+            }
+            Some(_) => Err(CreateFieldError::DefinitionsTooLarge),
         }
     }
 
-    /// Deletes a field definition; `false` if there was none. Values left on issues are hidden
-    /// from every read at once (reads keep only values of defined fields).
+    /// Deletes a field definition and gives its bytes back; `false` if there was none. A
+    /// definition never changes, so its size is read first; of two concurrent deletes only one
+    /// finds the field in its transaction. Values left on issues are hidden from every read at
+    /// once (reads keep only values of defined fields).
     #[tracing::instrument(skip_all, fields(op = "delete_field"))]
     pub async fn delete_field(
         &self,
@@ -195,6 +225,15 @@ impl Store {
         field_id: &str,
     ) -> Result<bool, StoreError> {
         let pk = keys::project_pk(tenant, project_id);
+        let Some(field) = self
+            .get_item(&self.records, key(pk.clone(), &keys::field_sk(field_id)))
+            .await?
+        else {
+            return Ok(false);
+        };
+        let bytes = serde_dynamo::from_item::<_, FieldItem>(field)?
+            .def()
+            .definition_bytes();
         let delete = Delete::builder()
             .table_name(&self.records)
             .set_key(Some(key(pk.clone(), &keys::field_sk(field_id))))
@@ -204,10 +243,14 @@ impl Store {
         let count = Update::builder()
             .table_name(&self.records)
             .set_key(Some(key(pk, keys::PROJECT_SK)))
-            .update_expression("SET #c = #c - :one")
+            // Projects from before the byte count have none: they start from zero.
+            .update_expression("SET #c = #c - :one, #b = if_not_exists(#b, :zero) - :bytes")
             .condition_expression("attribute_exists(#c)")
             .expression_attribute_names("#c", attr::FIELD_COUNT)
+            .expression_attribute_names("#b", attr::FIELD_BYTES)
             .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":bytes", AttributeValue::N(bytes.to_string()))
             .build()
             .map_err(build_err)?;
         let tx = self
