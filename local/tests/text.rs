@@ -110,3 +110,39 @@ async fn composed_and_decomposed_forms_sort_and_match_as_one() {
         );
     }
 }
+
+#[tokio::test]
+async fn bounds_and_prefixes_longer_than_a_key_hold_to_the_whole_value() {
+    // Keys hold 64 bytes of encoding; these values agree on their first 70 characters.
+    let api = TestApi::start().await;
+    let p = api.project("p").await;
+    let f = api.field(&p, json!({"name": "t", "type": "text"})).await;
+    let stem = "Checkout flow fails for returning customers on the payment step of ".repeat(1);
+    assert!(stem.len() > 64);
+    let (x, y) = (format!("{stem}Xbox"), format!("{stem}yacht"));
+    for v in [x.as_str(), &y, "alpha"] {
+        api.issue(&p, json!({"title": v, "fields": {&f: v}})).await;
+    }
+    api.sync().await;
+
+    let prefix = values(&api, &p, &f, &format!("&prefix={}", q(&format!("{stem}x")))).await;
+    assert_eq!(prefix, [x.as_str()]);
+    let lte = values(&api, &p, &f, &format!("&lte={}", q(&format!("{stem}XBOX")))).await;
+    assert_eq!(lte, ["alpha", x.as_str()]);
+    let gte = values(&api, &p, &f, &format!("&gte={}", q(&format!("{stem}Y")))).await;
+    assert_eq!(gte, [y.as_str()]);
+    // The title column is held the same way.
+    let r = api
+        .get(&format!(
+            "/projects/{p}/issues?sort=title&prefix={}",
+            q(&format!("{stem}Y"))
+        ))
+        .await;
+    let titles: Vec<&str> = r.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles, [y.as_str()]);
+}

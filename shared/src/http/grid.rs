@@ -36,7 +36,46 @@ struct GridQuery {
     to: String,
     /// Bounds or a prefix leave issues without a value out.
     filtered: bool,
+    /// For text columns, the bounds held to each issue's whole value.
+    text: Option<TextBounds>,
     canonical: String,
+}
+
+/// A text key holds at most 64 bytes of encoding, so the key range matches a longer bound or
+/// prefix on those bytes only: values that agree with it there but not after are in range.
+/// The issues a page reads are held to the whole bound (folded, as the keys compare), so a
+/// page never shows a value the filter excludes; such a page may hold fewer than `limit`.
+#[derive(Debug, Default)]
+struct TextBounds {
+    gte: Option<String>,
+    lte: Option<String>,
+    prefix: Option<String>,
+}
+
+impl TextBounds {
+    fn admits(&self, value: Option<&str>) -> bool {
+        let Some(v) = value.map(fold) else {
+            return false;
+        };
+        self.gte.as_ref().is_none_or(|g| v >= *g)
+            && self.lte.as_ref().is_none_or(|l| v <= *l)
+            && self
+                .prefix
+                .as_ref()
+                .is_none_or(|p| v.starts_with(p.as_str()))
+    }
+}
+
+/// The text an issue shows in a text column.
+fn text_of<'a>(issue: &'a crate::domain::Issue, column: &Column) -> Option<&'a str> {
+    match column {
+        Column::Title => Some(&issue.title),
+        Column::Field(id) => match issue.fields.get(id) {
+            Some(crate::domain::values::StoredValue::S(s)) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    }
 }
 
 fn parse(
@@ -123,11 +162,20 @@ fn parse(
         lte.unwrap_or_default(),
         prefix.map(|p| fold(p)).unwrap_or_default(),
     );
+    let is_text = matches!(column, Column::Title)
+        || (matches!(column, Column::Field(_)) && matches!(kind, Some((Kind::Text, _))));
+    let filtered = params.contains_key("gte") || params.contains_key("lte") || prefix.is_some();
+    let text = (is_text && filtered).then(|| TextBounds {
+        gte: params.get("gte").map(|g| fold(g)),
+        lte: params.get("lte").map(|l| fold(l)),
+        prefix: prefix.map(|p| fold(p)),
+    });
     Ok(GridQuery {
         column,
         descending,
         state,
-        filtered: params.contains_key("gte") || params.contains_key("lte") || prefix.is_some(),
+        filtered,
+        text,
         from,
         to,
         canonical,
@@ -242,6 +290,11 @@ pub async fn list(
         .enumerate()
         .filter_map(|(at, e)| found.remove(&e.0).map(|i| (at, i)))
         .filter(|(_, i)| i.project_id == project_id && grid.state.is_none_or(|st| i.state == st))
+        .filter(|(_, i)| {
+            grid.text
+                .as_ref()
+                .is_none_or(|t| t.admits(text_of(i, &grid.column)))
+        })
         .collect();
     // Names are bounded per page: past them the page ends at the last issue kept, and the
     // cursor points at its entry (a position is the entry's key and its phase).
