@@ -119,9 +119,43 @@ async fn project_issues(
     }
 }
 
+/// Every issue of the project as stored, every attribute (setup, not metered): GSI1 projects
+/// only keys and project attributes, so the issues are read from the table itself.
+async fn stored_issues(
+    client: &aws_sdk_dynamodb::Client,
+    env: &Env,
+) -> Result<Vec<HashMap<String, AttributeValue>>> {
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let out = client
+            .scan()
+            .table_name(&env.stack.tables.records)
+            .filter_expression("GSI1PK = :p")
+            .expression_attribute_values(
+                ":p",
+                AttributeValue::S(keys::issues_by_num_gsi1_pk(
+                    &env.seeded.tenant,
+                    &env.seeded.project_id,
+                )),
+            )
+            .set_exclusive_start_key(start)
+            .send()
+            .await?;
+        start = out.last_evaluated_key.clone();
+        items.extend(out.items.unwrap_or_default());
+        if start.is_none() {
+            return Ok(items);
+        }
+    }
+}
+
+/// An issue's number: the attribute on full items, GSI1's zero-padded sort key on its
+/// projection.
 fn num_of(item: &HashMap<String, AttributeValue>) -> u64 {
     item.get("num")
-        .and_then(|v| v.as_n().ok())
+        .or_else(|| item.get("GSI1SK"))
+        .and_then(|v| v.as_n().or_else(|_| v.as_s()).ok())
         .and_then(|n| n.parse().ok())
         .unwrap_or(0)
 }
@@ -168,7 +202,7 @@ impl Baselines {
             .context("creating the GSI table")?;
         let (mut classic, mut gsi) = (Vec::new(), Vec::new());
         // The issues as stored (every attribute), for the GSI design's table: a fair copy.
-        for item in project_issues(client, env, None).await? {
+        for item in stored_issues(client, env).await? {
             let id = item
                 .get("id")
                 .and_then(|v| v.as_s().ok())
@@ -226,12 +260,29 @@ impl Baselines {
         Ok(Self { missing_cursor })
     }
 
-    /// Reads every issue of the project (the GSI listing a project's issues) and sorts.
+    /// Reads every issue of the project (a partition holding the project's issues in full, as
+    /// a GSI projecting everything would) and sorts.
     pub async fn scan_and_sort(&self, env: &Env) -> Result<usize> {
         let client = env.store.client();
         let points = &env.seeded.fields["Points"];
-        let mut rows: Vec<(Option<f64>, u64)> = project_issues(client, env, None)
-            .await?
+        let mut items = Vec::new();
+        let mut start = None;
+        loop {
+            let out = client
+                .query()
+                .table_name(GSI_TABLE)
+                .key_condition_expression("P = :p")
+                .expression_attribute_values(":p", AttributeValue::S(env.seeded.project_id.clone()))
+                .set_exclusive_start_key(start)
+                .send()
+                .await?;
+            start = out.last_evaluated_key.clone();
+            items.extend(out.items.unwrap_or_default());
+            if start.is_none() {
+                break;
+            }
+        }
+        let mut rows: Vec<(Option<f64>, u64)> = items
             .iter()
             .map(|item| (points_of(item, points), num_of(item)))
             .collect();
@@ -244,7 +295,7 @@ impl Baselines {
     pub async fn classic(&self, env: &Env) -> Result<usize> {
         let client = env.store.client();
         let points = &env.seeded.fields["Points"];
-        let ids: Vec<(String, u64)> = project_issues(client, env, Some("id, num"))
+        let ids: Vec<(String, u64)> = project_issues(client, env, Some("id, GSI1SK"))
             .await?
             .iter()
             .map(|item| {

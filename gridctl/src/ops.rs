@@ -56,6 +56,11 @@ pub struct RepairReport {
     pub in_flight: usize,
     pub puts: usize,
     pub deletes: usize,
+    /// Parked projects re-indexed whole, and parked unreadable records acknowledged (their
+    /// markers removed: a record that names nothing has nothing to re-index, and this repair
+    /// recomputes every issue anyway).
+    pub projects_reindexed: usize,
+    pub records_acknowledged: usize,
     /// Drift left after the last round (empty when clean).
     pub remaining: BTreeMap<String, usize>,
     pub clean: bool,
@@ -89,13 +94,37 @@ pub async fn repair(
             report.clean = true;
             return Ok(report);
         }
-        // A parked issue is re-indexed from its current record; on success its marker goes.
+        // A parked issue is re-indexed from its current record, a parked project whole; on
+        // success the marker goes. A parked unreadable record is acknowledged.
         let indexer = gridline::indexer::Indexer::new(store.clone());
         for p in &found.drift.parked {
-            if !p.subject.starts_with('#')
-                && let Err(e) = indexer.reindex_issue(&p.tenant, &p.subject).await
-            {
-                tracing::warn!(issue = %p.subject, error = %e, "a parked issue still fails");
+            let result = match gridline::keys::parked_other(&p.subject) {
+                None => indexer
+                    .reindex_issue(&p.tenant, &p.subject)
+                    .await
+                    .map(|_| ()),
+                Some(("project", project)) => {
+                    match indexer.reindex_whole_project(&p.tenant, project).await {
+                        Ok(_) => {
+                            report.projects_reindexed += 1;
+                            store
+                                .unpark(&p.tenant, &p.subject)
+                                .await
+                                .map_err(Into::into)
+                        }
+                        Err(e) => Err(e),
+                    }
+                }
+                Some(_) => {
+                    report.records_acknowledged += 1;
+                    store
+                        .unpark(&p.tenant, &p.subject)
+                        .await
+                        .map_err(Into::into)
+                }
+            };
+            if let Err(e) = result {
+                tracing::warn!(unit = %p.subject, error = %e, "a parked unit still fails");
             }
         }
         let issues = found.drift.issues();

@@ -355,3 +355,41 @@ async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombst
     assert!(report.clean, "{report:?}");
     assert!(verify(&api).await.is_clean());
 }
+
+#[tokio::test]
+async fn repair_reindexes_a_parked_project_and_acknowledges_a_parked_record() {
+    let api = TestApi::start().await;
+    let p = api.project("p").await;
+    api.issue(&p, json!({"title": "one"})).await;
+    api.sync().await;
+    let marker = |subject: String| gridline::store::Parked {
+        tenant: "acme".into(),
+        subject,
+        reason: "malformed".into(),
+        sequence_number: "7".into(),
+        parked_at: "2026-11-21T20:42:03Z".into(),
+    };
+    for subject in [
+        gridline::keys::parked_sk_other("project", &p),
+        gridline::keys::parked_sk_other("record", "7"),
+    ] {
+        api.stack
+            .state
+            .store
+            .park(&marker(subject), false)
+            .await
+            .unwrap();
+    }
+    assert_eq!(verify(&api).await.parked, 2);
+
+    // Both markers go, so repair can finish clean (it used to report them forever).
+    let report = ops::repair(&support::store(&api.stack, "Repair"), 2, 2, &hidden)
+        .await
+        .unwrap();
+    assert!(report.clean, "{report:?}");
+    assert_eq!(
+        (report.projects_reindexed, report.records_acknowledged),
+        (1, 1)
+    );
+    assert!(verify(&api).await.is_clean());
+}

@@ -311,13 +311,21 @@ impl Stack {
     /// stream through the admin client (the mapping knows its ARN from the template) and
     /// reads it as IndexerFunction.
     pub async fn poller(&self, indexer: gridline::indexer::Indexer) -> stream::Poller {
-        stream::Poller::new(
+        let mut poller = stream::Poller::new(
             self.client.clone(),
             self.streams_client().await,
             self.tables.records.clone(),
             indexer,
             3,
-        )
+        );
+        // As Lambda: the invocation is cut at the function's Timeout, and the on-failure
+        // send is made with the function's role.
+        poller.invocation_timeout = gateway::function_timeout(INDEXER_FUNCTION).ok();
+        poller.on_failure_policy = Some((
+            self.policy(INDEXER_FUNCTION),
+            guard::iam::queue_arn("IndexerFailureQueue"),
+        ));
+        poller
     }
 
     /// Every function's routes in one router, as API Gateway would dispatch them: each

@@ -46,6 +46,9 @@ pub struct Poller {
     /// Like a Lambda timeout: an invocation still running after this is abandoned mid-batch
     /// and the whole batch is delivered again.
     pub invocation_timeout: Option<std::time::Duration>,
+    /// The function's policy and its on-failure queue: the send is checked against
+    /// `sqs:SendMessage` as AWS checks the function's role.
+    pub on_failure_policy: Option<(std::sync::Arc<crate::guard::Policy>, String)>,
 }
 
 /// A streams client for the same endpoint and credentials as the DynamoDB client.
@@ -74,6 +77,7 @@ impl Poller {
             emit_metrics: true,
             duplicate_delivery: false,
             invocation_timeout: None,
+            on_failure_policy: None,
         }
     }
 
@@ -199,6 +203,11 @@ impl Poller {
                             .unwrap_or_else(|| seq.clone());
                         tracing::error!(start = %seq, end = %last, records = range.len(), shard = %id, "batch sent to the on-failure queue");
                         let message = on_failure_message(&arn, &id, attempts, range);
+                        if let Some((policy, queue)) = &self.on_failure_policy {
+                            policy.check("sqs:SendMessage", queue).map_err(|d| {
+                                anyhow::anyhow!("AccessDeniedException: {}", d.message())
+                            })?;
+                        }
                         if let Some(path) = &self.on_failure_file {
                             append_line(path, &message);
                         }

@@ -20,7 +20,7 @@ async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_rep
     for seed in [11u64, 12] {
         let api = TestApi::start().await;
         let chaos = Chaos::new(seed, Rates::default());
-        let faulty = chaos.client(&api.stack.client);
+        let faulty = chaos.client(&api.stack.function_client("IndexerFunction"));
         let store = Store::new(faulty, &api.stack.tables.records, &api.stack.tables.index);
         let mut poller = api.stack.poller(Indexer::new(store)).await;
         poller.duplicate_delivery = true;
@@ -270,7 +270,7 @@ async fn poisoned(
     poison: &std::sync::Arc<Poison>,
 ) -> gridline_local::stream::Poller {
     let store = Store::new(
-        poison.client(&api.stack.client),
+        poison.client(&api.stack.function_client("IndexerFunction")),
         &api.stack.tables.records,
         &api.stack.tables.index,
     );
@@ -347,7 +347,7 @@ async fn a_transient_failure_is_reported_at_its_sequence_number_and_the_rest_dea
     let p = api.project("p").await;
     let poison = std::sync::Arc::new(Poison::default());
     let store = Store::new(
-        poison.client(&api.stack.client),
+        poison.client(&api.stack.function_client("IndexerFunction")),
         &api.stack.tables.records,
         &api.stack.tables.index,
     );

@@ -120,7 +120,7 @@ const UNUSED_BUT_KEPT: &[(&str, &str, &str, &str)] = &[
         "IndexerFunction",
         "sqs:SendMessage",
         "IndexerFailureQueue",
-        "the event source mapping's on-failure send; the local poller keeps a list instead",
+        "the on-failure send (the poller checks it): this workload sends no batch there; faults.rs does",
     ),
     (
         "IndexerFunction",

@@ -20,7 +20,9 @@ const LIMIT: usize = 400 * 1024;
 async fn the_largest_issue_indexes_and_its_watermark_fits() {
     let api = TestApi::start().await;
     let tenant = "t".repeat(128);
-    let who = ("alice", tenant.as_str());
+    // The caller has a 128-character id too: with 99 others listed, 100 participants.
+    let caller = format!("{}{}", "c", "u".repeat(127));
+    let who = (caller.as_str(), tenant.as_str());
     let r = api
         .call(who, Method::POST, "/projects", Some(json!({"name": "big"})))
         .await;
@@ -47,7 +49,7 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
         .iter()
         .map(|f| (f.clone(), json!(top.repeat(100))))
         .collect();
-    let participants: Vec<Value> = (0..100)
+    let participants: Vec<Value> = (0..99)
         .map(|i| json!({"kind": "user", "id": format!("{i:03}{}", "u".repeat(125)), "role": "assignee"}))
         .collect();
     let r = api

@@ -223,6 +223,12 @@ pub fn parked_sk_other(kind: &str, id: &str) -> String {
     format!("#{kind}#{id}")
 }
 
+/// What a parked unit's sort key names: `(kind, id)` for a unit that is not one issue
+/// (`("project", id)`, `("record", sequence number)`), `None` for an issue id.
+pub fn parked_other(sk: &str) -> Option<(&str, &str)> {
+    sk.strip_prefix('#')?.split_once('#')
+}
+
 /// Whether an index-table partition key is a tenant's parked units.
 pub fn is_parked_pk(pk: &str) -> bool {
     pk.strip_prefix("T#")

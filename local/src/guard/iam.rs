@@ -184,6 +184,11 @@ pub fn table_arn(table: &str) -> String {
     format!("arn:aws:dynamodb:{REGION}:{ACCOUNT}:table/{table}")
 }
 
+/// A queue of the template (its logical id) as the local stack names its ARN.
+pub fn queue_arn(logical_id: &str) -> String {
+    format!("arn:aws:sqs:{REGION}:{ACCOUNT}:{STACK}-{logical_id}")
+}
+
 /// What the template's names resolve to on the local stack.
 #[derive(Clone, Debug, Default)]
 pub struct Local {
@@ -512,9 +517,7 @@ impl Resolver<'_> {
                 .get(id)
                 .cloned()
                 .with_context(|| format!("no local stream for {id}")),
-            (Some("AWS::SQS::Queue"), "Arn") => {
-                Ok(format!("arn:aws:sqs:{REGION}:{ACCOUNT}:{name}"))
-            }
+            (Some("AWS::SQS::Queue"), "Arn") => Ok(queue_arn(id)),
             (kind, _) => {
                 bail!("!GetAtt {id}.{attribute} ({kind:?}) is not implemented by the local guard")
             }

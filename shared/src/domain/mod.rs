@@ -303,18 +303,31 @@ pub struct IssuePatch {
     pub clear_fields: bool,
     pub set_fields: BTreeMap<String, StoredValue>,
     pub remove_fields: BTreeSet<String>,
+    /// The project's field ids the patch was validated against. A write of the whole `fields`
+    /// map (a patch too large for per-key updates) keeps only these, so a value of a field
+    /// deleted since — which the indexer may already have removed — is not written back.
+    pub project_fields: Option<BTreeSet<String>>,
 }
 
 impl IssuePatch {
+    /// Whether the patch changes nothing.
     pub fn is_empty(&self) -> bool {
-        *self == Self::default()
+        self.title.is_none()
+            && self.state.is_none()
+            && self.description.is_none()
+            && !self.clear_fields
+            && self.set_fields.is_empty()
+            && self.remove_fields.is_empty()
     }
 }
 
 impl IssuePatchBody {
     pub fn validate(self, defs: &[FieldDef]) -> Result<IssuePatch, ApiError> {
         let mut errors = Vec::new();
-        let mut patch = IssuePatch::default();
+        let mut patch = IssuePatch {
+            project_fields: Some(defs.iter().map(|d| d.id.clone()).collect()),
+            ..IssuePatch::default()
+        };
         match self.title {
             Some(None) => errors.push(FieldError::new("title", "cannot be removed")),
             Some(Some(t)) => {

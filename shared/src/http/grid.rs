@@ -228,8 +228,23 @@ pub async fn list(
                 .await?
         }
     };
-    let (_, defs) = read.ok_or(ApiError::NotFound("project"))?;
-    let grid = parse(&project_id, &params, &defs)?;
+    let (_, mut defs) = read.ok_or(ApiError::NotFound("project"))?;
+    // A field created a moment ago may be missing from that read too: a query it refuses is
+    // parsed again against a consistent read before it is refused.
+    let grid = match parse(&project_id, &params, &defs) {
+        Ok(grid) => grid,
+        Err(first) => match s
+            .store
+            .project_with_fields(&caller.tenant, &project_id)
+            .await?
+        {
+            Some((_, fresh)) => {
+                defs = fresh;
+                parse(&project_id, &params, &defs)?
+            }
+            None => return Err(first),
+        },
+    };
     let scope_ = Scope {
         tenant: &caller.tenant,
         route: ROUTE,

@@ -44,18 +44,28 @@ async fn defs_of(s: &AppState, tenant: &str, project_id: &str) -> ApiResult<Vec<
         .unwrap_or_default())
 }
 
-/// Validates a write against the project's field definitions, read eventually consistent
-/// (half the cost, and definitions change rarely). A field created a moment ago may be missing
-/// from that read, so a write the definitions refuse is validated again against a strongly
-/// consistent read before it is refused: a just-created field always validates. A field
-/// deleted a moment ago may still pass; its value is hidden from every read, and the indexer
-/// removes it, as it removes every value of a deleted field.
+/// Validates a write against the project's field definitions. A write that sets or removes
+/// field values (`values`) reads them strongly consistent: a field deleted a moment ago must
+/// be refused (`400`), or its value could be stored after the indexer has swept the field's
+/// values away. Any other write reads them eventually consistent (half the cost; they only
+/// shape the answer) and, should that read refuse, validates again against a consistent read
+/// before refusing, so a just-created project or field always validates.
 async fn validated<T>(
     s: &AppState,
     tenant: &str,
     project_id: &str,
+    values: bool,
     validate: impl Fn(&[FieldDef]) -> ApiResult<T>,
 ) -> ApiResult<Option<(crate::store::ProjectItem, Vec<FieldDef>, T)>> {
+    if values {
+        return match s.store.project_with_fields(tenant, project_id).await? {
+            None => Ok(None),
+            Some((project, defs)) => {
+                let v = validate(&defs)?;
+                Ok(Some((project, defs, v)))
+            }
+        };
+    }
     let Some((project, defs)) = s
         .store
         .project_with_fields_read(tenant, project_id, false)
@@ -93,7 +103,8 @@ pub async fn create(
     if !is_server_id(&project_id) {
         return Err(ApiError::NotFound(PROJECT));
     }
-    let (project, defs, new) = validated(&s, &caller.tenant, &project_id, |defs| {
+    let values = body.fields.as_ref().is_some_and(|f| !f.is_empty());
+    let (project, defs, new) = validated(&s, &caller.tenant, &project_id, values, |defs| {
         body.clone().validate(defs, &caller.user)
     })
     .await?
@@ -155,7 +166,8 @@ pub async fn patch(
     {
         return Err(ApiError::PreconditionFailed(v.to_string()));
     }
-    let (_, defs, patch) = validated(&s, &caller.tenant, &current.project_id, |defs| {
+    let values = body.fields.is_some();
+    let (_, defs, patch) = validated(&s, &caller.tenant, &current.project_id, values, |defs| {
         body.clone().validate(defs)
     })
     .await?

@@ -165,7 +165,13 @@ pub fn patch_update(
     // Too many keys for one expression: the whole map, merged from `base`.
     let base = base?;
     let mut fields: BTreeMap<String, StoredValue> = base.fields.clone();
-    fields.retain(|k, _| !patch.remove_fields.contains(k));
+    fields.retain(|k, _| {
+        !patch.remove_fields.contains(k)
+            && patch
+                .project_fields
+                .as_ref()
+                .is_none_or(|known| known.contains(k))
+    });
     fields.extend(patch.set_fields.clone());
     sets.push("#f = :f".into());
     parts.values.insert(":f".into(), fields_attr(&fields));
@@ -591,5 +597,31 @@ mod tests {
             panic!("a map")
         };
         assert_eq!(m.len(), 400);
+    }
+
+    #[test]
+    fn a_whole_map_write_drops_values_of_fields_the_project_no_longer_has() {
+        // `gone` was deleted after the issue was read; the indexer may already have swept it.
+        let gone = "01ARZ3NDEKTSV4RRFFQ69GGONE".to_string();
+        let mut fields: BTreeMap<String, StoredValue> = ids(3)
+            .into_iter()
+            .map(|k| (k, StoredValue::S("x".into())))
+            .collect();
+        fields.insert(gone.clone(), StoredValue::S("stale".into()));
+        let base = issue(fields);
+        let large = IssuePatch {
+            set_fields: ids(400)
+                .into_iter()
+                .map(|k| (k, StoredValue::S("y".into())))
+                .collect(),
+            project_fields: Some(ids(400).into_iter().collect()),
+            ..Default::default()
+        };
+        let parts = patch_update(&large, None, "now", Some(&base)).unwrap();
+        let AttributeValue::M(m) = &parts.values[":f"] else {
+            panic!("a map")
+        };
+        assert_eq!(m.len(), 400);
+        assert!(!m.contains_key(&gone));
     }
 }
