@@ -806,3 +806,62 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
         .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
 }
+
+#[tokio::test]
+async fn deleting_a_field_of_a_project_from_before_the_byte_count_keeps_it_readable() {
+    // A project deployed before the byte count existed has none: deleting its fields must not
+    // drive a count below zero (which would no longer read back as a project).
+    let api = TestApi::start().await;
+    let p = api.project("legacy").await;
+    let f = api
+        .field(&p, json!({"name": "Points", "type": "number"}))
+        .await;
+    api.stack
+        .client
+        .update_item()
+        .table_name(&api.stack.tables.records)
+        .key(
+            "PK",
+            aws_sdk_dynamodb::types::AttributeValue::S(gridline::keys::project_pk("acme", &p)),
+        )
+        .key(
+            "SK",
+            aws_sdk_dynamodb::types::AttributeValue::S(gridline::keys::PROJECT_SK.into()),
+        )
+        .update_expression("REMOVE field_bytes")
+        .send()
+        .await
+        .unwrap();
+    let r = api
+        .call(
+            ALICE,
+            Method::DELETE,
+            &format!("/projects/{p}/fields/{f}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text);
+    let r = api.get(&format!("/projects/{p}")).await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(r.body["fields"], json!([]));
+    // And a counted project's count comes back down to where it was.
+    let g = api.field(&p, json!({"name": "Size", "type": "text"})).await;
+    let r = api
+        .call(
+            ALICE,
+            Method::DELETE,
+            &format!("/projects/{p}/fields/{g}"),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    let item = api
+        .stack
+        .state
+        .store
+        .get_project("acme", &p)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(item.field_bytes, Some(0));
+}

@@ -278,7 +278,10 @@ impl Store {
     /// jittered backoff (the SDK does not retry it); any other failure is an error.
     #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn transact(&self, items: Vec<TransactWriteItem>) -> Result<Tx, StoreError> {
-        const ATTEMPTS: u32 = 5;
+        // Memberships share one count item per user, so a script adding a user to many teams
+        // at once conflicts with itself: enough attempts, spread exponentially (up to ~2.5 s
+        // in all), for a burst of such writes to get through.
+        const ATTEMPTS: u32 = 8;
         let mut attempt = 0;
         loop {
             attempt += 1;
@@ -313,7 +316,8 @@ impl Store {
             if attempt >= ATTEMPTS {
                 return Err(StoreError::Contention(ATTEMPTS));
             }
-            let pause = rand::thread_rng().gen_range(5..=20 * u64::from(attempt));
+            let ceiling = 10u64 << attempt.min(7);
+            let pause = rand::thread_rng().gen_range(ceiling / 4..=ceiling);
             tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
         }
     }

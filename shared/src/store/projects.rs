@@ -234,32 +234,59 @@ impl Store {
         let bytes = serde_dynamo::from_item::<_, FieldItem>(field)?
             .def()
             .definition_bytes();
-        let delete = Delete::builder()
-            .table_name(&self.records)
-            .set_key(Some(key(pk.clone(), &keys::field_sk(field_id))))
-            .condition_expression("attribute_exists(PK)")
-            .build()
-            .map_err(build_err)?;
-        let count = Update::builder()
-            .table_name(&self.records)
-            .set_key(Some(key(pk, keys::PROJECT_SK)))
-            // Projects from before the byte count have none: they start from zero.
-            .update_expression("SET #c = #c - :one, #b = if_not_exists(#b, :zero) - :bytes")
-            .condition_expression("attribute_exists(#c)")
-            .expression_attribute_names("#c", attr::FIELD_COUNT)
-            .expression_attribute_names("#b", attr::FIELD_BYTES)
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
-            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-            .expression_attribute_values(":bytes", AttributeValue::N(bytes.to_string()))
-            .build()
-            .map_err(build_err)?;
-        let tx = self
-            .transact(vec![
-                TransactWriteItem::builder().delete(delete).build(),
-                TransactWriteItem::builder().update(count).build(),
-            ])
-            .await?;
-        // Cancelled: the field (or the project) does not exist.
-        Ok(matches!(tx, Tx::Committed))
+        // The byte count is moved from the value read, conditioned on it: a project from
+        // before the count has none and keeps none (its fields were never counted, so taking
+        // them off would drive the count below zero).
+        for _ in 0..5 {
+            let Some(project) = self.get_project(tenant, project_id).await? else {
+                return Ok(false);
+            };
+            let delete = Delete::builder()
+                .table_name(&self.records)
+                .set_key(Some(key(pk.clone(), &keys::field_sk(field_id))))
+                .condition_expression("attribute_exists(PK)")
+                .build()
+                .map_err(build_err)?;
+            let mut count = Update::builder()
+                .table_name(&self.records)
+                .set_key(Some(key(pk.clone(), keys::PROJECT_SK)))
+                .expression_attribute_names("#c", attr::FIELD_COUNT)
+                .expression_attribute_values(":one", AttributeValue::N("1".into()));
+            count = match project.field_bytes {
+                Some(old) => count
+                    .update_expression("SET #c = #c - :one, #b = :new")
+                    .condition_expression("attribute_exists(#c) AND #b = :old")
+                    .expression_attribute_names("#b", attr::FIELD_BYTES)
+                    .expression_attribute_values(":old", AttributeValue::N(old.to_string()))
+                    .expression_attribute_values(
+                        ":new",
+                        AttributeValue::N(old.saturating_sub(bytes as u64).to_string()),
+                    ),
+                None => count
+                    .update_expression("SET #c = #c - :one")
+                    .condition_expression("attribute_exists(#c) AND attribute_not_exists(#b)")
+                    .expression_attribute_names("#b", attr::FIELD_BYTES),
+            };
+            let tx = self
+                .transact(vec![
+                    TransactWriteItem::builder().delete(delete).build(),
+                    TransactWriteItem::builder()
+                        .update(count.build().map_err(build_err)?)
+                        .build(),
+                ])
+                .await?;
+            if tx == Tx::Committed {
+                return Ok(true);
+            }
+            // Cancelled: the field is gone, or the count moved under us (read it again).
+            if self
+                .get_item(&self.records, key(pk.clone(), &keys::field_sk(field_id)))
+                .await?
+                .is_none()
+            {
+                return Ok(false);
+            }
+        }
+        Err(StoreError::Contention(5))
     }
 }
