@@ -273,8 +273,13 @@ impl Store {
                     .map_err(build_err)?;
                 items.push(TransactWriteItem::builder().put(put).build());
             }
-            if let Tx::Committed = self.transact(items).await? {
-                return Ok(issue);
+            match self.transact(items).await {
+                Ok(Tx::Committed) => return Ok(issue),
+                Ok(Tx::ConditionFailed) => {}
+                // The measure above follows DynamoDB's rules; should DynamoDB still refuse
+                // the item for its size, that is the client's 413 too, never a 500.
+                Err(e) if item_too_large(&e) => return Err(CreateIssueError::TooLarge),
+                Err(e) => return Err(e.into()),
             }
             // Another create took this number (or conflicted): read the counter and go again.
             tracing::debug!(attempt, "issue number taken, retrying");
