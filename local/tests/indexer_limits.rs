@@ -9,7 +9,7 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use gridline::domain::values::StoredValue;
 use gridline::index::{Entry, entries};
 use gridline::keys;
-use gridline::store::{intent_item, item_size};
+use gridline::store::{intent_item, stored_size as item_size};
 use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use serde_json::{Map, Value, json};

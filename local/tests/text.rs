@@ -117,7 +117,7 @@ async fn bounds_and_prefixes_longer_than_a_key_hold_to_the_whole_value() {
     let api = TestApi::start().await;
     let p = api.project("p").await;
     let f = api.field(&p, json!({"name": "t", "type": "text"})).await;
-    let stem = "Checkout flow fails for returning customers on the payment step of ".repeat(1);
+    let stem = "Checkout flow fails for returning customers on the payment step of ".to_string();
     assert!(stem.len() > 64);
     let (x, y) = (format!("{stem}Xbox"), format!("{stem}yacht"));
     for v in [x.as_str(), &y, "alpha"] {

@@ -503,7 +503,6 @@ impl Resolver<'_> {
 
     /// `!GetAtt id.attribute`.
     fn get_att(&self, id: &str, attribute: &str) -> Result<String> {
-        let name = format!("{STACK}-{id}");
         match (self.resource_type(id), attribute) {
             (Some("AWS::DynamoDB::Table"), "Arn") => Ok(table_arn(
                 self.local

@@ -316,31 +316,8 @@ fn base64_len(b64: &str) -> usize {
     (b64.len() / 4 * 3 + (b64.len() % 4).saturating_sub(1)).saturating_sub(padding)
 }
 
-/// A number's size: 1 byte, plus 1 per two significant digits on each side of the decimal
-/// point (leading and trailing zeros trimmed), plus 1 for a negative number — the engine's
-/// measure, which it took byte-exact against AWS at the 400 KB boundary.
-pub fn number_size(n: &str) -> usize {
-    let n = n.trim();
-    let negative = n.starts_with('-');
-    let n = n.trim_start_matches(['-', '+']);
-    let (mantissa, exponent) = match n.find(['e', 'E']) {
-        Some(at) => (&n[..at], n[at + 1..].parse::<i64>().unwrap_or(0)),
-        None => (n, 0),
-    };
-    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
-    let digits: String = int.chars().chain(frac.chars()).collect();
-    // Where the decimal point falls in `digits`, after the exponent moves it.
-    let point = int.len() as i64 + exponent;
-    let lead = digits.len() - digits.trim_start_matches('0').len();
-    let significant = digits.trim_matches('0');
-    if significant.is_empty() {
-        return 1;
-    }
-    // Significant digits before the point, clamped to the digits there are.
-    let int_digits = (point - lead as i64).clamp(0, significant.len() as i64) as usize;
-    let frac_digits = significant.len() - int_digits;
-    int_digits.div_ceil(2) + frac_digits.div_ceil(2) + 1 + usize::from(negative)
-}
+/// A number's size, by the rule the product's own `413` check uses.
+pub use gridline::store::number_size;
 
 #[cfg(test)]
 mod tests {

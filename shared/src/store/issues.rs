@@ -7,10 +7,9 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Up
 use rand::Rng;
 
 use super::items::{
-    attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, stored_size,
-    value_to_attr,
+    attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, value_to_attr,
 };
-use super::{Store, StoreError, Tx, build_err, condition_held, sdk};
+use super::{Store, StoreError, Tx, build_err, condition_held, sdk, stored_size};
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
 use crate::keys;

@@ -6,6 +6,7 @@ mod issues;
 mod items;
 mod people;
 mod projects;
+mod size;
 
 use std::collections::HashMap;
 
@@ -20,13 +21,14 @@ use crate::keys;
 
 pub use audit::{Table, entry_from_item};
 pub use index::{
-    ColumnQuery, InboxCopy, Parked, TOMBSTONE_TTL_SECS, Watermark, intent_item, item_size,
-    parked_from_item, watermark_item,
+    ColumnQuery, InboxCopy, Parked, TOMBSTONE_TTL_SECS, Watermark, intent_item, parked_from_item,
+    watermark_item,
 };
 pub use issues::{CreateIssueError, ParticipantOutcome, PatchOutcome, patch_update};
-pub use items::{ProjectItem, field_def_from, issue_from, issue_item_size, stored_size};
+pub use items::{ProjectItem, field_def_from, issue_from, issue_item_size};
 pub use people::{AddMemberError, Profile, Team};
 pub use projects::CreateFieldError;
+pub use size::{number_size, stored_size};
 
 pub type Item = HashMap<String, AttributeValue>;
 
