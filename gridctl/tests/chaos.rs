@@ -286,13 +286,15 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
             .unwrap();
         assert!(
             found.is_clean(),
-            "seed {seed}: missing {} extra {} stale {} in {:?}; replayed {:?}; dead letters {}",
+            "seed {seed}: missing {} extra {} stale {} in {:?}; replayed {:?}; dead letters {}; \
+             drift {:#?}",
             found.missing,
             found.extra,
             found.stale,
             found.drift.issues(),
             report.touched,
-            dead_letters.len()
+            dead_letters.len(),
+            found.drift
         );
         assert_eq!(found.issues, model.len(), "seed {seed}");
 

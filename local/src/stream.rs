@@ -51,6 +51,9 @@ pub struct Poller {
     pub on_failure_policy: Option<(std::sync::Arc<crate::guard::Policy>, String)>,
 }
 
+/// How long a batch whose invocation timed out waits before it is delivered again.
+const RETRY_AFTER_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(200);
+
 /// A streams client for the same endpoint and credentials as the DynamoDB client.
 pub async fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
     aws_sdk_dynamodbstreams::Client::new(&gridline::store::sdk_config(Some(endpoint)).await)
@@ -251,6 +254,12 @@ impl Poller {
                 Ok(r) => r,
                 Err(_) => {
                     tracing::warn!("indexer invocation timed out; the batch will be retried");
+                    // Lambda stops a timed-out invocation and retries the batch later, by
+                    // which time what the invocation had sent has landed (DynamoDB applies a
+                    // write within milliseconds). The local engine may still be applying a
+                    // request the abandoned invocation sent; retrying at once would let it
+                    // land after the retry's own writes, which no Lambda retry sees.
+                    tokio::time::sleep(RETRY_AFTER_TIMEOUT).await;
                     return event
                         .records
                         .first()
