@@ -283,6 +283,32 @@ impl TestApi {
         r.body["id"].as_str().expect("id").to_string()
     }
 
+    /// Creates a team as [`ALICE`] and returns its id.
+    pub async fn team(&self, name: &str) -> String {
+        let r = self
+            .call(
+                ALICE,
+                Method::POST,
+                "/teams",
+                Some(serde_json::json!({ "name": name })),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+        r.body["id"].as_str().expect("id").to_string()
+    }
+
+    /// Adds `user` to `team` as [`ALICE`]; the status it got.
+    pub async fn join(&self, team: &str, user: &str) -> StatusCode {
+        self.call(
+            ALICE,
+            Method::PUT,
+            &format!("/teams/{team}/members/{user}"),
+            None,
+        )
+        .await
+        .status
+    }
+
     /// Creates a field as [`ALICE`] and returns its id.
     pub async fn field(&self, project_id: &str, body: Value) -> String {
         let r = self

@@ -34,25 +34,6 @@ async fn put_participant(api: &TestApi, issue: &str, id: &str, role: &str) -> St
     .status
 }
 
-async fn team(api: &TestApi, name: &str) -> String {
-    let r = api
-        .call(ALICE, Method::POST, "/teams", Some(json!({"name": name})))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    r.body["id"].as_str().unwrap().to_string()
-}
-
-async fn join(api: &TestApi, team: &str, user: &str) -> StatusCode {
-    api.call(
-        ALICE,
-        Method::PUT,
-        &format!("/teams/{team}/members/{user}"),
-        None,
-    )
-    .await
-    .status
-}
-
 #[tokio::test]
 async fn an_issue_has_at_most_100_participants() {
     let api = TestApi::start().await;
@@ -263,13 +244,13 @@ async fn a_user_belongs_to_at_most_50_teams() {
     let api = TestApi::start().await;
     let mut teams = Vec::new();
     for i in 0..52 {
-        teams.push(team(&api, &format!("t{i}")).await);
+        teams.push(api.team(&format!("t{i}")).await);
     }
     for t in &teams[..50] {
-        assert_eq!(join(&api, t, "bob").await, StatusCode::NO_CONTENT);
+        assert_eq!(api.join(t, "bob").await, StatusCode::NO_CONTENT);
     }
     // Re-adding is idempotent and does not count twice.
-    assert_eq!(join(&api, &teams[0], "bob").await, StatusCode::NO_CONTENT);
+    assert_eq!(api.join(&teams[0], "bob").await, StatusCode::NO_CONTENT);
     let before = api.record_count().await;
     let r = api
         .call(
@@ -282,10 +263,7 @@ async fn a_user_belongs_to_at_most_50_teams() {
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
     assert_eq!(api.record_count().await, before);
     // Another user is not affected; leaving a team makes room.
-    assert_eq!(
-        join(&api, &teams[50], "carol").await,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(api.join(&teams[50], "carol").await, StatusCode::NO_CONTENT);
     let r = api
         .call(
             ALICE,
@@ -304,15 +282,15 @@ async fn a_user_belongs_to_at_most_50_teams() {
         )
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
-    assert_eq!(join(&api, &teams[50], "bob").await, StatusCode::NO_CONTENT);
-    assert_eq!(join(&api, &teams[51], "bob").await, StatusCode::CONFLICT);
+    assert_eq!(api.join(&teams[50], "bob").await, StatusCode::NO_CONTENT);
+    assert_eq!(api.join(&teams[51], "bob").await, StatusCode::CONFLICT);
     let r = api
         .call(("bob", "acme"), Method::GET, "/me/teams?limit=100", None)
         .await;
     assert_eq!(r.body["items"].as_array().unwrap().len(), 50);
     // A missing team is still 404, full or not.
     assert_eq!(
-        join(&api, "01ARZ3NDEKTSV4RRFFQ69G5FAV", "bob").await,
+        api.join("01ARZ3NDEKTSV4RRFFQ69G5FAV", "bob").await,
         StatusCode::NOT_FOUND
     );
 }
@@ -322,12 +300,12 @@ async fn concurrent_memberships_never_exceed_50() {
     let api = TestApi::start().await;
     let mut teams = Vec::new();
     for i in 0..60 {
-        teams.push(team(&api, &format!("t{i}")).await);
+        teams.push(api.team(&format!("t{i}")).await);
     }
     for t in &teams[..45] {
-        assert_eq!(join(&api, t, "bob").await, StatusCode::NO_CONTENT);
+        assert_eq!(api.join(t, "bob").await, StatusCode::NO_CONTENT);
     }
-    let results = futures::future::join_all(teams[45..].iter().map(|t| join(&api, t, "bob"))).await;
+    let results = futures::future::join_all(teams[45..].iter().map(|t| api.join(t, "bob"))).await;
     let ok = results
         .iter()
         .filter(|s| **s == StatusCode::NO_CONTENT)
@@ -345,8 +323,8 @@ async fn my_teams_issues_cursors_stay_under_2_kb_with_50_teams() {
     let p = api.project("p").await;
     let mut teams = Vec::new();
     for i in 0..50 {
-        let t = team(&api, &format!("t{i}")).await;
-        assert_eq!(join(&api, &t, "alice").await, StatusCode::NO_CONTENT);
+        let t = api.team(&format!("t{i}")).await;
+        assert_eq!(api.join(&t, "alice").await, StatusCode::NO_CONTENT);
         teams.push(t);
     }
     let mut rng = StdRng::seed_from_u64(11);

@@ -11,24 +11,9 @@ use serde_json::{Value, json};
 
 const BOB: (&str, &str) = ("bob", "acme");
 
-async fn team(api: &TestApi, name: &str) -> String {
-    let r = api
-        .call(ALICE, Method::POST, "/teams", Some(json!({"name": name})))
-        .await;
-    assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    r.body["id"].as_str().unwrap().to_string()
-}
-
+/// Adds `user` to `team`, which must succeed.
 async fn join(api: &TestApi, team: &str, user: &str) {
-    let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            &format!("/teams/{team}/members/{user}"),
-            None,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text);
+    assert_eq!(api.join(team, user).await, StatusCode::NO_CONTENT);
 }
 
 /// Every item of an inbox as `(issue id, via)`, following cursors with pages of `limit`.
@@ -64,7 +49,7 @@ async fn page_all(
 #[tokio::test]
 async fn memberships_are_written_in_both_directions_or_not_at_all() {
     let api = TestApi::start().await;
-    let t = team(&api, "Platform").await;
+    let t = api.team("Platform").await;
     api.call(
         BOB,
         Method::PUT,
@@ -271,7 +256,7 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
 #[tokio::test]
 async fn grid_items_show_participants_with_their_names() {
     let api = TestApi::start().await;
-    let t = team(&api, "Platform").await;
+    let t = api.team("Platform").await;
     api.call(
         ALICE,
         Method::PUT,
@@ -314,7 +299,7 @@ async fn grid_items_show_participants_with_their_names() {
 #[tokio::test]
 async fn inbox_routes_are_tenant_isolated_and_validate_their_parameters() {
     let api = TestApi::start().await;
-    let t = team(&api, "Platform").await;
+    let t = api.team("Platform").await;
     join(&api, &t, "alice").await;
     let p = api.project("p").await;
     let issue = api
@@ -443,9 +428,9 @@ async fn random_histories_give_exact_inboxes() {
         let api = TestApi::start().await;
         let p = api.project("p").await;
         let teams = [
-            team(&api, "T1").await,
-            team(&api, "T2").await,
-            team(&api, "T3").await,
+            api.team("T1").await,
+            api.team("T2").await,
+            api.team("T3").await,
         ];
         let users = ["alice", "bob", "carol"];
         let roles = ["assignee", "reporter", "watcher"];

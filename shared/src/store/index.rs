@@ -347,28 +347,8 @@ impl Store {
             .set_key(Some(key(keys::parked_pk(tenant), subject)))
             .build()
             .map_err(build_err)?;
-        let write = WriteRequest::builder().delete_request(req).build();
-        let mut pending = vec![write];
-        for round in 0..MAX_ROUNDS {
-            if round > 0 {
-                backoff(round).await;
-            }
-            let out = self
-                .client
-                .batch_write_item()
-                .request_items(&self.index, pending)
-                .send()
-                .await
-                .map_err(sdk("BatchWriteItem"))?;
-            pending = out
-                .unprocessed_items
-                .and_then(|mut m| m.remove(&self.index))
-                .unwrap_or_default();
-            if pending.is_empty() {
-                return Ok(());
-            }
-        }
-        Err(StoreError::Contention(MAX_ROUNDS))
+        self.batch_write(vec![WriteRequest::builder().delete_request(req).build()])
+            .await
     }
 
     /// Puts and deletes entries in batches of 25, retrying unprocessed items (throttling) with
@@ -402,30 +382,34 @@ impl Store {
         }
         let count = requests.len();
         for chunk in requests.chunks(WRITE_CHUNK) {
-            let mut pending = chunk.to_vec();
-            let mut round = 0;
-            while !pending.is_empty() {
-                if round == MAX_ROUNDS {
-                    return Err(StoreError::Contention(MAX_ROUNDS));
-                }
-                if round > 0 {
-                    backoff(round).await;
-                }
-                let out = self
-                    .client
-                    .batch_write_item()
-                    .request_items(&self.index, pending)
-                    .send()
-                    .await
-                    .map_err(sdk("BatchWriteItem"))?;
-                pending = out
-                    .unprocessed_items
-                    .and_then(|mut m| m.remove(&self.index))
-                    .unwrap_or_default();
-                round += 1;
-            }
+            self.batch_write(chunk.to_vec()).await?;
         }
         Ok(count)
+    }
+
+    /// One BatchWriteItem of at most 25 requests on the index table, its unprocessed items
+    /// (throttling) retried with jittered exponential backoff.
+    async fn batch_write(&self, mut pending: Vec<WriteRequest>) -> Result<(), StoreError> {
+        for round in 0..MAX_ROUNDS {
+            if round > 0 {
+                backoff(round).await;
+            }
+            let out = self
+                .client
+                .batch_write_item()
+                .request_items(&self.index, pending)
+                .send()
+                .await
+                .map_err(sdk("BatchWriteItem"))?;
+            pending = out
+                .unprocessed_items
+                .and_then(|mut m| m.remove(&self.index))
+                .unwrap_or_default();
+            if pending.is_empty() {
+                return Ok(());
+            }
+        }
+        Err(StoreError::Contention(MAX_ROUNDS))
     }
 
     /// One page of a column partition: the issue ids in order with their entries' sort keys
