@@ -7,9 +7,12 @@ cd "$root"
 venv="$root/.venv/bin"
 
 cargo build -q -p gridline-local
+# Where cargo put the binary: target/, or CARGO_TARGET_DIR when that is set.
+target="${CARGO_TARGET_DIR:-$root/target}"
+mkdir -p "$target"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
-log="$root/target/conformance-server.log"
-PORT="$port" ENGINE_PORT=0 RUST_LOG=warn target/debug/gridline-local serve --in-memory >"$log" 2>&1 &
+log="$target/conformance-server.log"
+PORT="$port" ENGINE_PORT=0 RUST_LOG=warn "$target/debug/gridline-local" serve --in-memory >"$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
@@ -18,6 +21,6 @@ for _ in $(seq 1 100); do
   sleep 0.1
 done
 
-GRIDLINE_TOKEN="$(target/debug/gridline-local token --user conformance --tenant conformance --hours 1)" \
+GRIDLINE_TOKEN="$("$target/debug/gridline-local" token --user conformance --tenant conformance --hours 1)" \
   "$venv/st" --config-file tools/conformance/schemathesis.toml \
   run openapi.yaml --url "http://127.0.0.1:$port" "$@"
