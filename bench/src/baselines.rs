@@ -102,7 +102,7 @@ async fn project_issues(
             .key_condition_expression("GSI1PK = :p")
             .expression_attribute_values(
                 ":p",
-                AttributeValue::S(keys::issues_by_num_gsi1_pk(
+                AttributeValue::S(keys::records::issues_by_num_gsi1_pk(
                     &env.seeded.tenant,
                     &env.seeded.project_id,
                 )),
@@ -134,7 +134,7 @@ async fn stored_issues(
             .filter_expression("GSI1PK = :p")
             .expression_attribute_values(
                 ":p",
-                AttributeValue::S(keys::issues_by_num_gsi1_pk(
+                AttributeValue::S(keys::records::issues_by_num_gsi1_pk(
                     &env.seeded.tenant,
                     &env.seeded.project_id,
                 )),
@@ -334,9 +334,12 @@ impl Baselines {
                 HashMap::from([
                     (
                         "PK".to_string(),
-                        AttributeValue::S(keys::issue_pk(&env.seeded.tenant, id)),
+                        AttributeValue::S(keys::records::issue_pk(&env.seeded.tenant, id)),
                     ),
-                    ("SK".to_string(), AttributeValue::S(keys::ISSUE_SK.into())),
+                    (
+                        "SK".to_string(),
+                        AttributeValue::S(keys::records::ISSUE_SK.into()),
+                    ),
                 ])
             })
             .collect();

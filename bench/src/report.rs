@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
-use gridline::indexer::{Unit, plan};
+use gridline::index::indexer::{Unit, plan};
 use gridline::store::Store;
 use gridline_local::testing::{TestApi, test_stack};
 use gridline_local::{Data, Stack};
@@ -137,7 +137,9 @@ pub async fn write_amplification() -> Result<Vec<(usize, f64, f64)>> {
         &stack.tables.records,
         &stack.tables.index,
     );
-    let mut poller = stack.poller(gridline::indexer::Indexer::new(metered)).await;
+    let mut poller = stack
+        .poller(gridline::index::indexer::Indexer::new(metered))
+        .await;
     poller.emit_metrics = false;
     poller.drain().await?;
     let numbers: Vec<String> = seeded

@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use gridctl::{ops, replay, seed};
-use gridline::indexer::Indexer;
+use gridline::index::indexer::Indexer;
 use gridline::store::{Store, connect, sdk_config};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 

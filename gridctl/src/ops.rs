@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
-use gridline::audit::{self, Drift, Repaired};
+use gridline::index::drift::{self, Drift, Repaired};
 use gridline::store::Store;
 use indicatif::ProgressBar;
 use serde::Serialize;
@@ -32,8 +32,8 @@ impl VerifyReport {
 
 /// Scans both tables (`segments` parallel segments each) and compares.
 pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Result<VerifyReport> {
-    let snap = audit::snapshot(store, segments, &|n| progress.inc(n as u64)).await?;
-    let drift = audit::compare(&snap);
+    let snap = drift::snapshot(store, segments, &|n| progress.inc(n as u64)).await?;
+    let drift = drift::compare(&snap);
     Ok(VerifyReport {
         records_scanned: snap.records_scanned,
         index_scanned: snap.index_scanned,
@@ -96,9 +96,9 @@ pub async fn repair(
         }
         // A parked issue is re-indexed from its current record, a parked project whole; on
         // success the marker goes. A parked unreadable record is acknowledged.
-        let indexer = gridline::indexer::Indexer::new(store.clone());
+        let indexer = gridline::index::indexer::Indexer::new(store.clone());
         for p in &found.drift.parked {
-            let result = match gridline::keys::parked_other(&p.subject) {
+            let result = match gridline::keys::index::parked_other(&p.subject) {
                 None => indexer
                     .reindex_issue(&p.tenant, &p.subject)
                     .await
@@ -131,7 +131,7 @@ pub async fn repair(
         let bar = progress("repairing", issues.len() as u64);
         for issue in &issues {
             let hints = found.drift.entries_of(issue);
-            match audit::repair_issue(store, &issue.0, &issue.1, &hints).await? {
+            match drift::repair_issue(store, &issue.0, &issue.1, &hints).await? {
                 Repaired::Fixed { puts, deletes } => {
                     report.fixed += 1;
                     report.puts += puts;

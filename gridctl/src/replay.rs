@@ -8,7 +8,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{Context, Result, bail};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
-use gridline::indexer::Indexer;
+use gridline::index::indexer::Indexer;
 use gridline::keys;
 use serde::Serialize;
 use serde_json::Value;
@@ -102,13 +102,13 @@ pub async fn touched_by(
                     .unwrap_or_default()
             };
             let (pk, sk) = (key(keys::PK), key(keys::SK));
-            if let Some((t, i)) = keys::parse_issue_pk(&pk) {
+            if let Some((t, i)) = keys::records::parse_issue_pk(&pk) {
                 touched.insert(Touched::Issue {
                     tenant: t.into(),
                     issue_id: i.into(),
                 });
-            } else if let Some((t, p)) = keys::parse_project_pk(&pk)
-                && sk.starts_with(keys::FIELD_SK_PREFIX)
+            } else if let Some((t, p)) = keys::records::parse_project_pk(&pk)
+                && sk.starts_with(keys::records::FIELD_SK_PREFIX)
             {
                 touched.insert(Touched::Project {
                     tenant: t.into(),

@@ -14,7 +14,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use gridctl::{ops, replay};
-use gridline::indexer::Indexer;
+use gridline::index::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
 use gridline_local::stream::Poller;

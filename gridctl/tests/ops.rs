@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use gridctl::{ops, replay, seed};
-use gridline::indexer::Indexer;
+use gridline::index::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
 use gridline_local::testing::{ALICE, TestApi};
@@ -309,8 +309,8 @@ async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombst
     // The deleted issue's tombstone carries its expiry; once TTL removes it, nothing drifts.
     let wm_key = |i: &str| {
         (
-            gridline::keys::watermark_pk("acme", i),
-            gridline::keys::WATERMARK_SK.to_string(),
+            gridline::keys::index::watermark_pk("acme", i),
+            gridline::keys::index::WATERMARK_SK.to_string(),
         )
     };
     let (pk, sk) = wm_key(&gone_id);
@@ -334,7 +334,7 @@ async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombst
     );
 
     // A parked marker (as the indexer writes it) is listed, and verify is not clean.
-    let parked = gridline::store::Parked {
+    let parked = gridline::index::Parked {
         tenant: "acme".into(),
         subject: id.clone(),
         reason: "ValidationException: Item size has exceeded the maximum allowed size".into(),
@@ -362,7 +362,7 @@ async fn repair_reindexes_a_parked_project_and_acknowledges_a_parked_record() {
     let p = api.project("p").await;
     api.issue(&p, json!({"title": "one"})).await;
     api.sync().await;
-    let marker = |subject: String| gridline::store::Parked {
+    let marker = |subject: String| gridline::index::Parked {
         tenant: "acme".into(),
         subject,
         reason: "malformed".into(),
@@ -370,8 +370,8 @@ async fn repair_reindexes_a_parked_project_and_acknowledges_a_parked_record() {
         parked_at: "2026-11-21T20:42:03Z".into(),
     };
     for subject in [
-        gridline::keys::parked_sk_other("project", &p),
-        gridline::keys::parked_sk_other("record", "7"),
+        gridline::keys::index::parked_sk_other("project", &p),
+        gridline::keys::index::parked_sk_other("record", "7"),
     ] {
         api.stack
             .state

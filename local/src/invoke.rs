@@ -13,7 +13,7 @@ use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use gridline::auth::AuthMode;
 use gridline::http::{AppState, Group, router};
-use gridline::indexer::Metrics;
+use gridline::index::indexer::Metrics;
 use gridline::telemetry::LogStyle;
 use serde::Deserialize;
 use serde_json::{Value, json};

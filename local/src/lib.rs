@@ -279,8 +279,8 @@ impl Stack {
     }
 
     /// The indexer, running as IndexerFunction.
-    pub fn indexer(&self) -> gridline::indexer::Indexer {
-        gridline::indexer::Indexer::new(self.function_store(INDEXER_FUNCTION))
+    pub fn indexer(&self) -> gridline::index::indexer::Indexer {
+        gridline::index::indexer::Indexer::new(self.function_store(INDEXER_FUNCTION))
     }
 
     /// A DynamoDB Streams client as IndexerFunction's event source mapping reads the stream
@@ -310,7 +310,7 @@ impl Stack {
     /// bounded number of retries before a record goes to the on-failure list. It finds the
     /// stream through the admin client (the mapping knows its ARN from the template) and
     /// reads it as IndexerFunction.
-    pub async fn poller(&self, indexer: gridline::indexer::Indexer) -> stream::Poller {
+    pub async fn poller(&self, indexer: gridline::index::indexer::Indexer) -> stream::Poller {
         let mut poller = stream::Poller::new(
             self.client.clone(),
             self.streams_client().await,

@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 use anyhow::{Context, Result};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_sdk_dynamodbstreams::types::{Record, ShardIteratorType};
-use gridline::indexer::Indexer;
+use gridline::index::indexer::Indexer;
 use serde_json::{Value, json};
 
 /// Records per GetRecords call: Lambda's default batch size for DynamoDB streams.

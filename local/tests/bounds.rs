@@ -800,11 +800,13 @@ async fn deleting_a_field_of_a_project_from_before_the_byte_count_keeps_it_reada
         .table_name(&api.stack.tables.records)
         .key(
             "PK",
-            aws_sdk_dynamodb::types::AttributeValue::S(gridline::keys::project_pk("acme", &p)),
+            aws_sdk_dynamodb::types::AttributeValue::S(gridline::keys::records::project_pk(
+                "acme", &p,
+            )),
         )
         .key(
             "SK",
-            aws_sdk_dynamodb::types::AttributeValue::S(gridline::keys::PROJECT_SK.into()),
+            aws_sdk_dynamodb::types::AttributeValue::S(gridline::keys::records::PROJECT_SK.into()),
         )
         .update_expression("REMOVE field_bytes")
         .send()

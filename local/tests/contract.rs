@@ -170,7 +170,7 @@ fn the_indexers_stream_filter_selects_issues_and_field_definitions_by_key() {
     .unwrap();
     assert_eq!(
         pattern["dynamodb"]["Keys"]["SK"]["S"],
-        serde_json::json!([gridline::keys::ISSUE_SK, {"prefix": gridline::keys::FIELD_SK_PREFIX}])
+        serde_json::json!([gridline::keys::records::ISSUE_SK, {"prefix": gridline::keys::records::FIELD_SK_PREFIX}])
     );
     assert_eq!(
         stream["FunctionResponseTypes"][0].as_str(),

@@ -6,7 +6,7 @@
 
 use std::time::Duration;
 
-use gridline::indexer::Indexer;
+use gridline::index::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
 use gridline_local::testing::{ALICE, TestApi};
@@ -145,7 +145,7 @@ async fn a_malformed_record_is_parked_and_does_not_block_the_shard() {
 }
 
 /// The parked markers in the index table.
-async fn parked(api: &TestApi) -> Vec<gridline::store::Parked> {
+async fn parked(api: &TestApi) -> Vec<gridline::index::Parked> {
     let out = api
         .stack
         .client
@@ -156,7 +156,7 @@ async fn parked(api: &TestApi) -> Vec<gridline::store::Parked> {
         .unwrap();
     out.items()
         .iter()
-        .filter_map(gridline::store::parked_from_item)
+        .filter_map(gridline::index::parked_from_item)
         .collect()
 }
 
@@ -334,7 +334,7 @@ async fn an_issue_that_fails_for_good_is_parked_and_its_neighbours_are_indexed()
     api.assert_index_matches_records("acme", &[p]).await;
 }
 
-async fn parked_after(api: &TestApi) -> Vec<gridline::store::Parked> {
+async fn parked_after(api: &TestApi) -> Vec<gridline::index::Parked> {
     parked(api).await
 }
 

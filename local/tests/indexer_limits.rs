@@ -7,9 +7,10 @@ use std::collections::BTreeSet;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use gridline::domain::values::StoredValue;
+use gridline::index::intent_item;
 use gridline::index::{Entry, entries};
 use gridline::keys;
-use gridline::store::{intent_item, stored_size as item_size};
+use gridline::store::stored_size as item_size;
 use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use serde_json::{Map, Value, json};
@@ -73,9 +74,12 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
         .table_name(&api.stack.tables.index)
         .key(
             keys::PK,
-            AttributeValue::S(keys::watermark_pk(&tenant, &id)),
+            AttributeValue::S(keys::index::watermark_pk(&tenant, &id)),
         )
-        .key(keys::SK, AttributeValue::S(keys::WATERMARK_SK.into()))
+        .key(
+            keys::SK,
+            AttributeValue::S(keys::index::WATERMARK_SK.into()),
+        )
         .send()
         .await
         .unwrap()

@@ -3,7 +3,6 @@
 //! Handlers in `functions/*` only build state and run [`http::router`]; everything else lives
 //! here, in small modules with one job each.
 
-pub mod audit;
 pub mod auth;
 pub mod config;
 pub mod cursor;
@@ -12,7 +11,6 @@ pub mod encoding;
 pub mod error;
 pub mod http;
 pub mod index;
-pub mod indexer;
 pub mod keys;
 pub mod store;
 pub mod telemetry;

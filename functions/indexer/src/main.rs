@@ -2,7 +2,7 @@
 
 use aws_lambda_events::event::dynamodb::Event;
 use gridline::config::Config;
-use gridline::indexer::Indexer;
+use gridline::index::indexer::Indexer;
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 #[tokio::main]

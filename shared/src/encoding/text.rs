@@ -183,9 +183,9 @@ mod tests {
             for p in [p, other] {
                 prop_assume!(!p.is_empty());
                 let matches = |value: &str, prefix: &str| {
-                    let key = crate::keys::value_sk(&encode(value), 7);
-                    crate::keys::value_floor(&prefix_key(prefix)) <= key
-                        && key <= crate::keys::prefix_ceiling(&prefix_key(prefix))
+                    let key = crate::keys::index::value_sk(&encode(value), 7);
+                    crate::keys::index::value_floor(&prefix_key(prefix)) <= key
+                        && key <= crate::keys::index::prefix_ceiling(&prefix_key(prefix))
                 };
                 let m = matches(&v, &p);
                 prop_assert_eq!(m, matches(&nfd(&v), &p));

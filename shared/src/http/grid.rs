@@ -16,9 +16,9 @@ use crate::domain::IssueState;
 use crate::domain::ids::is_server_id;
 use crate::encoding::text::{fold, prefix_key};
 use crate::error::{ApiError, ApiResult, FieldError};
+use crate::index::ColumnQuery;
 use crate::index::{Column, Kind, encode_bound, scope};
 use crate::keys;
-use crate::store::ColumnQuery;
 
 const ROUTE: &str = "GET /projects/{project_id}/issues";
 /// Cursor member naming the part of the column being read: values, then missing values.
@@ -110,8 +110,8 @@ fn parse(
             parsed
         }
     };
-    let mut from = keys::VALUE_PREFIX.to_string();
-    let mut to = keys::VALUE_CEILING.to_string();
+    let mut from = keys::index::VALUE_PREFIX.to_string();
+    let mut to = keys::index::VALUE_CEILING.to_string();
     let mut bound = |name: &str| -> Option<String> {
         let (k, def) = kind?;
         let raw = params.get(name)?;
@@ -126,10 +126,10 @@ fn parse(
     let gte = bound("gte");
     let lte = bound("lte");
     if let Some(g) = &gte {
-        from = from.max(keys::value_floor(g));
+        from = from.max(keys::index::value_floor(g));
     }
     if let Some(l) = &lte {
-        to = to.min(keys::value_ceiling_at(l));
+        to = to.min(keys::index::value_ceiling_at(l));
     }
     let prefix = params.get("prefix");
     if let Some(p) = prefix {
@@ -146,8 +146,8 @@ fn parse(
                 format!("must be 1 to {MAX_PREFIX_CHARS} characters"),
             ));
         } else {
-            from = from.max(keys::value_floor(&prefix_key(p)));
-            to = to.min(keys::prefix_ceiling(&prefix_key(p)));
+            from = from.max(keys::index::value_floor(&prefix_key(p)));
+            to = to.min(keys::index::prefix_ceiling(&prefix_key(p)));
         }
     }
     if !errors.is_empty() {
@@ -189,15 +189,23 @@ fn ranges(q: &GridQuery) -> Vec<(&'static str, String, String)> {
         vec![("v", q.from.clone(), q.to.clone())]
     } else if q.descending {
         vec![
-            ("v", keys::VALUE_PREFIX.into(), keys::VALUE_CEILING.into()),
+            (
+                "v",
+                keys::index::VALUE_PREFIX.into(),
+                keys::index::VALUE_CEILING.into(),
+            ),
             (
                 "m",
-                keys::MISSING_FLOOR.into(),
-                keys::MISSING_CEILING.into(),
+                keys::index::MISSING_FLOOR.into(),
+                keys::index::MISSING_CEILING.into(),
             ),
         ]
     } else {
-        vec![("v", keys::VALUE_PREFIX.into(), keys::MISSING_CEILING.into())]
+        vec![(
+            "v",
+            keys::index::VALUE_PREFIX.into(),
+            keys::index::MISSING_CEILING.into(),
+        )]
     }
 }
 
@@ -252,7 +260,7 @@ pub async fn list(
         caller: None,
     };
     let mut position = q.position(&s, &scope_)?;
-    let pk = keys::column_pk(
+    let pk = keys::index::column_pk(
         &caller.tenant,
         &project_id,
         grid.column.name(),

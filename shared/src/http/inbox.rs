@@ -185,7 +185,7 @@ pub async fn my_issues(
     }
     roles.sort();
     let me = |role: Option<Role>| Source {
-        pk: keys::inbox_pk(
+        pk: keys::index::inbox_pk(
             &caller.tenant,
             "user",
             &caller.user,
@@ -231,7 +231,7 @@ pub async fn team_issues(
         return Err(ApiError::NotFound("team"));
     }
     let sources = vec![Source {
-        pk: keys::inbox_pk(&caller.tenant, "team", &team_id, state.as_str(), None),
+        pk: keys::index::inbox_pk(&caller.tenant, "team", &team_id, state.as_str(), None),
         kind: ParticipantKind::Team,
         id: team_id.clone(),
     }];
@@ -269,7 +269,7 @@ pub async fn my_teams_issues(
     let sources = teams
         .keys()
         .map(|id| Source {
-            pk: keys::inbox_pk(&caller.tenant, "team", id, state.as_str(), None),
+            pk: keys::index::inbox_pk(&caller.tenant, "team", id, state.as_str(), None),
             kind: ParticipantKind::Team,
             id: id.clone(),
         })

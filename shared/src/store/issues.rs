@@ -1,15 +1,19 @@
 //! Issues: the summary item, the description item, and the per-project number counter.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 use rand::Rng;
 
 use super::items::{
-    attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, value_to_attr,
+    attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, string, value_to_attr,
 };
-use super::{Store, StoreError, Tx, build_err, condition_held, sdk, stored_size};
+use super::{
+    Item, Page, Store, StoreError, Tx, build_err, condition_held, position_of, sdk, start_key,
+    stored_size,
+};
+use crate::cursor::Position;
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
 use crate::keys;
@@ -218,7 +222,10 @@ impl Store {
         id: String,
         now: String,
     ) -> Result<Issue, CreateIssueError> {
-        let project_key = key(keys::project_pk(tenant, project_id), keys::PROJECT_SK);
+        let project_key = key(
+            keys::records::project_pk(tenant, project_id),
+            keys::records::PROJECT_SK,
+        );
         for attempt in 0..MAX_CREATE_ATTEMPTS {
             let num = last_num + 1;
             let issue = Issue {
@@ -305,7 +312,10 @@ impl Store {
             .query()
             .table_name(&self.records)
             .key_condition_expression("PK = :pk")
-            .expression_attribute_values(":pk", AttributeValue::S(keys::issue_pk(tenant, issue_id)))
+            .expression_attribute_values(
+                ":pk",
+                AttributeValue::S(keys::records::issue_pk(tenant, issue_id)),
+            )
             .consistent_read(true)
             .send()
             .await
@@ -314,8 +324,8 @@ impl Store {
         let mut description = None;
         for item in out.items.unwrap_or_default() {
             match sk_of(&item) {
-                Some(keys::ISSUE_SK) => summary = Some(item),
-                Some(keys::DESCRIPTION_SK) => description = Some(item),
+                Some(keys::records::ISSUE_SK) => summary = Some(item),
+                Some(keys::records::DESCRIPTION_SK) => description = Some(item),
                 _ => {}
             }
         }
@@ -339,7 +349,7 @@ impl Store {
         now: &str,
     ) -> Result<PatchOutcome, StoreError> {
         let issue_id = current.id.as_str();
-        let pk = keys::issue_pk(tenant, issue_id);
+        let pk = keys::records::issue_pk(tenant, issue_id);
         let mut base = current.clone();
         for attempt in 0..MAX_MERGE_ATTEMPTS {
             let parts = patch_update(patch, expected_version, now, Some(&base))
@@ -347,7 +357,7 @@ impl Store {
             let whole_map = parts.values.contains_key(":expected") && expected_version.is_none();
             let update = Update::builder()
                 .table_name(&self.records)
-                .set_key(Some(key(pk.clone(), keys::ISSUE_SK)))
+                .set_key(Some(key(pk.clone(), keys::records::ISSUE_SK)))
                 .update_expression(parts.update)
                 .condition_expression(parts.condition)
                 .set_expression_attribute_names(Some(parts.names))
@@ -367,7 +377,7 @@ impl Store {
                 Some(None) => {
                     let delete = Delete::builder()
                         .table_name(&self.records)
-                        .set_key(Some(key(pk.clone(), keys::DESCRIPTION_SK)))
+                        .set_key(Some(key(pk.clone(), keys::records::DESCRIPTION_SK)))
                         .build()
                         .map_err(build_err)?;
                     items.push(TransactWriteItem::builder().delete(delete).build());
@@ -398,16 +408,16 @@ impl Store {
     /// Deletes an issue and its description; `false` if there was no issue.
     #[tracing::instrument(skip_all, fields(op = "delete_issue"))]
     pub async fn delete_issue(&self, tenant: &str, issue_id: &str) -> Result<bool, StoreError> {
-        let pk = keys::issue_pk(tenant, issue_id);
+        let pk = keys::records::issue_pk(tenant, issue_id);
         let summary = Delete::builder()
             .table_name(&self.records)
-            .set_key(Some(key(pk.clone(), keys::ISSUE_SK)))
+            .set_key(Some(key(pk.clone(), keys::records::ISSUE_SK)))
             .condition_expression("attribute_exists(PK)")
             .build()
             .map_err(build_err)?;
         let description = Delete::builder()
             .table_name(&self.records)
-            .set_key(Some(key(pk, keys::DESCRIPTION_SK)))
+            .set_key(Some(key(pk, keys::records::DESCRIPTION_SK)))
             .build()
             .map_err(build_err)?;
         let tx = self
@@ -433,12 +443,15 @@ impl Store {
         p: &crate::domain::Participant,
         now: &str,
     ) -> Result<ParticipantOutcome, StoreError> {
-        let edge = keys::participant_edge(p.kind.as_str(), &p.id);
+        let edge = keys::records::participant_edge(p.kind.as_str(), &p.id);
         let result = self
             .client
             .update_item()
             .table_name(&self.records)
-            .set_key(Some(key(keys::issue_pk(tenant, issue_id), keys::ISSUE_SK)))
+            .set_key(Some(key(
+                keys::records::issue_pk(tenant, issue_id),
+                keys::records::ISSUE_SK,
+            )))
             .update_expression("ADD #p :edge, #v :one SET #r.#e = :role, #u = :now")
             .condition_expression(
                 "attribute_exists(PK) AND (attribute_not_exists(#p) OR size(#p) < :max \
@@ -479,12 +492,15 @@ impl Store {
         id: &str,
         now: &str,
     ) -> Result<bool, StoreError> {
-        let edge = keys::participant_edge(kind.as_str(), id);
+        let edge = keys::records::participant_edge(kind.as_str(), id);
         let result = self
             .client
             .update_item()
             .table_name(&self.records)
-            .set_key(Some(key(keys::issue_pk(tenant, issue_id), keys::ISSUE_SK)))
+            .set_key(Some(key(
+                keys::records::issue_pk(tenant, issue_id),
+                keys::records::ISSUE_SK,
+            )))
             .update_expression("DELETE #p :edges REMOVE #r.#e SET #u = :now ADD #v :one")
             .condition_expression("contains(#p, :edge)")
             .expression_attribute_names("#p", attr::PARTICIPANTS)
@@ -499,6 +515,120 @@ impl Store {
             .send()
             .await;
         condition_held("UpdateItem", result)
+    }
+}
+
+/// Records-table reads the indexer and the grid make of issues.
+impl Store {
+    /// Issue summaries by id, in one BatchGetItem per 100 (unprocessed keys retried). Ids with
+    /// no issue (deleted since they were indexed) are simply absent from the result.
+    #[tracing::instrument(skip_all, fields(op = "batch_get_issues", n = ids.len()))]
+    pub async fn batch_get_issues(
+        &self,
+        tenant: &str,
+        ids: &[String],
+    ) -> Result<HashMap<String, Issue>, StoreError> {
+        let unique: BTreeSet<&String> = ids.iter().collect();
+        let keys = unique
+            .iter()
+            .map(|id| key(keys::records::issue_pk(tenant, id), keys::records::ISSUE_SK))
+            .collect();
+        let mut found = HashMap::new();
+        for item in self.batch_get_records(keys).await? {
+            let issue = issue_from(item, None)?;
+            found.insert(issue.id.clone(), issue);
+        }
+        Ok(found)
+    }
+
+    /// A page of a project's issues by number (GSI1), for re-indexing a whole project.
+    #[tracing::instrument(skip_all, fields(op = "issues_of_project"))]
+    pub async fn issues_of_project(
+        &self,
+        tenant: &str,
+        project_id: &str,
+        start: Option<&Position>,
+    ) -> Result<Page<Issue>, StoreError> {
+        let out = self
+            .client
+            .query()
+            .table_name(&self.records)
+            .index_name(keys::GSI1)
+            .key_condition_expression("GSI1PK = :pk")
+            .expression_attribute_values(
+                ":pk",
+                string(keys::records::issues_by_num_gsi1_pk(tenant, project_id)),
+            )
+            .set_exclusive_start_key(start_key(start))
+            .send()
+            .await
+            .map_err(sdk("Query"))?;
+        let next = position_of(out.last_evaluated_key())?;
+        // GSI1 holds an issue's keys, not the issue (its projection in template.yaml), so the
+        // issues come from the table: one BatchGetItem per 100.
+        let wanted: Vec<Item> = out
+            .items
+            .unwrap_or_default()
+            .into_iter()
+            .filter_map(|mut i| {
+                Some(Item::from([
+                    (keys::PK.to_string(), i.remove(keys::PK)?),
+                    (keys::SK.to_string(), i.remove(keys::SK)?),
+                ]))
+            })
+            .collect();
+        let mut items = self
+            .batch_get_records(wanted)
+            .await?
+            .into_iter()
+            .map(|i| issue_from(i, None))
+            .collect::<Result<Vec<_>, _>>()?;
+        items.sort_by_key(|i| i.num);
+        Ok(Page { items, next })
+    }
+
+    /// The issue summary alone (strongly consistent), for re-indexing one issue.
+    #[tracing::instrument(skip_all, fields(op = "get_issue_summary"))]
+    pub async fn get_issue_summary(
+        &self,
+        tenant: &str,
+        issue_id: &str,
+    ) -> Result<Option<Issue>, StoreError> {
+        let key = key(
+            keys::records::issue_pk(tenant, issue_id),
+            keys::records::ISSUE_SK,
+        );
+        self.get_item(&self.records, key)
+            .await?
+            .map(|i| issue_from(i, None))
+            .transpose()
+    }
+
+    /// Removes a deleted field's value from an issue. It does not bump the version: the value
+    /// was already hidden from every read, so the issue did not change for its readers.
+    #[tracing::instrument(skip_all, fields(op = "remove_field_value"))]
+    pub async fn remove_field_value(
+        &self,
+        tenant: &str,
+        issue_id: &str,
+        field_id: &str,
+    ) -> Result<(), StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.records)
+            .set_key(Some(key(
+                keys::records::issue_pk(tenant, issue_id),
+                keys::records::ISSUE_SK,
+            )))
+            .update_expression("REMOVE #fields.#f")
+            .condition_expression("attribute_exists(#fields.#f)")
+            .expression_attribute_names("#fields", super::items::attr::FIELDS)
+            .expression_attribute_names("#f", field_id)
+            .send()
+            .await;
+        // Already gone: nothing to remove.
+        condition_held("UpdateItem", result).map(|_| ())
     }
 }
 

@@ -9,7 +9,7 @@ use super::{Item, StoreError, stored_size};
 use crate::domain::number::DynNumber;
 use crate::domain::values::{FieldDef, FieldType, StoredValue};
 use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Project, Role};
-use crate::keys::{self, entity};
+use crate::keys::{self, records::entity};
 
 /// Attribute names that update expressions refer to.
 pub mod attr {
@@ -56,10 +56,10 @@ pub struct ProjectItem {
 impl ProjectItem {
     pub fn new(tenant: &str, p: &Project) -> Self {
         Self {
-            pk: keys::project_pk(tenant, &p.id),
-            sk: keys::PROJECT_SK.into(),
-            gsi1pk: keys::projects_gsi1_pk(tenant),
-            gsi1sk: keys::project_gsi1_sk(&p.name, &p.id),
+            pk: keys::records::project_pk(tenant, &p.id),
+            sk: keys::records::PROJECT_SK.into(),
+            gsi1pk: keys::records::projects_gsi1_pk(tenant),
+            gsi1sk: keys::records::project_gsi1_sk(&p.name, &p.id),
             entity: entity::PROJECT.into(),
             id: p.id.clone(),
             name: p.name.clone(),
@@ -98,8 +98,8 @@ pub struct FieldItem {
 impl FieldItem {
     pub fn new(tenant: &str, project_id: &str, f: &FieldDef) -> Self {
         Self {
-            pk: keys::project_pk(tenant, project_id),
-            sk: keys::field_sk(&f.id),
+            pk: keys::records::project_pk(tenant, project_id),
+            sk: keys::records::field_sk(&f.id),
             entity: entity::FIELD.into(),
             project_id: project_id.into(),
             id: f.id.clone(),
@@ -171,7 +171,7 @@ pub fn fields_attr(fields: &BTreeMap<String, StoredValue>) -> AttributeValue {
 /// The participant edge set (absent when empty: DynamoDB has no empty sets) and the roles map
 /// (always present, so `SET roles.#edge` works without a read).
 pub fn participants_attrs(ps: &[Participant]) -> (Option<AttributeValue>, AttributeValue) {
-    let edge = |p: &Participant| keys::participant_edge(p.kind.as_str(), &p.id);
+    let edge = |p: &Participant| keys::records::participant_edge(p.kind.as_str(), &p.id);
     let edges = (!ps.is_empty()).then(|| AttributeValue::Ss(ps.iter().map(edge).collect()));
     let roles = AttributeValue::M(
         ps.iter()
@@ -184,10 +184,10 @@ pub fn participants_attrs(ps: &[Participant]) -> (Option<AttributeValue>, Attrib
 /// The summary item of an issue (without its description).
 pub fn issue_item(tenant: &str, issue: &Issue) -> Result<Item, StoreError> {
     let scalars = IssueScalars {
-        pk: keys::issue_pk(tenant, &issue.id),
-        sk: keys::ISSUE_SK.into(),
-        gsi1pk: keys::issues_by_num_gsi1_pk(tenant, &issue.project_id),
-        gsi1sk: keys::num_sk(issue.num),
+        pk: keys::records::issue_pk(tenant, &issue.id),
+        sk: keys::records::ISSUE_SK.into(),
+        gsi1pk: keys::records::issues_by_num_gsi1_pk(tenant, &issue.project_id),
+        gsi1sk: keys::records::num_sk(issue.num),
         entity: entity::ISSUE.into(),
         id: issue.id.clone(),
         project_id: issue.project_id.clone(),
@@ -267,7 +267,7 @@ pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, Store
 }
 
 fn parse_participant(edge: &str, role: Option<&str>) -> Option<Participant> {
-    let (kind, id) = keys::parse_participant_edge(edge)?;
+    let (kind, id) = keys::records::parse_participant_edge(edge)?;
     Some(Participant {
         kind: ParticipantKind::parse(kind)?,
         id: id.to_string(),
@@ -280,11 +280,11 @@ pub fn description_item(tenant: &str, issue_id: &str, text: &str) -> Item {
     Item::from([
         (
             keys::PK.into(),
-            AttributeValue::S(keys::issue_pk(tenant, issue_id)),
+            AttributeValue::S(keys::records::issue_pk(tenant, issue_id)),
         ),
         (
             keys::SK.into(),
-            AttributeValue::S(keys::DESCRIPTION_SK.into()),
+            AttributeValue::S(keys::records::DESCRIPTION_SK.into()),
         ),
         (
             attr::ENTITY.into(),
@@ -292,6 +292,11 @@ pub fn description_item(tenant: &str, issue_id: &str, text: &str) -> Item {
         ),
         (attr::TEXT.into(), AttributeValue::S(text.into())),
     ])
+}
+
+/// A string attribute value.
+pub(crate) fn string(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
 }
 
 pub fn key(pk: String, sk: &str) -> Item {

@@ -1,9 +1,8 @@
-//! DynamoDB access: the records table (projects, fields, issues) through one adapter.
+//! DynamoDB access: the one adapter ([`Store`]) and the records table's items (projects, fields,
+//! issues, people, teams). The index table's I/O lives beside the index, in `crate::index`.
 
-mod audit;
-mod index;
 mod issues;
-mod items;
+pub(crate) mod items;
 mod people;
 mod projects;
 mod size;
@@ -19,11 +18,6 @@ use rand::Rng;
 use crate::cursor::Position;
 use crate::keys;
 
-pub use audit::{Table, entry_from_item};
-pub use index::{
-    ColumnQuery, InboxCopy, Parked, TOMBSTONE_TTL_SECS, Watermark, intent_item, parked_from_item,
-    watermark_item,
-};
 pub use issues::{CreateIssueError, ParticipantOutcome, PatchOutcome, patch_update};
 pub use items::{ProjectItem, field_def_from, issue_from, issue_item_size};
 pub use people::{AddMemberError, Profile, Team};
@@ -139,9 +133,9 @@ pub(crate) fn start_key(position: Option<&Position>) -> Option<Item> {
 /// The DynamoDB adapter. Cheap to clone: the client is shared.
 #[derive(Clone)]
 pub struct Store {
-    client: Client,
-    records: String,
-    index: String,
+    pub(crate) client: Client,
+    pub(crate) records: String,
+    pub(crate) index: String,
 }
 
 impl Store {

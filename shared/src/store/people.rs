@@ -8,7 +8,7 @@ use aws_sdk_dynamodb::types::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::items::{attr, key};
+use super::items::{attr, key, string};
 use super::{Item, Page, Store, StoreError, Tx, build_err, page_of, sdk, start_key};
 use crate::cursor::Position;
 use crate::domain::{MAX_TEAMS_PER_USER, ParticipantKind};
@@ -59,18 +59,17 @@ pub enum AddMemberError {
     Store(#[from] StoreError),
 }
 
-fn s(v: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(v.into())
-}
-
 impl Store {
     #[tracing::instrument(skip_all, fields(op = "put_profile"))]
     pub async fn put_profile(&self, tenant: &str, profile: &Profile) -> Result<(), StoreError> {
-        let mut item = key(keys::user_pk(tenant, &profile.id), keys::PROFILE_SK);
-        item.insert("entity".into(), s("user"));
-        item.insert("id".into(), s(&profile.id));
+        let mut item = key(
+            keys::records::user_pk(tenant, &profile.id),
+            keys::records::PROFILE_SK,
+        );
+        item.insert("entity".into(), string("user"));
+        item.insert("id".into(), string(&profile.id));
         if let Some(name) = &profile.display_name {
-            item.insert("display_name".into(), s(name));
+            item.insert("display_name".into(), string(name));
         }
         self.client
             .put_item()
@@ -84,7 +83,10 @@ impl Store {
 
     #[tracing::instrument(skip_all, fields(op = "get_profile"))]
     pub async fn get_profile(&self, tenant: &str, user_id: &str) -> Result<Profile, StoreError> {
-        let key = key(keys::user_pk(tenant, user_id), keys::PROFILE_SK);
+        let key = key(
+            keys::records::user_pk(tenant, user_id),
+            keys::records::PROFILE_SK,
+        );
         let display_name = self
             .get_item(&self.records, key)
             .await?
@@ -101,17 +103,23 @@ impl Store {
 
     #[tracing::instrument(skip_all, fields(op = "create_team"))]
     pub async fn create_team(&self, tenant: &str, team: &Team) -> Result<(), StoreError> {
-        let mut item = key(keys::team_pk(tenant, &team.id), keys::TEAM_SK);
-        item.insert("entity".into(), s("team"));
-        item.insert("id".into(), s(&team.id));
-        item.insert("name".into(), s(&team.name));
-        item.insert("created_at".into(), s(&team.created_at));
+        let mut item = key(
+            keys::records::team_pk(tenant, &team.id),
+            keys::records::TEAM_SK,
+        );
+        item.insert("entity".into(), string("team"));
+        item.insert("id".into(), string(&team.id));
+        item.insert("name".into(), string(&team.name));
+        item.insert("created_at".into(), string(&team.created_at));
         self.put_new(item).await
     }
 
     #[tracing::instrument(skip_all, fields(op = "get_team"))]
     pub async fn get_team(&self, tenant: &str, team_id: &str) -> Result<Option<Team>, StoreError> {
-        let key = key(keys::team_pk(tenant, team_id), keys::TEAM_SK);
+        let key = key(
+            keys::records::team_pk(tenant, team_id),
+            keys::records::TEAM_SK,
+        );
         Ok(self
             .get_item(&self.records, key)
             .await?
@@ -133,20 +141,23 @@ impl Store {
     ) -> Result<bool, AddMemberError> {
         let check = ConditionCheck::builder()
             .table_name(&self.records)
-            .set_key(Some(key(keys::team_pk(tenant, &team.id), keys::TEAM_SK)))
+            .set_key(Some(key(
+                keys::records::team_pk(tenant, &team.id),
+                keys::records::TEAM_SK,
+            )))
             .condition_expression("attribute_exists(PK)")
             .build()
             .map_err(build_err)?;
         let member: Item = serde_dynamo::to_item(MemberEdge {
-            pk: keys::team_pk(tenant, &team.id),
-            sk: keys::member_sk(user_id),
+            pk: keys::records::team_pk(tenant, &team.id),
+            sk: keys::records::member_sk(user_id),
             entity: "member".into(),
             user_id: user_id.into(),
         })
         .map_err(StoreError::from)?;
         let user_team: Item = serde_dynamo::to_item(UserTeamEdge {
-            pk: keys::user_pk(tenant, user_id),
-            sk: keys::user_team_sk(&team.id),
+            pk: keys::records::user_pk(tenant, user_id),
+            sk: keys::records::user_team_sk(&team.id),
             entity: "user_team".into(),
             team_id: team.id.clone(),
             name: team.name.clone(),
@@ -164,8 +175,8 @@ impl Store {
         let count = Update::builder()
             .table_name(&self.records)
             .set_key(Some(key(
-                keys::user_pk(tenant, user_id),
-                keys::USER_TEAM_COUNT_SK,
+                keys::records::user_pk(tenant, user_id),
+                keys::records::USER_TEAM_COUNT_SK,
             )))
             .update_expression("SET #n = if_not_exists(#n, :zero) + :one")
             .condition_expression("attribute_not_exists(#n) OR #n < :max")
@@ -192,8 +203,8 @@ impl Store {
             return Ok(false);
         }
         let edge = key(
-            keys::user_pk(tenant, user_id),
-            &keys::user_team_sk(&team.id),
+            keys::records::user_pk(tenant, user_id),
+            &keys::records::user_team_sk(&team.id),
         );
         if self.get_item(&self.records, edge).await?.is_some() {
             return Ok(true); // Already a member: nothing to do.
@@ -212,8 +223,8 @@ impl Store {
         let member = Delete::builder()
             .table_name(&self.records)
             .set_key(Some(key(
-                keys::team_pk(tenant, team_id),
-                &keys::member_sk(user_id),
+                keys::records::team_pk(tenant, team_id),
+                &keys::records::member_sk(user_id),
             )))
             .condition_expression("attribute_exists(PK)")
             .build()
@@ -221,8 +232,8 @@ impl Store {
         let user_team = Delete::builder()
             .table_name(&self.records)
             .set_key(Some(key(
-                keys::user_pk(tenant, user_id),
-                &keys::user_team_sk(team_id),
+                keys::records::user_pk(tenant, user_id),
+                &keys::records::user_team_sk(team_id),
             )))
             .build()
             .map_err(build_err)?;
@@ -231,8 +242,8 @@ impl Store {
         let count = Update::builder()
             .table_name(&self.records)
             .set_key(Some(key(
-                keys::user_pk(tenant, user_id),
-                keys::USER_TEAM_COUNT_SK,
+                keys::records::user_pk(tenant, user_id),
+                keys::records::USER_TEAM_COUNT_SK,
             )))
             .update_expression("SET #n = #n - :one")
             .condition_expression("#n > :zero")
@@ -248,7 +259,10 @@ impl Store {
         if self
             .get_item(
                 &self.records,
-                key(keys::user_pk(tenant, user_id), keys::USER_TEAM_COUNT_SK),
+                key(
+                    keys::records::user_pk(tenant, user_id),
+                    keys::records::USER_TEAM_COUNT_SK,
+                ),
             )
             .await?
             .is_some_and(
@@ -275,8 +289,8 @@ impl Store {
             .query()
             .table_name(&self.records)
             .key_condition_expression("PK = :pk AND begins_with(SK, :m)")
-            .expression_attribute_values(":pk", s(keys::team_pk(tenant, team_id)))
-            .expression_attribute_values(":m", s(keys::MEMBER_SK_PREFIX))
+            .expression_attribute_values(":pk", string(keys::records::team_pk(tenant, team_id)))
+            .expression_attribute_values(":m", string(keys::records::MEMBER_SK_PREFIX))
             .limit(limit)
             .set_exclusive_start_key(start_key(start))
             .send()
@@ -299,8 +313,8 @@ impl Store {
             .query()
             .table_name(&self.records)
             .key_condition_expression("PK = :pk AND begins_with(SK, :t)")
-            .expression_attribute_values(":pk", s(keys::user_pk(tenant, user_id)))
-            .expression_attribute_values(":t", s(keys::USER_TEAM_SK_PREFIX))
+            .expression_attribute_values(":pk", string(keys::records::user_pk(tenant, user_id)))
+            .expression_attribute_values(":t", string(keys::records::USER_TEAM_SK_PREFIX))
             .set_limit(limit)
             .set_exclusive_start_key(start_key(start))
             .consistent_read(true)
@@ -326,8 +340,13 @@ impl Store {
         let keys_: Vec<Item> = who
             .iter()
             .map(|(kind, id)| match kind {
-                ParticipantKind::User => key(keys::user_pk(tenant, id), keys::PROFILE_SK),
-                ParticipantKind::Team => key(keys::team_pk(tenant, id), keys::TEAM_SK),
+                ParticipantKind::User => key(
+                    keys::records::user_pk(tenant, id),
+                    keys::records::PROFILE_SK,
+                ),
+                ParticipantKind::Team => {
+                    key(keys::records::team_pk(tenant, id), keys::records::TEAM_SK)
+                }
             })
             .collect();
         for item in self.batch_get_records(keys_).await? {

@@ -42,7 +42,10 @@ impl Store {
             .table_name(&self.records)
             .index_name(keys::GSI1)
             .key_condition_expression("GSI1PK = :pk")
-            .expression_attribute_values(":pk", AttributeValue::S(keys::projects_gsi1_pk(tenant)))
+            .expression_attribute_values(
+                ":pk",
+                AttributeValue::S(keys::records::projects_gsi1_pk(tenant)),
+            )
             .limit(limit)
             .set_exclusive_start_key(start_key(start))
             .send()
@@ -58,7 +61,10 @@ impl Store {
         tenant: &str,
         project_id: &str,
     ) -> Result<Option<ProjectItem>, StoreError> {
-        let key = key(keys::project_pk(tenant, project_id), keys::PROJECT_SK);
+        let key = key(
+            keys::records::project_pk(tenant, project_id),
+            keys::records::PROJECT_SK,
+        );
         self.get_item(&self.records, key)
             .await?
             .map(serde_dynamo::from_item)
@@ -99,7 +105,7 @@ impl Store {
                 .key_condition_expression("PK = :pk")
                 .expression_attribute_values(
                     ":pk",
-                    AttributeValue::S(keys::project_pk(tenant, project_id)),
+                    AttributeValue::S(keys::records::project_pk(tenant, project_id)),
                 )
                 .consistent_read(consistent)
                 .set_exclusive_start_key(start)
@@ -107,7 +113,7 @@ impl Store {
                 .await
                 .map_err(sdk("Query"))?;
             for item in out.items() {
-                if sk_of(item) == Some(keys::PROJECT_SK) {
+                if sk_of(item) == Some(keys::records::PROJECT_SK) {
                     project = Some(serde_dynamo::from_item::<_, ProjectItem>(item.clone())?);
                 } else {
                     fields.push(serde_dynamo::from_item::<_, FieldItem>(item.clone())?.def());
@@ -137,9 +143,12 @@ impl Store {
             .key_condition_expression("PK = :pk AND begins_with(SK, :f)")
             .expression_attribute_values(
                 ":pk",
-                AttributeValue::S(keys::project_pk(tenant, project_id)),
+                AttributeValue::S(keys::records::project_pk(tenant, project_id)),
             )
-            .expression_attribute_values(":f", AttributeValue::S(keys::FIELD_SK_PREFIX.into()))
+            .expression_attribute_values(
+                ":f",
+                AttributeValue::S(keys::records::FIELD_SK_PREFIX.into()),
+            )
             .limit(limit)
             .set_exclusive_start_key(start_key(start))
             .send()
@@ -163,8 +172,8 @@ impl Store {
         let count = Update::builder()
             .table_name(&self.records)
             .set_key(Some(key(
-                keys::project_pk(tenant, project_id),
-                keys::PROJECT_SK,
+                keys::records::project_pk(tenant, project_id),
+                keys::records::PROJECT_SK,
             )))
             .update_expression(
                 "SET #c = if_not_exists(#c, :zero) + :one, #b = if_not_exists(#b, :zero) + :bytes",
@@ -224,9 +233,12 @@ impl Store {
         project_id: &str,
         field_id: &str,
     ) -> Result<bool, StoreError> {
-        let pk = keys::project_pk(tenant, project_id);
+        let pk = keys::records::project_pk(tenant, project_id);
         let Some(field) = self
-            .get_item(&self.records, key(pk.clone(), &keys::field_sk(field_id)))
+            .get_item(
+                &self.records,
+                key(pk.clone(), &keys::records::field_sk(field_id)),
+            )
             .await?
         else {
             return Ok(false);
@@ -243,13 +255,13 @@ impl Store {
             };
             let delete = Delete::builder()
                 .table_name(&self.records)
-                .set_key(Some(key(pk.clone(), &keys::field_sk(field_id))))
+                .set_key(Some(key(pk.clone(), &keys::records::field_sk(field_id))))
                 .condition_expression("attribute_exists(PK)")
                 .build()
                 .map_err(build_err)?;
             let mut count = Update::builder()
                 .table_name(&self.records)
-                .set_key(Some(key(pk.clone(), keys::PROJECT_SK)))
+                .set_key(Some(key(pk.clone(), keys::records::PROJECT_SK)))
                 .expression_attribute_names("#c", attr::FIELD_COUNT)
                 .expression_attribute_values(":one", AttributeValue::N("1".into()));
             count = match project.field_bytes {
@@ -280,7 +292,10 @@ impl Store {
             }
             // Cancelled: the field is gone, or the count moved under us (read it again).
             if self
-                .get_item(&self.records, key(pk.clone(), &keys::field_sk(field_id)))
+                .get_item(
+                    &self.records,
+                    key(pk.clone(), &keys::records::field_sk(field_id)),
+                )
                 .await?
                 .is_none()
             {

@@ -4,12 +4,11 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::items::key;
-use super::{Item, Store, StoreError, condition_held, sdk};
+use super::table::{Watermark, watermark_item};
 use crate::index::Entry;
 use crate::keys;
-
-use super::index::{Watermark, watermark_item};
+use crate::store::items::key;
+use crate::store::{Item, Store, StoreError, condition_held, sdk};
 
 /// One of the two tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,7 +21,7 @@ pub enum Table {
 pub fn entry_from_item(item: &Item) -> Option<Entry> {
     let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
     let pk = s(keys::PK)?;
-    if keys::is_watermark_pk(&pk) || keys::is_parked_pk(&pk) {
+    if keys::index::is_watermark_pk(&pk) || keys::index::is_parked_pk(&pk) {
         return None;
     }
     Some(Entry {

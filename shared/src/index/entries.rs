@@ -143,29 +143,29 @@ pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry
     let mut sort_keys: Vec<(String, String)> = vec![
         (
             "num".into(),
-            keys::value_sk(&format!("{:020}", issue.num), issue.num),
+            keys::index::value_sk(&format!("{:020}", issue.num), issue.num),
         ),
         (
             "title".into(),
-            keys::value_sk(&encoding::text::encode(&issue.title), issue.num),
+            keys::index::value_sk(&encoding::text::encode(&issue.title), issue.num),
         ),
         (
             "state".into(),
-            keys::value_sk(&encoding::text::encode(issue.state.as_str()), issue.num),
+            keys::index::value_sk(&encoding::text::encode(issue.state.as_str()), issue.num),
         ),
         (
             "created_at".into(),
-            keys::value_sk(&encoding::date(&issue.created_at), issue.num),
+            keys::index::value_sk(&encoding::date(&issue.created_at), issue.num),
         ),
         (
             "updated_at".into(),
-            keys::value_sk(&encoding::date(&issue.updated_at), issue.num),
+            keys::index::value_sk(&encoding::date(&issue.updated_at), issue.num),
         ),
     ];
     for def in defs {
         let sk = match issue.fields.get(&def.id).and_then(|v| encode_value(def, v)) {
-            Some(encoded) => keys::value_sk(&encoded, issue.num),
-            None => keys::missing_sk(issue.num),
+            Some(encoded) => keys::index::value_sk(&encoded, issue.num),
+            None => keys::index::missing_sk(issue.num),
         };
         sort_keys.push((def.id.clone(), sk));
     }
@@ -173,18 +173,24 @@ pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry
     for (column, sk) in sort_keys {
         for scope in [SCOPE_ALL, issue.state.as_str()] {
             out.insert(Entry {
-                pk: keys::column_pk(tenant, &issue.project_id, &column, scope),
+                pk: keys::index::column_pk(tenant, &issue.project_id, &column, scope),
                 sk: sk.clone(),
                 issue_id: issue.id.clone(),
                 role: None,
             });
         }
     }
-    let sk = keys::inbox_sk(&issue.updated_at, &issue.id);
+    let sk = keys::index::inbox_sk(&issue.updated_at, &issue.id);
     for p in &issue.participants {
         for role in [None, Some(p.role.as_str())] {
             out.insert(Entry {
-                pk: keys::inbox_pk(tenant, p.kind.as_str(), &p.id, issue.state.as_str(), role),
+                pk: keys::index::inbox_pk(
+                    tenant,
+                    p.kind.as_str(),
+                    &p.id,
+                    issue.state.as_str(),
+                    role,
+                ),
                 sk: sk.clone(),
                 issue_id: issue.id.clone(),
                 role: Some(p.role.as_str().to_string()),
@@ -242,10 +248,10 @@ mod tests {
         );
         assert_eq!(e.len(), (5 + 2) * 2);
         let f2: Vec<_> = e.iter().filter(|x| x.pk.contains("#F2#")).collect();
-        assert!(f2.iter().all(|x| x.sk == keys::missing_sk(7)));
+        assert!(f2.iter().all(|x| x.sk == keys::index::missing_sk(7)));
         assert!(
             e.iter()
-                .any(|x| x.pk == keys::column_pk("t", "P", "F1", "open"))
+                .any(|x| x.pk == keys::index::column_pk("t", "P", "F1", "open"))
         );
     }
 
@@ -271,17 +277,17 @@ mod tests {
         assert!(
             copies
                 .iter()
-                .any(|x| x.pk == keys::inbox_pk("t", "user", "ann", "open", None))
+                .any(|x| x.pk == keys::index::inbox_pk("t", "user", "ann", "open", None))
         );
         assert!(
             copies
                 .iter()
-                .any(|x| x.pk == keys::inbox_pk("t", "team", "T1", "open", Some("watcher")))
+                .any(|x| x.pk == keys::index::inbox_pk("t", "team", "T1", "open", Some("watcher")))
         );
         assert!(
             copies
                 .iter()
-                .all(|x| x.sk == keys::inbox_sk(&i.updated_at, "I"))
+                .all(|x| x.sk == keys::index::inbox_sk(&i.updated_at, "I"))
         );
         // Closing moves the copies to the closed inboxes; a new role moves the role copy.
         let mut closed = i.clone();
@@ -326,7 +332,7 @@ mod tests {
         let (gone, new) = diff(&base, &with, &defs);
         assert_eq!((gone.len(), new.len()), (2, 2));
         assert!(
-            gone.iter().all(|e| e.sk == keys::missing_sk(7))
+            gone.iter().all(|e| e.sk == keys::index::missing_sk(7))
                 && new.iter().all(|e| e.sk.starts_with('1'))
         );
         // It changes: the value entry moves.
@@ -346,7 +352,7 @@ mod tests {
         // All 7 columns leave `open` for `closed`; in `all` only the state column's value changes.
         assert_eq!(gone.iter().filter(|e| e.pk.ends_with("#open")).count(), 7);
         assert_eq!(new.iter().filter(|e| e.pk.ends_with("#closed")).count(), 7);
-        let state_all = keys::column_pk("t", "P", "state", SCOPE_ALL);
+        let state_all = keys::index::column_pk("t", "P", "state", SCOPE_ALL);
         assert_eq!(gone.iter().filter(|e| e.pk == state_all).count(), 1);
         assert_eq!((gone.len(), new.len()), (8, 8));
     }

@@ -1,20 +1,19 @@
-//! The index table: attribute-index entries, the indexer's per-issue watermarks, and the reads
-//! the grid makes (one Query of a column, one BatchGetItem of the issues).
+//! Index-table I/O: attribute-index entries, the indexer's per-issue watermarks and parked
+//! markers, and the two reads of the request paths (a page of a column, a page of an inbox).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRequest};
 use rand::Rng;
 
-use super::items::{issue_from, key};
-use super::{
-    Item, Page, Store, StoreError, build_err, condition_held, position_of, sdk, start_key,
-};
 use crate::cursor::Position;
-use crate::domain::Issue;
 use crate::index::Entry;
 use crate::keys;
+use crate::store::items::{key, string};
+use crate::store::{
+    Item, Page, Store, StoreError, build_err, condition_held, position_of, sdk, start_key,
+};
 
 /// BatchWriteItem takes at most 25 requests.
 const WRITE_CHUNK: usize = 25;
@@ -76,12 +75,15 @@ pub const TOMBSTONE_TTL_SECS: i64 = 7 * 24 * 3600;
 /// The watermark as an item: its version and its entries' keys as a string set (pending ones
 /// too, when there are any); a tombstone also gets its expiry.
 pub fn watermark_item(tenant: &str, issue_id: &str, wm: &Watermark) -> Item {
-    let mut item = key(keys::watermark_pk(tenant, issue_id), keys::WATERMARK_SK);
+    let mut item = key(
+        keys::index::watermark_pk(tenant, issue_id),
+        keys::index::WATERMARK_SK,
+    );
     item.insert("version".into(), AttributeValue::N(wm.version.to_string()));
     let refs = |set: &BTreeSet<Entry>| {
         AttributeValue::Ss(
             set.iter()
-                .map(|e| keys::entry_ref(tenant, &e.pk, &e.sk))
+                .map(|e| keys::index::entry_ref(tenant, &e.pk, &e.sk))
                 .collect(),
         )
     };
@@ -145,27 +147,23 @@ pub struct Parked {
 
 /// A parked marker item as a [`Parked`] (`None` for any other item).
 pub fn parked_from_item(item: &Item) -> Option<Parked> {
-    let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
-    let pk = s(keys::PK)?;
-    if !keys::is_parked_pk(&pk) {
+    let text = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+    let pk = text(keys::PK)?;
+    if !keys::index::is_parked_pk(&pk) {
         return None;
     }
     Some(Parked {
         tenant: keys::tenant_of(&pk)?.to_string(),
-        subject: s(keys::SK)?,
-        reason: s("reason").unwrap_or_default(),
-        sequence_number: s("sequence_number").unwrap_or_default(),
-        parked_at: s("parked_at").unwrap_or_default(),
+        subject: text(keys::SK)?,
+        reason: text("reason").unwrap_or_default(),
+        sequence_number: text("sequence_number").unwrap_or_default(),
+        parked_at: text("parked_at").unwrap_or_default(),
     })
 }
 
 /// Attribute on a watermark whose issue has a parked marker, so the next successful indexing
 /// knows to remove the marker without reading it.
 const PARKED_FLAG: &str = "parked";
-
-fn s(v: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(v.into())
-}
 
 async fn backoff(round: u32) {
     let ceiling = 10u64 << round.min(6);
@@ -182,7 +180,10 @@ impl Store {
         tenant: &str,
         issue_id: &str,
     ) -> Result<Option<Watermark>, StoreError> {
-        let key = key(keys::watermark_pk(tenant, issue_id), keys::WATERMARK_SK);
+        let key = key(
+            keys::index::watermark_pk(tenant, issue_id),
+            keys::index::WATERMARK_SK,
+        );
         let Some(item) = self.get_item(&self.index, key).await? else {
             return Ok(None);
         };
@@ -202,7 +203,7 @@ impl Store {
             match item.get(attr) {
                 Some(AttributeValue::Ss(refs)) => refs
                     .iter()
-                    .filter_map(|r| keys::parse_entry_ref(tenant, r))
+                    .filter_map(|r| keys::index::parse_entry_ref(tenant, r))
                     .map(|(pk, sk)| Entry {
                         pk,
                         sk,
@@ -265,7 +266,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let refs = |es: &[&Entry]| -> Vec<String> {
             es.iter()
-                .map(|e| keys::entry_ref(tenant, &e.pk, &e.sk))
+                .map(|e| keys::index::entry_ref(tenant, &e.pk, &e.sk))
                 .collect()
         };
         let mut actions = Vec::new();
@@ -274,8 +275,8 @@ impl Store {
             .update_item()
             .table_name(&self.index)
             .set_key(Some(key(
-                keys::watermark_pk(tenant, issue_id),
-                keys::WATERMARK_SK,
+                keys::index::watermark_pk(tenant, issue_id),
+                keys::index::WATERMARK_SK,
             )));
         let touched: Vec<&Entry> = puts.iter().chain(deletes).copied().collect();
         if !touched.is_empty() {
@@ -307,10 +308,10 @@ impl Store {
     /// that is at DynamoDB's limit; the marker is what counts.
     #[tracing::instrument(skip_all, fields(op = "park"))]
     pub async fn park(&self, parked: &Parked, issue: bool) -> Result<(), StoreError> {
-        let mut item = key(keys::parked_pk(&parked.tenant), &parked.subject);
-        item.insert("reason".into(), s(&parked.reason));
-        item.insert("sequence_number".into(), s(&parked.sequence_number));
-        item.insert("parked_at".into(), s(&parked.parked_at));
+        let mut item = key(keys::index::parked_pk(&parked.tenant), &parked.subject);
+        item.insert("reason".into(), string(&parked.reason));
+        item.insert("sequence_number".into(), string(&parked.sequence_number));
+        item.insert("parked_at".into(), string(&parked.parked_at));
         self.client
             .put_item()
             .table_name(&self.index)
@@ -324,8 +325,8 @@ impl Store {
                 .update_item()
                 .table_name(&self.index)
                 .set_key(Some(key(
-                    keys::watermark_pk(&parked.tenant, &parked.subject),
-                    keys::WATERMARK_SK,
+                    keys::index::watermark_pk(&parked.tenant, &parked.subject),
+                    keys::index::WATERMARK_SK,
                 )))
                 .update_expression("SET #p = :t")
                 .expression_attribute_names("#p", PARKED_FLAG)
@@ -344,7 +345,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "unpark"))]
     pub async fn unpark(&self, tenant: &str, subject: &str) -> Result<(), StoreError> {
         let req = DeleteRequest::builder()
-            .set_key(Some(key(keys::parked_pk(tenant), subject)))
+            .set_key(Some(key(keys::index::parked_pk(tenant), subject)))
             .build()
             .map_err(build_err)?;
         self.batch_write(vec![WriteRequest::builder().delete_request(req).build()])
@@ -370,9 +371,9 @@ impl Store {
         }
         for e in puts {
             let mut item = key(e.pk.clone(), &e.sk);
-            item.insert("issue_id".into(), s(&e.issue_id));
+            item.insert("issue_id".into(), string(&e.issue_id));
             if let Some(role) = &e.role {
-                item.insert("role".into(), s(role));
+                item.insert("role".into(), string(role));
             }
             let req = PutRequest::builder()
                 .set_item(Some(item))
@@ -425,9 +426,9 @@ impl Store {
             .query()
             .table_name(&self.index)
             .key_condition_expression("PK = :pk AND SK BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", s(&q.pk))
-            .expression_attribute_values(":from", s(&q.from))
-            .expression_attribute_values(":to", s(&q.to))
+            .expression_attribute_values(":pk", string(&q.pk))
+            .expression_attribute_values(":from", string(&q.from))
+            .expression_attribute_values(":to", string(&q.to))
             .scan_index_forward(q.forward)
             .limit(q.limit)
             .set_exclusive_start_key(start_key(start))
@@ -448,108 +449,6 @@ impl Store {
         Ok(Page { items, next })
     }
 
-    /// Issue summaries by id, in one BatchGetItem per 100 (unprocessed keys retried). Ids with
-    /// no issue (deleted since they were indexed) are simply absent from the result.
-    #[tracing::instrument(skip_all, fields(op = "batch_get_issues", n = ids.len()))]
-    pub async fn batch_get_issues(
-        &self,
-        tenant: &str,
-        ids: &[String],
-    ) -> Result<HashMap<String, Issue>, StoreError> {
-        let unique: BTreeSet<&String> = ids.iter().collect();
-        let keys = unique
-            .iter()
-            .map(|id| key(keys::issue_pk(tenant, id), keys::ISSUE_SK))
-            .collect();
-        let mut found = HashMap::new();
-        for item in self.batch_get_records(keys).await? {
-            let issue = issue_from(item, None)?;
-            found.insert(issue.id.clone(), issue);
-        }
-        Ok(found)
-    }
-
-    /// A page of a project's issues by number (GSI1), for re-indexing a whole project.
-    #[tracing::instrument(skip_all, fields(op = "issues_of_project"))]
-    pub async fn issues_of_project(
-        &self,
-        tenant: &str,
-        project_id: &str,
-        start: Option<&Position>,
-    ) -> Result<Page<Issue>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .index_name(keys::GSI1)
-            .key_condition_expression("GSI1PK = :pk")
-            .expression_attribute_values(":pk", s(keys::issues_by_num_gsi1_pk(tenant, project_id)))
-            .set_exclusive_start_key(start_key(start))
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        let next = position_of(out.last_evaluated_key())?;
-        // GSI1 holds an issue's keys, not the issue (its projection in template.yaml), so the
-        // issues come from the table: one BatchGetItem per 100.
-        let wanted: Vec<Item> = out
-            .items
-            .unwrap_or_default()
-            .into_iter()
-            .filter_map(|mut i| {
-                Some(Item::from([
-                    (keys::PK.to_string(), i.remove(keys::PK)?),
-                    (keys::SK.to_string(), i.remove(keys::SK)?),
-                ]))
-            })
-            .collect();
-        let mut items = self
-            .batch_get_records(wanted)
-            .await?
-            .into_iter()
-            .map(|i| issue_from(i, None))
-            .collect::<Result<Vec<_>, _>>()?;
-        items.sort_by_key(|i| i.num);
-        Ok(Page { items, next })
-    }
-
-    /// The issue summary alone (strongly consistent), for re-indexing one issue.
-    #[tracing::instrument(skip_all, fields(op = "get_issue_summary"))]
-    pub async fn get_issue_summary(
-        &self,
-        tenant: &str,
-        issue_id: &str,
-    ) -> Result<Option<Issue>, StoreError> {
-        let key = key(keys::issue_pk(tenant, issue_id), keys::ISSUE_SK);
-        self.get_item(&self.records, key)
-            .await?
-            .map(|i| issue_from(i, None))
-            .transpose()
-    }
-
-    /// Removes a deleted field's value from an issue. It does not bump the version: the value
-    /// was already hidden from every read, so the issue did not change for its readers.
-    #[tracing::instrument(skip_all, fields(op = "remove_field_value"))]
-    pub async fn remove_field_value(
-        &self,
-        tenant: &str,
-        issue_id: &str,
-        field_id: &str,
-    ) -> Result<(), StoreError> {
-        let result = self
-            .client
-            .update_item()
-            .table_name(&self.records)
-            .set_key(Some(key(keys::issue_pk(tenant, issue_id), keys::ISSUE_SK)))
-            .update_expression("REMOVE #fields.#f")
-            .condition_expression("attribute_exists(#fields.#f)")
-            .expression_attribute_names("#fields", super::items::attr::FIELDS)
-            .expression_attribute_names("#f", field_id)
-            .send()
-            .await;
-        // Already gone: nothing to remove.
-        condition_held("UpdateItem", result).map(|_| ())
-    }
-
     /// One participation partition, newest first, after `after` (a sort key already
     /// returned); `next` is set when more remain.
     #[tracing::instrument(skip_all, fields(op = "query_inbox"))]
@@ -559,14 +458,18 @@ impl Store {
         limit: i32,
         after: Option<&str>,
     ) -> Result<Page<InboxCopy>, StoreError> {
-        let start = after
-            .map(|sk| Item::from([(keys::PK.to_string(), s(pk)), (keys::SK.to_string(), s(sk))]));
+        let start = after.map(|sk| {
+            Item::from([
+                (keys::PK.to_string(), string(pk)),
+                (keys::SK.to_string(), string(sk)),
+            ])
+        });
         let out = self
             .client
             .query()
             .table_name(&self.index)
             .key_condition_expression("PK = :pk")
-            .expression_attribute_values(":pk", s(pk))
+            .expression_attribute_values(":pk", string(pk))
             .scan_index_forward(false)
             .limit(limit)
             .set_exclusive_start_key(start)

@@ -16,8 +16,9 @@ use serde_dynamo::AttributeValue as Av;
 use crate::domain::Issue;
 use crate::domain::values::FieldDef;
 use crate::index::{Entry, entries};
+use crate::index::{Parked, Watermark};
 use crate::keys;
-use crate::store::{Parked, Store, StoreError, Watermark, issue_from};
+use crate::store::{Store, StoreError, issue_from};
 
 /// Version recorded for a deleted issue: above every real version, so nothing older is
 /// ever applied again.
@@ -122,9 +123,9 @@ pub fn plan(records: &[EventRecord]) -> Plan {
                 let pk = s_of(&record.change.keys, keys::PK);
                 let tenant = pk.and_then(keys::tenant_of).unwrap_or("-").to_string();
                 let subject = pk
-                    .and_then(keys::parse_issue_pk)
+                    .and_then(keys::records::parse_issue_pk)
                     .map(|(_, issue)| issue.to_string())
-                    .unwrap_or_else(|| keys::parked_sk_other("record", &seq));
+                    .unwrap_or_else(|| keys::index::parked_sk_other("record", &seq));
                 let reason = IndexError::Malformed(seq.clone(), message).to_string();
                 units.push((
                     seq,
@@ -146,7 +147,7 @@ fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
     let sk = s_of(keys_, keys::SK).ok_or("no SK")?;
     let tenant = keys::tenant_of(pk).ok_or("PK has no tenant")?.to_string();
     let removed = record.event_name == "REMOVE";
-    if sk == keys::ISSUE_SK {
+    if sk == keys::records::ISSUE_SK {
         let issue_id = pk.rsplit('#').next().ok_or("issue PK")?.to_string();
         let last = if removed {
             None
@@ -161,7 +162,7 @@ fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
             last,
         }));
     }
-    if let Some(field_id) = sk.strip_prefix(keys::FIELD_SK_PREFIX) {
+    if let Some(field_id) = sk.strip_prefix(keys::records::FIELD_SK_PREFIX) {
         let project_id = pk.rsplit('#').next().ok_or("project PK")?.to_string();
         return Ok(Some(match record.event_name.as_str() {
             "INSERT" => Unit::FieldAdded { tenant, project_id },
@@ -589,7 +590,11 @@ impl Unit {
             Self::FieldAdded { tenant, project_id }
             | Self::FieldRemoved {
                 tenant, project_id, ..
-            } => (tenant, keys::parked_sk_other("project", project_id), false),
+            } => (
+                tenant,
+                keys::index::parked_sk_other("project", project_id),
+                false,
+            ),
             Self::Malformed {
                 tenant, subject, ..
             } => {

@@ -9,12 +9,11 @@ use serde::Serialize;
 
 use crate::domain::Issue;
 use crate::domain::values::FieldDef;
+use crate::index::indexer::DELETED;
 use crate::index::{Entry, entries};
-use crate::indexer::DELETED;
-use crate::keys::{self, entity};
-use crate::store::{
-    Parked, Store, StoreError, Table, Watermark, entry_from_item, issue_from, parked_from_item,
-};
+use crate::index::{Parked, Table, Watermark, entry_from_item, parked_from_item};
+use crate::keys::{self, records::entity};
+use crate::store::{Store, StoreError, issue_from};
 
 /// `(tenant, issue id)`.
 pub type IssueRef = (String, String);
@@ -115,7 +114,7 @@ pub async fn snapshot(
                 snap.issues.insert((tenant, issue.id.clone()), issue);
             }
             Some(entity::FIELD) => {
-                if let Some((t, p)) = keys::parse_project_pk(&pk) {
+                if let Some((t, p)) = keys::records::parse_project_pk(&pk) {
                     let def = crate::store::field_def_from(item)?;
                     snap.defs
                         .entry((t.to_string(), p.to_string()))

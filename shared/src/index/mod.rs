@@ -1,0 +1,23 @@
+//! The attribute index, in one place: what an issue's entries are, how the stream keeps them,
+//! how they are stored, and how drift between them and the records is found and repaired.
+//!
+//! - [`entries`]: pure — which entries an issue should have, given its project's fields.
+//! - [`indexer`]: the stream consumer; writes the difference from the issue's watermark.
+//! - [`table`]: index-table I/O (entries, watermarks, parked markers, column and inbox pages).
+//! - [`drift`]: compares the index with a recomputation from the records; repairs it.
+//! - [`scan`]: the whole-table scans and exact-version writes `drift` needs.
+
+pub mod drift;
+pub mod entries;
+pub mod indexer;
+pub mod scan;
+pub mod table;
+
+pub use entries::{
+    BUILT_INS, Column, Entry, Kind, SCOPE_ALL, encode_bound, encode_value, entries, scope,
+};
+pub use scan::{Table, entry_from_item};
+pub use table::{
+    ColumnQuery, InboxCopy, Parked, TOMBSTONE_TTL_SECS, Watermark, intent_item, parked_from_item,
+    watermark_item,
+};

@@ -1,0 +1,134 @@
+//! Keys of the index table, which only the indexer writes: column entries, participation
+//! copies (inboxes), watermarks and parked units.
+
+use super::tenant;
+use crate::encoding::text;
+
+// --- Participation copies -----------------------------------------------------------------
+
+/// A participant's issues in one state, newest `updated_at` first; with `role`, only the
+/// issues where the participant has that role (the role-ranked copy).
+pub fn inbox_pk(t: &str, kind: &str, id: &str, state: &str, role: Option<&str>) -> String {
+    match role {
+        Some(r) => format!("{}#IN#{kind}#{id}#{state}#{r}", tenant(t)),
+        None => format!("{}#IN#{kind}#{id}#{state}", tenant(t)),
+    }
+}
+
+/// `{updated_at}#{issue}`: newest first when read backwards, unique per issue.
+pub fn inbox_sk(updated_at: &str, issue_id: &str) -> String {
+    format!("{updated_at}#{issue_id}")
+}
+
+// --- Column entries ---------------------------------------------------------------------
+
+/// Partition of one sortable column of a project, for one state scope (`all`, `open`,
+/// `closed`), so a state-filtered grid is a key condition too.
+pub fn column_pk(t: &str, project_id: &str, column: &str, scope: &str) -> String {
+    format!("{}#X#{project_id}#{column}#{scope}", tenant(t))
+}
+
+/// Sort-key prefix of entries that hold a value; they sort before the missing ones.
+pub const VALUE_PREFIX: &str = "1";
+/// Sort-key prefix of entries for issues with no value in the column.
+pub const MISSING_PREFIX: &str = "2";
+/// Upper bound for value sort keys: above every value entry (they all start with `1`), below
+/// every missing one (`2` and twenty digits; no key is `2` alone). It must not be `1` and the
+/// highest character: a value may start with that character, and its key sorts above it.
+pub const VALUE_CEILING: &str = MISSING_PREFIX;
+
+/// Bounds of the missing entries.
+pub const MISSING_FLOOR: &str = MISSING_PREFIX;
+pub const MISSING_CEILING: &str = "2\u{10FFFF}";
+
+/// `1 enc(value) SEP num`: by value, ties by issue number.
+pub fn value_sk(encoded: &str, num: u64) -> String {
+    format!("{VALUE_PREFIX}{encoded}{}{num:020}", text::SEP)
+}
+
+/// `2 num`: issues without a value, by number.
+pub fn missing_sk(num: u64) -> String {
+    format!("{MISSING_PREFIX}{num:020}")
+}
+
+/// The lowest sort key of values `>= encoded` (`gte`), or starting with it (`prefix`).
+pub fn value_floor(encoded: &str) -> String {
+    format!("{VALUE_PREFIX}{encoded}")
+}
+
+/// The highest sort key of values `<= encoded` (`lte`): the value itself with any number.
+pub fn value_ceiling_at(encoded: &str) -> String {
+    format!("{VALUE_PREFIX}{encoded}{}{}", text::SEP, "9".repeat(20))
+}
+
+/// Characters of [`text::TOP`] that outrank any rest of a value key after a prefix: a key is at
+/// most `1`, [`text::MAX_BYTES`] of encoding, a separator and 20 digits, and the run is longer.
+const TOP_RUN: usize = (text::MAX_BYTES + 22) / 4 + 1;
+
+/// An inclusive upper bound for the sort keys of values starting with `encoded` (`prefix`):
+/// the prefix followed by a run of the highest character longer than any rest of a key, so a
+/// value that continues with that character (or starts with it) is still inside.
+pub fn prefix_ceiling(encoded: &str) -> String {
+    let run: String = std::iter::repeat_n(text::TOP, TOP_RUN).collect();
+    format!("{VALUE_PREFIX}{encoded}{run}")
+}
+
+/// The indexer's record of an issue's entries, for replay protection and exact diffs.
+pub fn watermark_pk(t: &str, issue_id: &str) -> String {
+    format!("{}#W#{issue_id}", tenant(t))
+}
+
+pub const WATERMARK_SK: &str = "W";
+
+/// An entry's key as one string in the watermark's set (no key part contains U+0002). The
+/// watermark belongs to one tenant, so the `T#{tenant}#` every entry key starts with is left
+/// out: with 128-character tenant ids it would be most of the item.
+pub fn entry_ref(t: &str, pk: &str, sk: &str) -> String {
+    let own = format!("{}#", tenant(t));
+    let pk = pk.strip_prefix(own.as_str()).unwrap_or(pk);
+    format!("{pk}\u{2}{sk}")
+}
+
+/// `(pk, sk)` of an [`entry_ref`] of tenant `t`; refs written whole (they start with `T#`,
+/// which no tenant-relative key does) are read as they are.
+pub fn parse_entry_ref(t: &str, r: &str) -> Option<(String, String)> {
+    let (pk, sk) = r.split_once('\u{2}')?;
+    let pk = if pk.starts_with("T#") {
+        pk.to_string()
+    } else {
+        format!("{}#{pk}", tenant(t))
+    };
+    Some((pk, sk.to_string()))
+}
+
+/// Partition of a tenant's parked units: what the indexer could not index for a reason no
+/// retry fixes (a DynamoDB limit, a malformed record), one item per issue (sort key: its id).
+pub fn parked_pk(t: &str) -> String {
+    format!("{}#PARKED", tenant(t))
+}
+
+/// Sort key of a parked unit that is not one issue: a project's re-index, or a record whose
+/// keys name nothing (then its sequence number).
+pub fn parked_sk_other(kind: &str, id: &str) -> String {
+    format!("#{kind}#{id}")
+}
+
+/// What a parked unit's sort key names: `(kind, id)` for a unit that is not one issue
+/// (`("project", id)`, `("record", sequence number)`), `None` for an issue id.
+pub fn parked_other(sk: &str) -> Option<(&str, &str)> {
+    sk.strip_prefix('#')?.split_once('#')
+}
+
+/// Whether an index-table partition key is a tenant's parked units.
+pub fn is_parked_pk(pk: &str) -> bool {
+    pk.strip_prefix("T#")
+        .and_then(|rest| rest.split_once('#'))
+        .is_some_and(|(_, kind)| kind == "PARKED")
+}
+
+/// Whether an index-table partition key is a watermark's.
+pub fn is_watermark_pk(pk: &str) -> bool {
+    pk.strip_prefix("T#")
+        .and_then(|rest| rest.split('#').nth(1))
+        .is_some_and(|kind| kind == "W")
+}

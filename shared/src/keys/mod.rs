@@ -1,0 +1,136 @@
+//! Every key string of both tables, built and parsed here only: [`records`] for the records
+//! table (projects, fields, issues, people, teams), [`index`] for the index table (column
+//! entries, participation copies, watermarks, parked units).
+//!
+//! Each key starts with the tenant (`T#{tenant}#…`), so no query can cross tenants. Ids never
+//! contain `#` (ULIDs; user and tenant ids are checked), so splitting on `#` is unambiguous.
+
+pub mod index;
+pub mod records;
+
+pub const PK: &str = "PK";
+pub const SK: &str = "SK";
+pub const GSI1: &str = "GSI1";
+pub const GSI1_PK: &str = "GSI1PK";
+pub const GSI1_SK: &str = "GSI1SK";
+
+/// A partition no item ever has (it does not start with `T#`): a Query of it at start-up
+/// opens the connection and finds nothing.
+pub const WARM_UP_PK: &str = "#WARM-UP";
+
+pub(crate) fn tenant(t: &str) -> String {
+    format!("T#{t}")
+}
+
+/// The tenant a key belongs to.
+pub fn tenant_of(key: &str) -> Option<&str> {
+    key.strip_prefix("T#")?.split('#').next()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::index::*;
+    use super::records::*;
+    use super::*;
+    use crate::encoding::text;
+    use proptest::prelude::*;
+
+    #[test]
+    fn partition_kinds_parse_back() {
+        assert_eq!(
+            parse_project_pk(&project_pk("acme", "P1")),
+            Some(("acme", "P1"))
+        );
+        assert_eq!(parse_project_pk(&issue_pk("acme", "I1")), None);
+        assert_eq!(
+            parse_issue_pk(&issue_pk("acme", "I1")),
+            Some(("acme", "I1"))
+        );
+        assert_eq!(parse_issue_pk(&project_pk("acme", "P1")), None);
+        assert!(is_watermark_pk(&watermark_pk("acme", "I1")));
+        assert!(!is_watermark_pk(&column_pk("acme", "P1", "num", "all")));
+        assert!(!is_watermark_pk(&inbox_pk(
+            "acme", "user", "W", "open", None
+        )));
+        assert!(is_parked_pk(&parked_pk("acme")));
+        assert!(!is_parked_pk(&inbox_pk(
+            "acme", "user", "PARKED", "open", None
+        )));
+        assert!(!is_watermark_pk(&parked_pk("acme")));
+    }
+
+    #[test]
+    fn project_items_sort_before_their_fields() {
+        assert!(PROJECT_SK < field_sk("01ARZ3NDEKTSV4RRFFQ69G5FAV").as_str());
+    }
+
+    proptest! {
+        #[test]
+        fn keys_carry_their_tenant(t in "[A-Za-z0-9_.:-]{1,40}", id in "[0-9A-Z]{26}") {
+            for key in [project_pk(&t, &id), issue_pk(&t, &id), issues_by_num_gsi1_pk(&t, &id), projects_gsi1_pk(&t)] {
+                prop_assert_eq!(tenant_of(&key), Some(t.as_str()));
+            }
+        }
+
+        #[test]
+        fn participant_edges_round_trip(kind in "user|team", id in "[A-Za-z0-9_.:-]{1,40}") {
+            let edge = participant_edge(&kind, &id);
+            prop_assert_eq!(parse_participant_edge(&edge), Some((kind.as_str(), id.as_str())));
+        }
+
+        #[test]
+        fn people_keys_carry_their_tenant(t in "[A-Za-z0-9_.:-]{1,40}", id in "[0-9A-Z]{26}") {
+            for key in [user_pk(&t, &id), team_pk(&t, &id), inbox_pk(&t, "user", &id, "open", None), inbox_pk(&t, "team", &id, "open", Some("watcher"))] {
+                prop_assert_eq!(tenant_of(&key), Some(t.as_str()));
+            }
+        }
+
+        #[test]
+        fn values_sort_before_missing_and_ties_break_by_number(enc in "[ -~]{0,30}", a in any::<u64>(), b in any::<u64>()) {
+            prop_assert!(value_sk(&enc, a) < missing_sk(b));
+            prop_assert!(value_sk(&enc, a).as_str() < VALUE_CEILING);
+            prop_assert_eq!(value_sk(&enc, a).cmp(&value_sk(&enc, b)), a.cmp(&b));
+            prop_assert!(value_floor(&enc) <= value_sk(&enc, a) && value_sk(&enc, a) <= value_ceiling_at(&enc));
+        }
+
+        /// Values starting with, or continuing with, the highest character are inside the
+        /// value range and inside every prefix range that matches them.
+        #[test]
+        fn the_highest_character_is_below_every_ceiling(
+            head in "[a-z]{0,3}",
+            tops in 1usize..300,
+            tail in "[a-z\u{10FFFF}]{0,5}",
+            num in any::<u64>(),
+        ) {
+            let value = format!("{head}{}{tail}", text::TOP.to_string().repeat(tops));
+            let sk = value_sk(&text::encode(&value), num);
+            prop_assert!(sk.as_str() < VALUE_CEILING && sk.as_str() >= VALUE_PREFIX);
+            prop_assert!(sk < missing_sk(0));
+            let chars: Vec<char> = value.chars().collect();
+            for cut in 1..=chars.len().min(8) {
+                let p: String = chars[..cut].iter().collect();
+                let p = text::prefix_key(&p);
+                prop_assert!(value_floor(&p) <= sk && sk <= prefix_ceiling(&p), "prefix {cut}");
+            }
+            // `lte` at the value itself keeps it.
+            prop_assert!(sk <= value_ceiling_at(&text::encode(&value)));
+        }
+
+        #[test]
+        fn entry_refs_round_trip(t in "[A-Za-z0-9_.:-]{1,128}", rest in "[ -~]{1,40}", sk in "[\u{1} -~]{1,40}") {
+            for pk in [column_pk(&t, "P", &rest, "all"), inbox_pk(&t, "user", &rest, "open", None), format!("T#other#{rest}")] {
+                let r = entry_ref(&t, &pk, &sk);
+                let own = format!("T#{t}#");
+                prop_assert!(!r.starts_with(&own));
+                prop_assert_eq!(parse_entry_ref(&t, &r), Some((pk.clone(), sk.clone())));
+                // A whole ref (as watermarks wrote them before) reads the same.
+                prop_assert_eq!(parse_entry_ref(&t, &format!("{pk}\u{2}{sk}")), Some((pk.clone(), sk.clone())));
+            }
+        }
+
+        #[test]
+        fn num_keys_sort_numerically(a in any::<u64>(), b in any::<u64>()) {
+            prop_assert_eq!(num_sk(a).cmp(&num_sk(b)), a.cmp(&b));
+        }
+    }
+}

@@ -1,0 +1,117 @@
+//! Keys of the records table: projects and their fields, issues, people and teams.
+
+use super::tenant;
+use crate::encoding::text;
+
+/// Sort key of a project's own item inside its collection; `#` sorts before the fields' `F#`.
+pub const PROJECT_SK: &str = "#PROJECT";
+/// Sort-key prefix of field definitions in a project's collection.
+pub const FIELD_SK_PREFIX: &str = "F#";
+/// Sort key of an issue's summary item.
+pub const ISSUE_SK: &str = "#ISSUE";
+/// Sort key of an issue's long description, kept apart so summaries stay small.
+pub const DESCRIPTION_SK: &str = "DESCRIPTION";
+
+/// The `entity` attribute on every item, which stream filters and scans select by.
+pub mod entity {
+    pub const PROJECT: &str = "project";
+    pub const FIELD: &str = "field";
+    pub const ISSUE: &str = "issue";
+    pub const DESCRIPTION: &str = "description";
+}
+
+/// Partition of a project and its field definitions (one Query reads both).
+pub fn project_pk(t: &str, project_id: &str) -> String {
+    format!("{}#P#{project_id}", tenant(t))
+}
+
+pub fn field_sk(field_id: &str) -> String {
+    format!("{FIELD_SK_PREFIX}{field_id}")
+}
+
+/// GSI1 partition listing a tenant's projects by name.
+pub fn projects_gsi1_pk(t: &str) -> String {
+    format!("{}#PROJECTS", tenant(t))
+}
+
+/// GSI1 sort key of a project: case-insensitive name order, then the id for uniqueness.
+pub fn project_gsi1_sk(name: &str, project_id: &str) -> String {
+    format!("{}{}{project_id}", text::encode(name), text::SEP)
+}
+
+/// Partition of an issue: its summary item and its description.
+pub fn issue_pk(t: &str, issue_id: &str) -> String {
+    format!("{}#I#{issue_id}", tenant(t))
+}
+
+/// GSI1 partition listing a project's issues by number.
+pub fn issues_by_num_gsi1_pk(t: &str, project_id: &str) -> String {
+    format!("{}#P#{project_id}#ISSUES", tenant(t))
+}
+
+/// Issue numbers zero-padded so string order is numeric order.
+pub fn num_sk(num: u64) -> String {
+    format!("{num:020}")
+}
+
+/// An entry of an issue's participant edge set: `{kind}#{id}`. The role lives in the issue's
+/// `roles` map under the same key, so adding, re-roling and removing need no read.
+pub fn participant_edge(kind: &str, id: &str) -> String {
+    format!("{kind}#{id}")
+}
+
+/// `(kind, id)` of a participant edge.
+pub fn parse_participant_edge(edge: &str) -> Option<(&str, &str)> {
+    edge.split_once('#')
+}
+
+// --- People and teams -----------------------------------------------------------------------
+
+/// Partition of a user: the profile and the user's team memberships.
+pub fn user_pk(t: &str, user_id: &str) -> String {
+    format!("{}#U#{user_id}", tenant(t))
+}
+
+pub const PROFILE_SK: &str = "#PROFILE";
+
+/// Partition of a team: the team and its members.
+pub fn team_pk(t: &str, team_id: &str) -> String {
+    format!("{}#TEAM#{team_id}", tenant(t))
+}
+
+pub const TEAM_SK: &str = "#TEAM";
+/// Sort-key prefix of a team's members (in the team's partition).
+pub const MEMBER_SK_PREFIX: &str = "M#";
+/// Sort-key prefix of a user's teams (in the user's partition).
+pub const USER_TEAM_SK_PREFIX: &str = "TM#";
+
+pub fn member_sk(user_id: &str) -> String {
+    format!("{MEMBER_SK_PREFIX}{user_id}")
+}
+
+pub fn user_team_sk(team_id: &str) -> String {
+    format!("{USER_TEAM_SK_PREFIX}{team_id}")
+}
+
+/// The user's membership counter (in the user's partition, outside `TM#`), which keeps a
+/// user's teams under their cap in the membership transaction. Apart from the profile, which
+/// `PUT /me` replaces whole.
+pub const USER_TEAM_COUNT_SK: &str = "#TEAMS";
+
+/// `(tenant, project)` of a [`project_pk`].
+pub fn parse_project_pk(pk: &str) -> Option<(&str, &str)> {
+    let mut parts = pk.strip_prefix("T#")?.split('#');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(t), Some("P"), Some(p), None) => Some((t, p)),
+        _ => None,
+    }
+}
+
+/// `(tenant, issue)` of an [`issue_pk`].
+pub fn parse_issue_pk(pk: &str) -> Option<(&str, &str)> {
+    let mut parts = pk.strip_prefix("T#")?.split('#');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(t), Some("I"), Some(i), None) => Some((t, i)),
+        _ => None,
+    }
+}
