@@ -12,7 +12,7 @@ use anyhow::{Context, Result, bail};
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use gridline::auth::AuthMode;
-use gridline::http::{AppState, Group, router};
+use gridline::http::{AppState, Function, router};
 use gridline::index::indexer::Metrics;
 use gridline::telemetry::LogStyle;
 use serde::Deserialize;
@@ -95,7 +95,7 @@ pub async fn invoke(stack: &Stack, function: &str, event: &str) -> Result<Outcom
         println!("{}", metrics.emf());
         return Ok(Outcome::Stream { response, metrics });
     }
-    let Some(group) = Group::ALL
+    let Some(group) = Function::ALL
         .into_iter()
         .find(|g| g.function_logical_id() == function)
     else {

@@ -20,7 +20,7 @@ use aws_sdk_dynamodb::Client;
 use aws_smithy_runtime_api::client::http::SharedHttpClient;
 use gridline::auth::AuthMode;
 use gridline::cursor::CursorKey;
-use gridline::http::{AppState, Group};
+use gridline::http::{AppState, Function};
 use gridline::store::Store;
 use tokio::sync::oneshot;
 
@@ -338,7 +338,7 @@ impl Stack {
     /// (the benchmarks' metered clients wrap [`Stack::function_client`]).
     pub fn router_with(&self, client_of: impl Fn(&str) -> Client) -> axum::Router {
         let mut routes = axum::Router::new();
-        for group in Group::ALL {
+        for group in Function::ALL {
             let id = group.function_logical_id();
             let state = AppState {
                 store: Store::new(

@@ -199,7 +199,7 @@ async fn invoke(
     use gridline_local::invoke::{Outcome, events_dir, invoke, manifest};
     let manifest = manifest()?;
     let function = function.map(|f| {
-        gridline::http::Group::ALL
+        gridline::http::Function::ALL
             .into_iter()
             .find(|g| g.name() == f)
             .map_or(f.clone(), |g| g.function_logical_id().to_string())

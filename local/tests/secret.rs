@@ -8,7 +8,7 @@ use axum::Router;
 use axum::http::HeaderMap;
 use axum::routing::post;
 use gridline::config::{ConfigError, cursor_key_from_secret};
-use gridline::cursor::{CursorKey, Position, Scope};
+use gridline::cursor::{Binding, CursorKey, Position};
 use serde_json::{Value, json};
 
 async fn secrets_manager(secret: &'static str) -> (String, Arc<Mutex<Vec<Value>>>) {
@@ -71,7 +71,7 @@ async fn the_cursor_key_is_the_secret_string() {
     assert_eq!(requests[0]["body"]["SecretId"], arn);
 
     // Cursors sealed with the fetched key open with the secret's value, and only with it.
-    let scope = Scope {
+    let scope = Binding {
         tenant: "acme",
         route: "r",
         params: "p",

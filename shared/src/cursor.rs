@@ -25,7 +25,7 @@ impl CursorKey {
 /// What a cursor is bound to. `params` is the canonical form of the interpreted query
 /// parameters (defaults applied), so equivalent spellings share cursors.
 #[derive(Debug, Clone, Copy)]
-pub struct Scope<'a> {
+pub struct Binding<'a> {
     pub tenant: &'a str,
     pub route: &'a str,
     pub params: &'a str,
@@ -41,17 +41,17 @@ pub enum CursorError {
 }
 
 impl CursorKey {
-    fn tag(&self, scope: &Scope<'_>, payload: &str) -> Vec<u8> {
+    fn tag(&self, binding: &Binding<'_>, payload: &str) -> Vec<u8> {
         // HMAC accepts keys of any length.
         let mut mac =
             <Hmac<Sha256> as Mac>::new_from_slice(&self.0).unwrap_or_else(|_| unreachable!());
-        // Length-prefixed parts, so no two different scopes produce the same input.
+        // Length-prefixed parts, so no two different bindings produce the same input.
         for part in [
             "gridline-cursor-v1",
-            scope.tenant,
-            scope.route,
-            scope.params,
-            scope.caller.unwrap_or(""),
+            binding.tenant,
+            binding.route,
+            binding.params,
+            binding.caller.unwrap_or(""),
             payload,
         ] {
             mac.update(&(part.len() as u64).to_be_bytes());
@@ -60,16 +60,16 @@ impl CursorKey {
         mac.finalize().into_bytes().to_vec()
     }
 
-    pub fn seal(&self, scope: &Scope<'_>, position: &Position) -> String {
+    pub fn seal(&self, binding: &Binding<'_>, position: &Position) -> String {
         let payload = B64.encode(serde_json::to_vec(position).unwrap_or_default());
-        let tag = B64.encode(self.tag(scope, &payload));
+        let tag = B64.encode(self.tag(binding, &payload));
         format!("{payload}.{tag}")
     }
 
-    pub fn open(&self, scope: &Scope<'_>, cursor: &str) -> Result<Position, CursorError> {
+    pub fn open(&self, binding: &Binding<'_>, cursor: &str) -> Result<Position, CursorError> {
         let (payload, tag) = cursor.split_once('.').ok_or(CursorError::Malformed)?;
         let tag = B64.decode(tag).map_err(|_| CursorError::Malformed)?;
-        let expected = self.tag(scope, payload);
+        let expected = self.tag(binding, payload);
         // Constant-time comparison: a cursor is an oracle otherwise.
         if !bool::from(subtle::ConstantTimeEq::ct_eq(
             tag.as_slice(),
@@ -87,8 +87,8 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
-    fn scope<'a>(tenant: &'a str, params: &'a str) -> Scope<'a> {
-        Scope {
+    fn binding<'a>(tenant: &'a str, params: &'a str) -> Binding<'a> {
+        Binding {
             tenant,
             route: "GET /projects",
             params,
@@ -100,7 +100,7 @@ mod tests {
         #[test]
         fn sealed_positions_round_trip(pos in proptest::collection::btree_map("[A-Z0-9]{1,8}", "\\PC{0,40}", 0..5)) {
             let key = CursorKey::new(b"k");
-            let s = scope("acme", "limit=10");
+            let s = binding("acme", "limit=10");
             prop_assert_eq!(key.open(&s, &key.seal(&s, &pos)).unwrap(), pos);
         }
     }
@@ -109,29 +109,29 @@ mod tests {
     fn cursors_do_not_travel() {
         let key = CursorKey::new(b"k");
         let pos: Position = [("PK".to_string(), "T#acme#P#1".to_string())].into();
-        let cursor = key.seal(&scope("acme", "sort=num"), &pos);
+        let cursor = key.seal(&binding("acme", "sort=num"), &pos);
         assert_eq!(
-            key.open(&scope("other", "sort=num"), &cursor),
+            key.open(&binding("other", "sort=num"), &cursor),
             Err(CursorError::Foreign)
         );
         assert_eq!(
-            key.open(&scope("acme", "sort=title"), &cursor),
+            key.open(&binding("acme", "sort=title"), &cursor),
             Err(CursorError::Foreign)
         );
         assert_eq!(
-            CursorKey::new(b"x").open(&scope("acme", "sort=num"), &cursor),
+            CursorKey::new(b"x").open(&binding("acme", "sort=num"), &cursor),
             Err(CursorError::Foreign)
         );
-        let with_caller = Scope {
+        let with_caller = Binding {
             caller: Some("bob"),
-            ..scope("acme", "sort=num")
+            ..binding("acme", "sort=num")
         };
         assert_eq!(key.open(&with_caller, &cursor), Err(CursorError::Foreign));
         let mut tampered = cursor.clone();
         tampered.replace_range(0..1, if cursor.starts_with('e') { "f" } else { "e" });
-        assert!(key.open(&scope("acme", "sort=num"), &tampered).is_err());
+        assert!(key.open(&binding("acme", "sort=num"), &tampered).is_err());
         assert_eq!(
-            key.open(&scope("acme", "sort=num"), "garbage"),
+            key.open(&binding("acme", "sort=num"), "garbage"),
             Err(CursorError::Malformed)
         );
     }

@@ -83,12 +83,12 @@ use aws_sdk_dynamodb::error::BoxError;
 /// What a request learns about itself on the way through: the DynamoDB calls it made and the
 /// tenant its token named. Task-local, so concurrent requests never mix.
 #[derive(Default, Debug)]
-pub struct RequestScope {
+pub struct RequestFacts {
     calls: AtomicU32,
     tenant: Mutex<Option<String>>,
 }
 
-impl RequestScope {
+impl RequestFacts {
     pub fn calls(&self) -> u32 {
         self.calls.load(Ordering::Relaxed)
     }
@@ -99,12 +99,12 @@ impl RequestScope {
 }
 
 tokio::task_local! {
-    static SCOPE: Arc<RequestScope>;
+    static SCOPE: Arc<RequestFacts>;
 }
 
 /// Runs `f` with a fresh scope and returns the scope with its output.
-pub async fn observed<F: std::future::Future>(f: F) -> (F::Output, Arc<RequestScope>) {
-    let scope = Arc::new(RequestScope::default());
+pub async fn observed<F: std::future::Future>(f: F) -> (F::Output, Arc<RequestFacts>) {
+    let scope = Arc::new(RequestFacts::default());
     let out = SCOPE.scope(scope.clone(), f).await;
     (out, scope)
 }

@@ -1,8 +1,8 @@
 //! The `projects` Lambda: serves its routes of the shared router behind API Gateway.
 
-use gridline::http::{Group, run_lambda};
+use gridline::http::{Function, run_lambda};
 
 #[tokio::main]
 async fn main() -> Result<(), lambda_http::Error> {
-    run_lambda(Group::Projects).await
+    run_lambda(Function::Projects).await
 }

@@ -7,7 +7,7 @@ use axum::extract::{FromRequest, FromRequestParts, Query, Request};
 use axum::http::request::Parts;
 use serde::de::DeserializeOwned;
 
-use crate::cursor::{Position, Scope};
+use crate::cursor::{Binding, Position};
 use crate::error::{ApiError, FieldError};
 use crate::http::AppState;
 
@@ -108,7 +108,7 @@ impl ListQuery {
     pub fn position(
         &self,
         state: &AppState,
-        scope: &Scope<'_>,
+        scope: &Binding<'_>,
     ) -> Result<Option<Position>, ApiError> {
         self.cursor
             .as_deref()

@@ -11,13 +11,13 @@ use super::AppState;
 use super::extract::{ListQuery, unknown_params};
 use super::views::{IssueView, List, names_fit, participants_of};
 use crate::auth::Caller;
-use crate::cursor::{Position, Scope};
+use crate::cursor::{Binding, Position};
 use crate::domain::IssueState;
 use crate::domain::ids::is_server_id;
 use crate::encoding::text::{fold, prefix_key};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::index::ColumnQuery;
-use crate::index::{Column, Kind, encode_bound, scope};
+use crate::index::{Column, Kind, column_state, encode_bound};
 use crate::keys;
 
 const ROUTE: &str = "GET /projects/{project_id}/issues";
@@ -253,7 +253,7 @@ pub async fn list(
             None => return Err(first),
         },
     };
-    let scope_ = Scope {
+    let scope_ = Binding {
         tenant: &caller.tenant,
         route: ROUTE,
         params: &grid.canonical,
@@ -264,7 +264,7 @@ pub async fn list(
         &caller.tenant,
         &project_id,
         grid.column.name(),
-        scope(grid.state),
+        column_state(grid.state),
     );
     let phases = ranges(&grid);
     let mut phase_index = position

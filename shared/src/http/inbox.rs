@@ -15,7 +15,7 @@ use super::AppState;
 use super::extract::{ListQuery, unknown_params};
 use super::views::{InboxItem, IssueView, List, names_fit, participants_of};
 use crate::auth::Caller;
-use crate::cursor::{Position, Scope};
+use crate::cursor::{Binding, Position};
 use crate::domain::ids::is_server_id;
 use crate::domain::{IssueState, Participant, ParticipantKind, Role};
 use crate::error::{ApiError, ApiResult, FieldError};
@@ -59,7 +59,7 @@ async fn read(
     sources: Vec<Source>,
     state: IssueState,
     q: &ListQuery,
-    scope: &Scope<'_>,
+    scope: &Binding<'_>,
 ) -> ApiResult<Json<List<InboxItem>>> {
     let after = match q.position(s, scope)? {
         None => None,
@@ -210,7 +210,7 @@ pub async fn my_issues(
             .collect::<Vec<_>>()
             .join(",")
     );
-    let scope = Scope {
+    let scope = Binding {
         tenant: &caller.tenant,
         route: "GET /me/issues",
         params: &params,
@@ -236,7 +236,7 @@ pub async fn team_issues(
         id: team_id.clone(),
     }];
     let params = format!("state={}&team_id={team_id}", state.as_str());
-    let scope = Scope {
+    let scope = Binding {
         tenant: &caller.tenant,
         route: "GET /teams/{team_id}/issues",
         params: &params,
@@ -275,7 +275,7 @@ pub async fn my_teams_issues(
         })
         .collect();
     let params = format!("state={}", state.as_str());
-    let scope = Scope {
+    let scope = Binding {
         tenant: &caller.tenant,
         route: "GET /me/teams/issues",
         params: &params,

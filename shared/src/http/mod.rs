@@ -40,7 +40,7 @@ pub struct AppState {
 
 /// Which Lambda function serves a route. The template's `Events` must list exactly these.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Group {
+pub enum Function {
     Projects,
     Issues,
     Grid,
@@ -48,34 +48,34 @@ pub enum Group {
     Inbox,
 }
 
-impl Group {
-    pub const ALL: [Group; 5] = [
-        Group::Projects,
-        Group::Issues,
-        Group::Grid,
-        Group::People,
-        Group::Inbox,
+impl Function {
+    pub const ALL: [Function; 5] = [
+        Function::Projects,
+        Function::Issues,
+        Function::Grid,
+        Function::People,
+        Function::Inbox,
     ];
 
     /// The function's short name: the crate, and the `Function` dimension of its metrics.
     pub fn name(self) -> &'static str {
         match self {
-            Group::Projects => "projects",
-            Group::Issues => "issues",
-            Group::Grid => "grid",
-            Group::People => "people",
-            Group::Inbox => "inbox",
+            Function::Projects => "projects",
+            Function::Issues => "issues",
+            Function::Grid => "grid",
+            Function::People => "people",
+            Function::Inbox => "inbox",
         }
     }
 
     /// The function's logical id in `template.yaml`.
     pub fn function_logical_id(self) -> &'static str {
         match self {
-            Group::Projects => "ProjectsFunction",
-            Group::Issues => "IssuesFunction",
-            Group::Grid => "GridFunction",
-            Group::People => "PeopleFunction",
-            Group::Inbox => "InboxFunction",
+            Function::Projects => "ProjectsFunction",
+            Function::Issues => "IssuesFunction",
+            Function::Grid => "GridFunction",
+            Function::People => "PeopleFunction",
+            Function::Inbox => "InboxFunction",
         }
     }
 }
@@ -83,13 +83,13 @@ impl Group {
 /// A route: its function, method and API Gateway-style path.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Route {
-    pub group: Group,
+    pub group: Function,
     pub method: Method,
     pub path: &'static str,
 }
 
 fn table() -> Vec<(Route, MethodRouter<AppState>)> {
-    use Group::*;
+    use Function::*;
     let r = |group, method, path| Route {
         group,
         method,
@@ -199,7 +199,7 @@ pub fn routes() -> Vec<Route> {
 }
 
 /// The router for the given functions' routes (all of them on the local stack).
-pub fn router(state: AppState, groups: &[Group]) -> Router {
+pub fn router(state: AppState, groups: &[Function]) -> Router {
     let function = match groups {
         [one] => one.name(),
         _ => "local",
@@ -210,7 +210,7 @@ pub fn router(state: AppState, groups: &[Group]) -> Router {
 /// The given functions' routes with every layer, but no fallback and no path rewrite: the
 /// local stack serves each function with its own state (its own AWS clients) and merges
 /// these (axum cannot merge two routers that both have a fallback), then calls [`serve`].
-pub fn function_routes(state: AppState, groups: &[Group]) -> Router {
+pub fn function_routes(state: AppState, groups: &[Function]) -> Router {
     let function = match groups {
         [one] => one.name(),
         _ => "local",
@@ -416,7 +416,7 @@ pub async fn lambda_state() -> Result<AppState, crate::config::ConfigError> {
 }
 
 /// Runs one function's routes on Lambda.
-pub async fn run_lambda(group: Group) -> Result<(), lambda_http::Error> {
+pub async fn run_lambda(group: Function) -> Result<(), lambda_http::Error> {
     crate::telemetry::init_lambda();
     let state = lambda_state().await?;
     lambda_http::run(router(state, &[group])).await

@@ -10,7 +10,7 @@ use super::AppState;
 use super::extract::{JsonBody, ListQuery};
 use super::views::List;
 use crate::auth::Caller;
-use crate::cursor::Scope;
+use crate::cursor::Binding;
 use crate::domain::ParticipantKind;
 use crate::domain::ids::{is_server_id, is_user_id, new_id};
 use crate::domain::text::check_text;
@@ -142,7 +142,7 @@ pub async fn list_members(
 ) -> ApiResult<Json<List<UserView>>> {
     team_of(&s, &caller.tenant, &team_id).await?;
     let params = format!("team_id={team_id}");
-    let scope = Scope {
+    let scope = Binding {
         tenant: &caller.tenant,
         route: "GET /teams/{team_id}/members",
         params: &params,
@@ -181,7 +181,7 @@ async fn teams_list(
     q: &ListQuery,
 ) -> ApiResult<Json<List<Team>>> {
     let params = format!("user_id={user_id}");
-    let scope = Scope {
+    let scope = Binding {
         tenant: &caller.tenant,
         route,
         params: &params,

@@ -9,7 +9,7 @@ use super::AppState;
 use super::extract::{JsonBody, ListQuery};
 use super::views::{List, ProjectWithFields};
 use crate::auth::Caller;
-use crate::cursor::Scope;
+use crate::cursor::Binding;
 use crate::domain::ids::{is_server_id, new_id};
 use crate::domain::values::format_timestamp;
 use crate::domain::{NewFieldBody, NewProjectBody, Project};
@@ -52,7 +52,7 @@ pub async fn list(
     caller: Caller,
     q: ListQuery,
 ) -> ApiResult<Json<List<Project>>> {
-    let scope = Scope {
+    let scope = Binding {
         tenant: &caller.tenant,
         route: "GET /projects",
         params: "",
@@ -130,7 +130,7 @@ pub async fn list_fields(
         return Err(ApiError::NotFound(PROJECT));
     }
     let params = format!("project_id={project_id}");
-    let scope = Scope {
+    let scope = Binding {
         tenant: &caller.tenant,
         route: "GET /projects/{project_id}/fields",
         params: &params,

@@ -10,7 +10,7 @@ use crate::encoding;
 use crate::keys;
 
 /// State scopes every entry is written to: all issues, and issues in its state.
-pub const SCOPE_ALL: &str = "all";
+pub const ALL_STATES: &str = "all";
 
 /// A sortable column: a built-in one or a custom field (by id).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -171,7 +171,7 @@ pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry
     }
     let mut out = BTreeSet::new();
     for (column, sk) in sort_keys {
-        for scope in [SCOPE_ALL, issue.state.as_str()] {
+        for scope in [ALL_STATES, issue.state.as_str()] {
             out.insert(Entry {
                 pk: keys::index::column_pk(tenant, &issue.project_id, &column, scope),
                 sk: sk.clone(),
@@ -201,8 +201,8 @@ pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry
 }
 
 /// The scope a grid reads: every state, or one.
-pub fn scope(state: Option<IssueState>) -> &'static str {
-    state.map_or(SCOPE_ALL, IssueState::as_str)
+pub fn column_state(state: Option<IssueState>) -> &'static str {
+    state.map_or(ALL_STATES, IssueState::as_str)
 }
 
 #[cfg(test)]
@@ -352,7 +352,7 @@ mod tests {
         // All 7 columns leave `open` for `closed`; in `all` only the state column's value changes.
         assert_eq!(gone.iter().filter(|e| e.pk.ends_with("#open")).count(), 7);
         assert_eq!(new.iter().filter(|e| e.pk.ends_with("#closed")).count(), 7);
-        let state_all = keys::index::column_pk("t", "P", "state", SCOPE_ALL);
+        let state_all = keys::index::column_pk("t", "P", "state", ALL_STATES);
         assert_eq!(gone.iter().filter(|e| e.pk == state_all).count(), 1);
         assert_eq!((gone.len(), new.len()), (8, 8));
     }

@@ -14,7 +14,7 @@ pub mod scan;
 pub mod table;
 
 pub use entries::{
-    BUILT_INS, Column, Entry, Kind, SCOPE_ALL, encode_bound, encode_value, entries, scope,
+    ALL_STATES, BUILT_INS, Column, Entry, Kind, column_state, encode_bound, encode_value, entries,
 };
 pub use scan::{Table, entry_from_item};
 pub use table::{
