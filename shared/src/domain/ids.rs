@@ -1,20 +1,28 @@
-//! Server-chosen ids (ULIDs) and the user-id rule.
+//! Typed ids, parsed once at the edge: a [`ProjectId`] cannot be passed where an [`IssueId`] is
+//! expected, and a value of any of these types is known to be safe inside a key.
+//!
+//! Server-chosen ids ([`ProjectId`], [`IssueId`], [`TeamId`], [`FieldId`]) are ULIDs, so they
+//! sort by creation time; anything else cannot exist, so a path naming one is answered `404`
+//! without a database call. [`UserId`] is the token's `sub` and [`TenantId`] its tenant claim:
+//! 1–128 printable ASCII characters other than `#`, the key separator.
 
+use std::fmt;
+use std::ops::Deref;
+
+use serde::{Deserialize, Serialize};
 use ulid::Ulid;
 
-/// A new id: a ULID, so ids sort by creation time.
+/// A new server id: a ULID, so ids sort by creation time.
 pub fn new_id() -> String {
     Ulid::new().to_string()
 }
 
-/// Whether `s` could be an id this server issued. Anything else cannot exist, so a path with
-/// such an id is answered `404` without a database call.
+/// Whether `s` could be an id this server issued.
 pub fn is_server_id(s: &str) -> bool {
-    Ulid::from_string(s).is_ok() && s.len() == 26
+    s.len() == 26 && Ulid::from_string(s).is_ok()
 }
 
-/// User ids are the token's `sub`: 1–128 printable ASCII characters other than `#`, which keeps
-/// them safe inside keys.
+/// User ids: 1–128 printable ASCII characters other than `#`, which keeps them safe inside keys.
 pub fn is_user_id(s: &str) -> bool {
     (1..=128).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic() && b != b'#')
 }
@@ -24,15 +32,133 @@ pub fn is_tenant_id(s: &str) -> bool {
     is_user_id(s)
 }
 
+/// A string newtype that exists only once its rule holds. Serialized as the plain string;
+/// deserializing checks the rule, so an item read back cannot smuggle in a malformed id.
+macro_rules! id_type {
+    ($(#[$doc:meta])* $name:ident, $rule:path) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+        #[serde(try_from = "String", into = "String")]
+        pub struct $name(String);
+
+        impl $name {
+            /// The id, if `s` follows the rule.
+            pub fn parse(s: &str) -> Option<Self> {
+                $rule(s).then(|| Self(s.to_owned()))
+            }
+
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl Deref for $name {
+            type Target = str;
+            fn deref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl AsRef<str> for $name {
+            fn as_ref(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+
+        impl TryFrom<String> for $name {
+            type Error = InvalidId;
+            fn try_from(s: String) -> Result<Self, InvalidId> {
+                if $rule(&s) { Ok(Self(s)) } else { Err(InvalidId(stringify!($name))) }
+            }
+        }
+
+        impl From<$name> for String {
+            fn from(id: $name) -> String {
+                id.0
+            }
+        }
+
+        impl PartialEq<str> for $name {
+            fn eq(&self, other: &str) -> bool {
+                self.0 == other
+            }
+        }
+
+        impl PartialEq<&str> for $name {
+            fn eq(&self, other: &&str) -> bool {
+                self.0 == *other
+            }
+        }
+    };
+}
+
+/// Why a string is not an id of the named type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a valid {0}")]
+pub struct InvalidId(&'static str);
+
+id_type!(
+    /// A tenant: the verified token's tenant claim, never a request's own words.
+    TenantId,
+    is_tenant_id
+);
+id_type!(
+    /// A user: the verified token's `sub`, or a participant or member named in a request.
+    UserId,
+    is_user_id
+);
+id_type!(
+    /// A project (a ULID this server issued).
+    ProjectId,
+    is_server_id
+);
+id_type!(
+    /// An issue (a ULID this server issued).
+    IssueId,
+    is_server_id
+);
+id_type!(
+    /// A team (a ULID this server issued).
+    TeamId,
+    is_server_id
+);
+id_type!(
+    /// A custom field of a project (a ULID this server issued).
+    FieldId,
+    is_server_id
+);
+
+macro_rules! new_server_id {
+    ($($name:ident),*) => {$(
+        impl $name {
+            /// A fresh id for a new record.
+            #[allow(clippy::new_without_default)]
+            pub fn new() -> Self {
+                Self(new_id())
+            }
+        }
+    )*};
+}
+new_server_id!(ProjectId, IssueId, TeamId, FieldId);
+
 #[cfg(test)]
 mod tests {
     use super::*;
+    use proptest::prelude::*;
 
     #[test]
     fn new_ids_are_recognised() {
         assert!(is_server_id(&new_id()));
+        assert!(IssueId::parse(&IssueId::new()).is_some());
         assert!(!is_server_id("nope"));
         assert!(!is_server_id("../etc"));
+        assert!(ProjectId::parse("../etc").is_none());
     }
 
     #[test]
@@ -41,5 +167,27 @@ mod tests {
         assert!(!is_user_id("a#b"));
         assert!(!is_user_id(""));
         assert!(!is_user_id("a b"));
+        assert!(UserId::parse(&"u".repeat(129)).is_none());
+    }
+
+    #[test]
+    fn deserializing_checks_the_rule() {
+        let ok: TeamId = serde_json::from_str("\"01ARZ3NDEKTSV4RRFFQ69G5FAV\"").unwrap();
+        assert_eq!(ok, "01ARZ3NDEKTSV4RRFFQ69G5FAV");
+        assert!(serde_json::from_str::<TeamId>("\"x#y\"").is_err());
+        assert_eq!(serde_json::to_string(&ok).unwrap(), "\"01ARZ3NDEKTSV4RRFFQ69G5FAV\"");
+    }
+
+    proptest! {
+        #[test]
+        fn parse_accepts_exactly_what_the_rule_accepts(s in "\\PC{0,140}") {
+            prop_assert_eq!(UserId::parse(&s).is_some(), is_user_id(&s));
+            prop_assert_eq!(TenantId::parse(&s).is_some(), is_tenant_id(&s));
+            prop_assert_eq!(IssueId::parse(&s).is_some(), is_server_id(&s));
+            if let Some(id) = UserId::parse(&s) {
+                prop_assert!(!id.contains('#'));
+                prop_assert_eq!(id.as_str(), s.as_str());
+            }
+        }
     }
 }
