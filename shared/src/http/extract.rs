@@ -228,3 +228,55 @@ pub fn if_match(parts: &axum::http::HeaderMap) -> Result<Option<u64>, ApiError> 
         .map(Some)
         .map_err(|_| ApiError::PreconditionFailed(text.to_string()))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The routes cursors were bound to when handlers spelled them out. The bound route must
+    /// stay exactly these strings: they are part of every cursor's HMAC input.
+    const LISTS: [&str; 9] = [
+        "GET /projects",
+        "GET /projects/{project_id}/fields",
+        "GET /projects/{project_id}/issues",
+        "GET /teams/{team_id}/members",
+        "GET /me/teams",
+        "GET /users/{user_id}/teams",
+        "GET /me/issues",
+        "GET /me/teams/issues",
+        "GET /teams/{team_id}/issues",
+    ];
+
+    #[test]
+    fn cursors_bind_the_routes_they_always_did() {
+        let table: Vec<String> = crate::http::routes()
+            .iter()
+            .map(|r| bound_route(&r.method, r.path))
+            .collect();
+        for list in LISTS {
+            assert!(table.iter().any(|r| r == list), "{list} is not a route");
+        }
+        assert_eq!(
+            bound_route(&Method::HEAD, "/me/issues"),
+            bound_route(&Method::GET, "/me/issues")
+        );
+    }
+
+    #[tokio::test]
+    async fn the_matched_path_is_the_route_table_path() {
+        use tower::ServiceExt;
+        let app = axum::Router::new().route(
+            "/teams/{team_id}/issues",
+            axum::routing::get(|m: MatchedPath| async move { m.as_str().to_string() }),
+        );
+        let request = Request::builder()
+            .uri("/teams/01ABC/issues?limit=5")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        let body = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        assert_eq!(&body[..], b"/teams/{team_id}/issues");
+    }
+}

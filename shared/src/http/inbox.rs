@@ -86,7 +86,10 @@ async fn read(
         .taken
         .into_iter()
         .filter_map(|t| {
-            let via = t.via.into_iter().map(|(i, role)| sources[i].as_participant(role));
+            let via = t
+                .via
+                .into_iter()
+                .map(|(i, role)| sources[i].as_participant(role));
             found.remove(&t.issue_id).map(|i| (t.sk, i, via.collect()))
         })
         // Copies of issues deleted or moved to another state since they were indexed.

@@ -163,7 +163,13 @@ pub fn parse(
     let lte = bound("lte", p.lte);
     let is_text = matches!(column, Column::Title)
         || (matches!(column, Column::Field(_)) && matches!(kind, Some((Kind::Text, _))));
-    let (from, to) = value_range(gte.as_deref(), lte.as_deref(), p.prefix, is_text, &mut errors);
+    let (from, to) = value_range(
+        gte.as_deref(),
+        lte.as_deref(),
+        p.prefix,
+        is_text,
+        &mut errors,
+    );
     if !errors.is_empty() {
         return Err(errors);
     }
@@ -235,9 +241,12 @@ fn value_range(
             "prefix",
             "applies only to title and text fields",
         )),
-        Some(p) if p.is_empty() || p.chars().count() > MAX_PREFIX_CHARS => errors.push(
-            FieldError::new("prefix", format!("must be 1 to {MAX_PREFIX_CHARS} characters")),
-        ),
+        Some(p) if p.is_empty() || p.chars().count() > MAX_PREFIX_CHARS => {
+            errors.push(FieldError::new(
+                "prefix",
+                format!("must be 1 to {MAX_PREFIX_CHARS} characters"),
+            ))
+        }
         Some(p) => {
             from = from.max(keys::index::value_floor(&prefix_key(p)));
             to = to.min(keys::index::prefix_ceiling(&prefix_key(p)));
@@ -363,3 +372,260 @@ fn phase_start(phase: Phase) -> Position {
     Position::from([(PHASE_MEMBER.to_string(), phase.as_str().to_string())])
 }
 
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::domain::values::FieldType;
+    use crate::encoding::text::encode;
+
+    const PK: &str = "T#acme#X#P#F#all";
+
+    fn text_field() -> Vec<FieldDef> {
+        vec![FieldDef {
+            id: "F".into(),
+            name: "F".into(),
+            field_type: FieldType::Text,
+            options: None,
+        }]
+    }
+
+    /// The column partition of a text field: one entry per issue (its value's, or a missing
+    /// one), sorted by sort key as DynamoDB keeps it.
+    fn partition(values: &[Option<String>]) -> Vec<(String, String)> {
+        let mut entries: Vec<(String, String)> = values
+            .iter()
+            .enumerate()
+            .map(|(n, v)| {
+                let num = n as u64 + 1;
+                let sk = match v {
+                    Some(v) => keys::index::value_sk(&encode(v), num),
+                    None => keys::index::missing_sk(num),
+                };
+                (sk, format!("I{num}"))
+            })
+            .collect();
+        entries.sort();
+        entries
+    }
+
+    /// One Query of the in-memory partition, as DynamoDB answers it: the range in the
+    /// direction asked, after the start key, at most `limit` items, and a last-evaluated key
+    /// whenever the limit was reached.
+    fn query(
+        partition: &[(String, String)],
+        q: &ColumnQuery,
+        start: Option<&Position>,
+    ) -> Page<(String, String)> {
+        let after = start.and_then(|p| p.get(keys::SK));
+        let in_range = |sk: &String| *sk >= q.from && *sk <= q.to;
+        let past = |sk: &String| after.is_none_or(|a| if q.forward { sk > a } else { sk < a });
+        let mut items: Vec<(String, String)> = partition
+            .iter()
+            .filter(|(sk, _)| in_range(sk) && past(sk))
+            .map(|(sk, id)| (id.clone(), sk.clone()))
+            .collect();
+        if !q.forward {
+            items.reverse();
+        }
+        items.truncate(q.limit as usize);
+        let next = (items.len() == q.limit as usize).then(|| {
+            Position::from([
+                (keys::PK.to_string(), q.pk.clone()),
+                (keys::SK.to_string(), items[items.len() - 1].1.clone()),
+            ])
+        });
+        Page { items, next }
+    }
+
+    /// Every issue id a client reads, page by page. A page keeps its first `keep[i]` entries
+    /// (as the names bound may cut it) and resumes after the last one kept.
+    fn read_all(
+        grid: &GridQuery,
+        partition: &[(String, String)],
+        limit: i32,
+        keep: &[usize],
+    ) -> Vec<String> {
+        let mut seen = Vec::new();
+        let mut start = None;
+        for round in 0.. {
+            assert!(round <= 2 * partition.len() + 4, "paging does not end");
+            let fetch = |q: ColumnQuery, s: Option<Position>| {
+                let page = query(partition, &q, s.as_ref());
+                async move { Ok::<_, Infallible>(page) }
+            };
+            let Ok(mut page) = crate::read::ready(read_entries(grid, PK, limit, start, fetch));
+            let kept = keep[round % keep.len()].max(1);
+            if kept < page.entries.len() {
+                page.next = Some(page.entries[kept - 1].position_after(PK));
+                page.entries.truncate(kept);
+            }
+            seen.extend(page.entries.into_iter().map(|e| e.issue_id));
+            // A cursor is sealed JSON: the position must survive it.
+            start = page
+                .next
+                .map(|p| serde_json::from_value(serde_json::to_value(p).unwrap()).unwrap());
+            if start.is_none() {
+                return seen;
+            }
+        }
+        unreachable!()
+    }
+
+    /// What a read must return: the values within the bounds in key order, then (without
+    /// bounds) the issues without a value, by number; descending reverses each part.
+    fn reference(
+        partition: &[(String, String)],
+        values: &[Option<String>],
+        p: &GridParams<'_>,
+        descending: bool,
+    ) -> Vec<String> {
+        let filtered = p.gte.is_some() || p.lte.is_some() || p.prefix.is_some();
+        let value_of = |id: &str| values[id[1..].parse::<usize>().unwrap() - 1].as_deref();
+        let admits = |v: &str| {
+            p.gte.is_none_or(|g| v >= g)
+                && p.lte.is_none_or(|l| v <= l)
+                && p.prefix.is_none_or(|x| v.starts_with(x))
+        };
+        let ids = |want_value: bool| {
+            let mut ids: Vec<String> = partition
+                .iter()
+                .filter(|(_, id)| match value_of(id) {
+                    Some(v) => want_value && admits(v),
+                    None => !want_value && !filtered,
+                })
+                .map(|(_, id)| id.clone())
+                .collect();
+            if descending {
+                ids.reverse();
+            }
+            ids
+        };
+        [ids(true), ids(false)].concat()
+    }
+
+    fn plan(p: &GridParams<'_>) -> GridQuery {
+        parse("P", p, &text_field()).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn every_issue_comes_once_in_order(
+            values in proptest::collection::vec(proptest::option::of("[a-c]{1,3}"), 0..40),
+            descending in any::<bool>(),
+            gte in proptest::option::of("[a-c]{1,2}"),
+            lte in proptest::option::of("[a-c]{1,3}"),
+            prefix in proptest::option::of("[a-c]{1,2}"),
+            limit in 1i32..8,
+            keep in proptest::collection::vec(1usize..9, 1..4),
+        ) {
+            let p = GridParams {
+                sort: Some("F"),
+                order: Some(if descending { "desc" } else { "asc" }),
+                gte: gte.as_deref(),
+                lte: lte.as_deref(),
+                prefix: prefix.as_deref(),
+                ..GridParams::default()
+            };
+            let grid = plan(&p);
+            let partition = partition(&values);
+            prop_assert_eq!(
+                read_all(&grid, &partition, limit, &keep),
+                reference(&partition, &values, &p, descending)
+            );
+        }
+    }
+
+    #[test]
+    fn ascending_reads_values_then_missing_in_one_range() {
+        let grid = plan(&GridParams::default());
+        assert_eq!(grid.column, Column::Num);
+        assert_eq!(
+            grid.ranges(),
+            vec![Range::new(
+                Phase::Values,
+                keys::index::VALUE_PREFIX,
+                keys::index::MISSING_CEILING
+            )]
+        );
+        let desc = plan(&GridParams {
+            order: Some("desc"),
+            ..GridParams::default()
+        });
+        let phases: Vec<Phase> = desc.ranges().iter().map(|r| r.phase).collect();
+        assert_eq!(phases, [Phase::Values, Phase::Missing]);
+    }
+
+    #[test]
+    fn a_page_full_at_the_boundary_resumes_at_the_missing_phase() {
+        let values = [Some("a".to_string()), Some("b".to_string()), None];
+        let partition = partition(&values);
+        let grid = plan(&GridParams {
+            sort: Some("F"),
+            order: Some("desc"),
+            ..GridParams::default()
+        });
+        // DynamoDB may end a page at its limit without a last-evaluated key.
+        let fetch = |q: ColumnQuery, s: Option<Position>| {
+            let mut page = query(&partition, &q, s.as_ref());
+            page.next = page.next.filter(|_| q.from == keys::index::MISSING_FLOOR);
+            async move { Ok::<_, Infallible>(page) }
+        };
+        let Ok(page) = crate::read::ready(read_entries(&grid, PK, 2, None, fetch));
+        assert_eq!(page.entries.len(), 2);
+        assert_eq!(
+            page.next,
+            Some(Position::from([(PHASE_MEMBER.into(), "m".into())]))
+        );
+    }
+
+    #[test]
+    fn cursor_sentinels_keep_their_wire_form() {
+        assert_eq!(PHASE_MEMBER, "~phase");
+        assert_eq!(Phase::Values.as_str(), "v");
+        assert_eq!(Phase::Missing.as_str(), "m");
+        for phase in [Phase::Values, Phase::Missing] {
+            assert_eq!(Phase::parse(phase.as_str()), Some(phase));
+        }
+    }
+
+    #[test]
+    fn invalid_parameters_are_each_named() {
+        let p = GridParams {
+            sort: Some("nope"),
+            order: Some("up"),
+            state: Some("done"),
+            prefix: Some("x"),
+            ..GridParams::default()
+        };
+        let fields: Vec<String> = parse("P", &p, &text_field())
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(fields, ["sort", "order", "state", "prefix"]);
+        let num = GridParams {
+            prefix: Some("1"),
+            ..GridParams::default()
+        };
+        assert!(parse("P", &num, &[]).is_err());
+    }
+
+    #[test]
+    fn canonical_parameters_apply_defaults() {
+        let grid = plan(&GridParams {
+            prefix: Some("AB"),
+            sort: Some("title"),
+            ..GridParams::default()
+        });
+        assert_eq!(
+            grid.canonical,
+            "project_id=P&sort=title&order=asc&state=&gte=&lte=&prefix=ab"
+        );
+    }
+}

@@ -7,3 +7,17 @@
 
 pub mod grid;
 pub mod inbox;
+
+/// Runs a future the in-memory models answer at once (no executor needed).
+#[cfg(test)]
+fn ready<F: std::future::Future>(future: F) -> F::Output {
+    use std::task::{Context, Poll, Waker};
+    let mut future = std::pin::pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the in-memory partitions answer at once"),
+    }
+}
