@@ -12,5 +12,6 @@ pub mod error;
 pub mod http;
 pub mod index;
 pub mod keys;
+pub mod read;
 pub mod store;
 pub mod telemetry;

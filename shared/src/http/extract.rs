@@ -3,11 +3,14 @@
 use std::collections::HashMap;
 
 use axum::body::Bytes;
-use axum::extract::{FromRequest, FromRequestParts, Query, Request};
+use axum::extract::{FromRequest, FromRequestParts, MatchedPath, Query, Request};
+use axum::http::Method;
 use axum::http::request::Parts;
+use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
-use crate::cursor::{Binding, Position};
+use crate::auth::Caller;
+use crate::cursor::{Binding, CursorKey, Position};
 use crate::error::{ApiError, FieldError};
 use crate::http::AppState;
 
@@ -62,7 +65,7 @@ fn strip_position(message: &str) -> String {
     }
 }
 
-/// `limit` and `cursor` of a list request.
+/// `limit` and `cursor` of a list request, as given ([`Paging`] binds the cursor).
 pub struct ListQuery {
     pub limit: i32,
     pub cursor: Option<String>,
@@ -103,22 +106,110 @@ pub fn unknown_params(params: &HashMap<String, String>, known: &[&str]) -> Vec<F
         .collect()
 }
 
-impl ListQuery {
-    /// Opens the cursor, if any, for this scope; a cursor from elsewhere is `400`.
-    pub fn position(
-        &self,
+/// A list request's paging: its `limit`, and its cursor bound to the tenant of the caller and
+/// to the route the request matched, so no handler spells either out. A handler binds it to
+/// its interpreted parameters ([`Paging::bind`]) and opens and seals positions through that.
+pub struct Paging {
+    pub limit: i32,
+    cursor: Option<String>,
+    key: CursorKey,
+    tenant: String,
+    user: String,
+    route: String,
+}
+
+impl FromRequestParts<AppState> for Paging {
+    type Rejection = Response;
+
+    async fn from_request_parts(
+        parts: &mut Parts,
         state: &AppState,
-        scope: &Binding<'_>,
-    ) -> Result<Option<Position>, ApiError> {
-        self.cursor
+    ) -> Result<Self, Self::Rejection> {
+        let ListQuery { limit, cursor } = ListQuery::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let caller = Caller::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        let matched = MatchedPath::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        Ok(Self {
+            limit,
+            cursor,
+            key: state.cursor_key.clone(),
+            tenant: caller.tenant,
+            user: caller.user,
+            route: bound_route(&parts.method, matched.as_str()),
+        })
+    }
+}
+
+/// The route a cursor is bound to: `GET /projects/{project_id}/issues`, the method and the
+/// route table's path. Every list is a GET; axum answers HEAD with the GET handler, and HEAD
+/// binds as GET did when these strings were written by hand, so cursors stay valid.
+fn bound_route(method: &Method, matched: &str) -> String {
+    let method = if method == Method::HEAD {
+        &Method::GET
+    } else {
+        method
+    };
+    format!("{method} {matched}")
+}
+
+impl Paging {
+    /// The cursor of this request with its interpreted parameters (canonical, defaults applied).
+    pub fn bind(&self, params: impl Into<String>) -> BoundCursor<'_> {
+        BoundCursor {
+            paging: self,
+            params: params.into(),
+            per_caller: false,
+        }
+    }
+
+    /// As [`Paging::bind`], and bound to the calling user too: a list that is the caller's own.
+    pub fn bind_to_caller(&self, params: impl Into<String>) -> BoundCursor<'_> {
+        BoundCursor {
+            per_caller: true,
+            ..self.bind(params)
+        }
+    }
+}
+
+/// A request's cursor bound to everything it must be issued for.
+pub struct BoundCursor<'a> {
+    paging: &'a Paging,
+    params: String,
+    per_caller: bool,
+}
+
+impl BoundCursor<'_> {
+    fn binding(&self) -> Binding<'_> {
+        Binding {
+            tenant: &self.paging.tenant,
+            route: &self.paging.route,
+            params: &self.params,
+            caller: self.per_caller.then_some(self.paging.user.as_str()),
+        }
+    }
+
+    /// The position the request's cursor holds, if it has one; a cursor from elsewhere is `400`.
+    pub fn start(&self) -> Result<Option<Position>, ApiError> {
+        self.paging
+            .cursor
             .as_deref()
             .map(|c| {
-                state
-                    .cursor_key
-                    .open(scope, c)
+                self.paging
+                    .key
+                    .open(&self.binding(), c)
                     .map_err(|e| ApiError::invalid("cursor", e.to_string()))
             })
             .transpose()
+    }
+
+    /// The cursor of the next page, resuming at `position`.
+    pub fn seal(&self, position: &Position) -> String {
+        self.paging.key.seal(&self.binding(), position)
     }
 }
 
@@ -136,4 +227,56 @@ pub fn if_match(parts: &axum::http::HeaderMap) -> Result<Option<u64>, ApiError> 
     bare.parse::<u64>()
         .map(Some)
         .map_err(|_| ApiError::PreconditionFailed(text.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The routes cursors were bound to when handlers spelled them out. The bound route must
+    /// stay exactly these strings: they are part of every cursor's HMAC input.
+    const LISTS: [&str; 9] = [
+        "GET /projects",
+        "GET /projects/{project_id}/fields",
+        "GET /projects/{project_id}/issues",
+        "GET /teams/{team_id}/members",
+        "GET /me/teams",
+        "GET /users/{user_id}/teams",
+        "GET /me/issues",
+        "GET /me/teams/issues",
+        "GET /teams/{team_id}/issues",
+    ];
+
+    #[test]
+    fn cursors_bind_the_routes_they_always_did() {
+        let table: Vec<String> = crate::http::routes()
+            .iter()
+            .map(|r| bound_route(&r.method, r.path))
+            .collect();
+        for list in LISTS {
+            assert!(table.iter().any(|r| r == list), "{list} is not a route");
+        }
+        assert_eq!(
+            bound_route(&Method::HEAD, "/me/issues"),
+            bound_route(&Method::GET, "/me/issues")
+        );
+    }
+
+    #[tokio::test]
+    async fn the_matched_path_is_the_route_table_path() {
+        use tower::ServiceExt;
+        let app = axum::Router::new().route(
+            "/teams/{team_id}/issues",
+            axum::routing::get(|m: MatchedPath| async move { m.as_str().to_string() }),
+        );
+        let request = Request::builder()
+            .uri("/teams/01ABC/issues?limit=5")
+            .body(axum::body::Body::empty())
+            .unwrap();
+        let response = app.oneshot(request).await.unwrap();
+        let body = axum::body::to_bytes(response.into_body(), 1024)
+            .await
+            .unwrap();
+        assert_eq!(&body[..], b"/teams/{team_id}/issues");
+    }
 }

@@ -1,10 +1,7 @@
 //! Inboxes: the issues a participant is on, newest `updated_at` first, from participation
 //! copies. A list over several partitions (roles, or the caller's teams) queries them in
-//! parallel, merges by sort key and shows each issue once. Its cursor is one sort key: the
-//! last one the page consumed. Every copy ahead of it in any partition was fetched (each
-//! partition's first `limit` copies, and a page holds at most `limit` issues), so every
-//! partition resumes "after that key" — DynamoDB takes a start key with any sort key — and the
-//! cursor stays the same size whatever the caller's teams (under 2 KB with 50 of them).
+//! parallel, merges by sort key and shows each issue once: [`crate::read::inbox`] is that
+//! merge and its cursor; this picks the partitions, calls it and renders.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -12,23 +9,32 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 
 use super::AppState;
-use super::extract::{ListQuery, unknown_params};
+use super::extract::{BoundCursor, Paging, unknown_params};
 use super::views::{InboxItem, IssueView, List, names_fit, participants_of};
 use crate::auth::Caller;
-use crate::cursor::{Binding, Position};
+use crate::cursor::Position;
 use crate::domain::ids::is_server_id;
 use crate::domain::{IssueState, Participant, ParticipantKind, Role};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::keys;
-
-/// The cursor's member: the last sort key returned.
-const AFTER: &str = "after";
+use crate::read::inbox;
 
 /// One partition of a merged list.
 struct Source {
     pk: String,
     kind: ParticipantKind,
     id: String,
+}
+
+impl Source {
+    /// The participant this partition is the inbox of, in `role`.
+    fn as_participant(&self, role: Role) -> Participant {
+        Participant {
+            kind: self.kind,
+            id: self.id.clone(),
+            role,
+        }
+    }
 }
 
 fn parse_state(params: &HashMap<String, String>, errors: &mut Vec<FieldError>) -> IssueState {
@@ -58,74 +64,34 @@ async fn read(
     caller: &Caller,
     sources: Vec<Source>,
     state: IssueState,
-    q: &ListQuery,
-    scope: &Binding<'_>,
+    q: &Paging,
+    cursor: &BoundCursor<'_>,
 ) -> ApiResult<Json<List<InboxItem>>> {
-    let after = match q.position(s, scope)? {
+    let after = match cursor.start()? {
         None => None,
-        Some(mut p) => Some(
-            p.remove(AFTER)
-                .ok_or_else(|| ApiError::invalid("cursor", "cursor is malformed"))?,
+        Some(p) => Some(
+            inbox::after_of(p).ok_or_else(|| ApiError::invalid("cursor", "cursor is malformed"))?,
         ),
     };
-    let pages = futures::future::join_all(
-        sources
-            .iter()
-            .map(|src| s.store.query_inbox(&src.pk, q.limit, after.as_deref())),
-    )
-    .await;
-    // Every candidate, newest first; an issue several partitions hold has the same sort key in
-    // each (updated_at#id), so its copies are adjacent.
-    let mut candidates: Vec<(String, usize, String, String)> = Vec::new();
-    let mut more = false;
-    for (i, page) in pages.into_iter().enumerate() {
-        let page = page?;
-        more |= page.next.is_some();
-        candidates.extend(
-            page.items
-                .into_iter()
-                .map(|c| (c.sk, i, c.issue_id, c.role)),
-        );
-    }
-    candidates.sort_by(|a, b| b.0.cmp(&a.0).then(a.1.cmp(&b.1)));
-    let fetched = candidates.len();
-
-    // Issues taken: the sort key of their last copy consumed, id, via.
-    let mut taken: Vec<(String, String, Vec<Participant>)> = Vec::new();
-    let mut consumed = 0usize;
-    let mut last_sk = None;
-    for (sk, i, id, role) in candidates {
-        let same_as_last = taken.last().is_some_and(|t| t.0 == sk);
-        if !same_as_last && taken.len() == q.limit as usize {
-            break;
-        }
-        // While the index catches up, one issue's copies may carry different sort keys.
-        let slot = match taken.iter().position(|t| t.1 == id) {
-            Some(existing) => existing,
-            None => {
-                taken.push((sk.clone(), id, Vec::new()));
-                taken.len() - 1
-            }
-        };
-        taken[slot].0 = sk.clone();
-        last_sk = Some(sk);
-        if let Some(role) = Role::parse(&role) {
-            taken[slot].2.push(Participant {
-                kind: sources[i].kind,
-                id: sources[i].id.clone(),
-                role,
-            });
-        }
-        consumed += 1;
-    }
-    let mut cut = last_sk;
-    let mut any_left = consumed < fetched || more;
-
-    let ids: Vec<String> = taken.iter().map(|t| t.1.clone()).collect();
+    let merged = inbox::read_merged(sources.len(), q.limit, after, |i, limit, after| {
+        let (store, pk) = (&s.store, &sources[i].pk);
+        async move { store.query_inbox(pk, limit, after.as_deref()).await }
+    })
+    .await?;
+    let mut cut = merged.last;
+    let mut any_left = merged.any_left;
+    let ids: Vec<String> = merged.taken.iter().map(|t| t.issue_id.clone()).collect();
     let mut found = s.store.batch_get_issues(&caller.tenant, &ids).await?;
-    let mut issues: Vec<(String, crate::domain::Issue, Vec<Participant>)> = taken
+    let mut issues: Vec<(String, crate::domain::Issue, Vec<Participant>)> = merged
+        .taken
         .into_iter()
-        .filter_map(|(sk, id, via)| found.remove(&id).map(|i| (sk, i, via)))
+        .filter_map(|t| {
+            let via = t
+                .via
+                .into_iter()
+                .map(|(i, role)| sources[i].as_participant(role));
+            found.remove(&t.issue_id).map(|i| (t.sk, i, via.collect()))
+        })
         // Copies of issues deleted or moved to another state since they were indexed.
         .filter(|(_, i, _)| i.state == state)
         .collect();
@@ -150,19 +116,17 @@ async fn read(
             via,
         })
         .collect();
-    let next = cut
-        .filter(|_| any_left)
-        .map(|sk| Position::from([(AFTER.to_string(), sk)]));
+    let next = cut.filter(|_| any_left).map(inbox::position_after);
     Ok(Json(List {
         items,
-        next_cursor: next.map(|p| s.cursor_key.seal(scope, &p)),
+        next_cursor: next.map(|p| cursor.seal(&p)),
     }))
 }
 
 pub async fn my_issues(
     State(s): State<AppState>,
     caller: Caller,
-    q: ListQuery,
+    q: Paging,
     Query(params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<InboxItem>>> {
     let mut errors = unknown_params(&params, &["state", "role"]);
@@ -210,20 +174,15 @@ pub async fn my_issues(
             .collect::<Vec<_>>()
             .join(",")
     );
-    let scope = Binding {
-        tenant: &caller.tenant,
-        route: "GET /me/issues",
-        params: &params,
-        caller: Some(&caller.user),
-    };
-    read(&s, &caller, sources, state, &q, &scope).await
+    let cursor = q.bind_to_caller(params);
+    read(&s, &caller, sources, state, &q, &cursor).await
 }
 
 pub async fn team_issues(
     State(s): State<AppState>,
     caller: Caller,
     Path(team_id): Path<String>,
-    q: ListQuery,
+    q: Paging,
     Query(params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<InboxItem>>> {
     let state = state_only(&params)?;
@@ -236,19 +195,14 @@ pub async fn team_issues(
         id: team_id.clone(),
     }];
     let params = format!("state={}&team_id={team_id}", state.as_str());
-    let scope = Binding {
-        tenant: &caller.tenant,
-        route: "GET /teams/{team_id}/issues",
-        params: &params,
-        caller: None,
-    };
-    read(&s, &caller, sources, state, &q, &scope).await
+    let cursor = q.bind(params);
+    read(&s, &caller, sources, state, &q, &cursor).await
 }
 
 pub async fn my_teams_issues(
     State(s): State<AppState>,
     caller: Caller,
-    q: ListQuery,
+    q: Paging,
     Query(params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<InboxItem>>> {
     let state = state_only(&params)?;
@@ -275,11 +229,6 @@ pub async fn my_teams_issues(
         })
         .collect();
     let params = format!("state={}", state.as_str());
-    let scope = Binding {
-        tenant: &caller.tenant,
-        route: "GET /me/teams/issues",
-        params: &params,
-        caller: Some(&caller.user),
-    };
-    read(&s, &caller, sources, state, &q, &scope).await
+    let cursor = q.bind_to_caller(params);
+    read(&s, &caller, sources, state, &q, &cursor).await
 }

@@ -7,10 +7,9 @@ use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
-use super::extract::{JsonBody, ListQuery};
+use super::extract::{JsonBody, Paging};
 use super::views::List;
 use crate::auth::Caller;
-use crate::cursor::Binding;
 use crate::domain::ParticipantKind;
 use crate::domain::ids::{is_server_id, is_user_id, new_id};
 use crate::domain::text::check_text;
@@ -138,17 +137,11 @@ pub async fn list_members(
     State(s): State<AppState>,
     caller: Caller,
     Path(team_id): Path<String>,
-    q: ListQuery,
+    q: Paging,
 ) -> ApiResult<Json<List<UserView>>> {
     team_of(&s, &caller.tenant, &team_id).await?;
-    let params = format!("team_id={team_id}");
-    let scope = Binding {
-        tenant: &caller.tenant,
-        route: "GET /teams/{team_id}/members",
-        params: &params,
-        caller: None,
-    };
-    let start = q.position(&s, &scope)?;
+    let cursor = q.bind(format!("team_id={team_id}"));
+    let start = cursor.start()?;
     let page = s
         .store
         .list_members(&caller.tenant, &team_id, q.limit, start.as_ref())
@@ -169,7 +162,7 @@ pub async fn list_members(
         .collect();
     Ok(Json(List {
         items,
-        next_cursor: page.next.map(|p| s.cursor_key.seal(&scope, &p)),
+        next_cursor: page.next.map(|p| cursor.seal(&p)),
     }))
 }
 
@@ -177,43 +170,36 @@ async fn teams_list(
     s: &AppState,
     caller: &Caller,
     user_id: &str,
-    route: &str,
-    q: &ListQuery,
+    q: &Paging,
 ) -> ApiResult<Json<List<Team>>> {
-    let params = format!("user_id={user_id}");
-    let scope = Binding {
-        tenant: &caller.tenant,
-        route,
-        params: &params,
-        caller: None,
-    };
-    let start = q.position(s, &scope)?;
+    let cursor = q.bind(format!("user_id={user_id}"));
+    let start = cursor.start()?;
     let page = s
         .store
         .teams_of_user(&caller.tenant, user_id, Some(q.limit), start.as_ref())
         .await?;
     Ok(Json(List {
         items: page.items,
-        next_cursor: page.next.map(|p| s.cursor_key.seal(&scope, &p)),
+        next_cursor: page.next.map(|p| cursor.seal(&p)),
     }))
 }
 
 pub async fn my_teams(
     State(s): State<AppState>,
     caller: Caller,
-    q: ListQuery,
+    q: Paging,
 ) -> ApiResult<Json<List<Team>>> {
-    teams_list(&s, &caller, &caller.user, "GET /me/teams", &q).await
+    teams_list(&s, &caller, &caller.user, &q).await
 }
 
 pub async fn user_teams(
     State(s): State<AppState>,
     caller: Caller,
     Path(user_id): Path<String>,
-    q: ListQuery,
+    q: Paging,
 ) -> ApiResult<Json<List<Team>>> {
     if !is_user_id(&user_id) {
         return Err(ApiError::NotFound("user"));
     }
-    teams_list(&s, &caller, &user_id, "GET /users/{user_id}/teams", &q).await
+    teams_list(&s, &caller, &user_id, &q).await
 }

@@ -6,10 +6,9 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::extract::{JsonBody, ListQuery};
+use super::extract::{JsonBody, Paging};
 use super::views::{List, ProjectWithFields};
 use crate::auth::Caller;
-use crate::cursor::Binding;
 use crate::domain::ids::{is_server_id, new_id};
 use crate::domain::values::format_timestamp;
 use crate::domain::{NewFieldBody, NewProjectBody, Project};
@@ -50,22 +49,17 @@ pub async fn create(
 pub async fn list(
     State(s): State<AppState>,
     caller: Caller,
-    q: ListQuery,
+    q: Paging,
 ) -> ApiResult<Json<List<Project>>> {
-    let scope = Binding {
-        tenant: &caller.tenant,
-        route: "GET /projects",
-        params: "",
-        caller: None,
-    };
-    let start = q.position(&s, &scope)?;
+    let cursor = q.bind("");
+    let start = cursor.start()?;
     let page = s
         .store
         .list_projects(&caller.tenant, q.limit, start.as_ref())
         .await?;
     Ok(Json(List {
         items: page.items,
-        next_cursor: page.next.map(|p| s.cursor_key.seal(&scope, &p)),
+        next_cursor: page.next.map(|p| cursor.seal(&p)),
     }))
 }
 
@@ -124,19 +118,13 @@ pub async fn list_fields(
     State(s): State<AppState>,
     caller: Caller,
     Path(project_id): Path<String>,
-    q: ListQuery,
+    q: Paging,
 ) -> ApiResult<Json<List<crate::domain::values::FieldDef>>> {
     if !is_server_id(&project_id) {
         return Err(ApiError::NotFound(PROJECT));
     }
-    let params = format!("project_id={project_id}");
-    let scope = Binding {
-        tenant: &caller.tenant,
-        route: "GET /projects/{project_id}/fields",
-        params: &params,
-        caller: None,
-    };
-    let start = q.position(&s, &scope)?;
+    let cursor = q.bind(format!("project_id={project_id}"));
+    let start = cursor.start()?;
     let page = s
         .store
         .list_fields(&caller.tenant, &project_id, q.limit, start.as_ref())
@@ -153,7 +141,7 @@ pub async fn list_fields(
     }
     Ok(Json(List {
         items: page.items,
-        next_cursor: page.next.map(|p| s.cursor_key.seal(&scope, &p)),
+        next_cursor: page.next.map(|p| cursor.seal(&p)),
     }))
 }
 

@@ -1,0 +1,631 @@
+//! The grid's read model: a project's issues sorted by any column, a page at a time.
+//!
+//! [`parse`] interprets a request into a [`GridQuery`]; [`GridQuery::ranges`] plans the sort-key
+//! ranges of the column's partition it reads, in order; [`read_entries`] pages across them
+//! (values, then issues without a value) with any Query function, and returns the entries read
+//! and the position to resume at. Only the Query itself is I/O, so all of it is tested here
+//! against an in-memory partition.
+
+use std::future::Future;
+
+use crate::cursor::Position;
+use crate::domain::values::{FieldDef, StoredValue};
+use crate::domain::{Issue, IssueState};
+use crate::encoding::text::{fold, prefix_key};
+use crate::error::FieldError;
+use crate::index::{Column, ColumnQuery, Kind, encode_bound};
+use crate::keys;
+use crate::store::Page;
+
+/// The cursor member naming the [`Phase`] a position is in, beside the entry's key. Its `~`
+/// keeps it apart from DynamoDB's key attributes (`PK`, `SK`), which a position also holds.
+pub const PHASE_MEMBER: &str = "~phase";
+
+/// Longest `prefix`, in characters (API.md): its key stays well under DynamoDB's 1 KB sort key.
+pub const MAX_PREFIX_CHARS: usize = 256;
+
+/// The part of a column partition a range reads. On the wire (a cursor's [`PHASE_MEMBER`]) it
+/// is one letter; cursors already issued hold those letters, so they must not change.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// `"v"`: the value entries. An ascending read without bounds reaches the missing entries
+    /// in this same range, as they sort after every value.
+    Values,
+    /// `"m"`: the missing entries, read on their own by a descending read after the values.
+    Missing,
+}
+
+impl Phase {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Phase::Values => "v",
+            Phase::Missing => "m",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "v" => Some(Phase::Values),
+            "m" => Some(Phase::Missing),
+            _ => None,
+        }
+    }
+}
+
+/// A grid request's parameters as given (`None` where absent).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct GridParams<'a> {
+    pub sort: Option<&'a str>,
+    pub order: Option<&'a str>,
+    pub state: Option<&'a str>,
+    pub gte: Option<&'a str>,
+    pub lte: Option<&'a str>,
+    pub prefix: Option<&'a str>,
+}
+
+/// The interpreted query: what the page reads and what its cursor is bound to.
+#[derive(Debug)]
+pub struct GridQuery {
+    pub column: Column,
+    pub descending: bool,
+    pub state: Option<IssueState>,
+    /// Inclusive sort-key range of value entries.
+    from: String,
+    to: String,
+    /// Bounds or a prefix leave issues without a value out.
+    filtered: bool,
+    /// For text columns, the bounds held to each issue's whole value.
+    text: Option<TextBounds>,
+    /// The canonical parameters (defaults applied) a cursor is bound to.
+    pub canonical: String,
+}
+
+/// A text key holds at most 64 bytes of encoding, so the key range matches a longer bound or
+/// prefix on those bytes only: values that agree with it there but not after are in range.
+/// The issues a page reads are held to the whole bound (folded, as the keys compare), so a
+/// page never shows a value the filter excludes; such a page may hold fewer than `limit`.
+#[derive(Debug, Default)]
+struct TextBounds {
+    gte: Option<String>,
+    lte: Option<String>,
+    prefix: Option<String>,
+}
+
+impl TextBounds {
+    fn admits(&self, value: Option<&str>) -> bool {
+        let Some(v) = value.map(fold) else {
+            return false;
+        };
+        self.gte.as_ref().is_none_or(|g| v >= *g)
+            && self.lte.as_ref().is_none_or(|l| v <= *l)
+            && self
+                .prefix
+                .as_ref()
+                .is_none_or(|p| v.starts_with(p.as_str()))
+    }
+}
+
+/// The text an issue shows in a text column.
+fn text_of<'a>(issue: &'a Issue, column: &Column) -> Option<&'a str> {
+    match column {
+        Column::Title => Some(&issue.title),
+        Column::Field(id) => match issue.fields.get(id) {
+            Some(StoredValue::S(s)) => Some(s),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+/// A sort-key range of the column's partition, read in one phase.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Range {
+    pub phase: Phase,
+    /// Inclusive bounds.
+    pub from: String,
+    pub to: String,
+}
+
+impl Range {
+    fn new(phase: Phase, from: &str, to: &str) -> Self {
+        Self {
+            phase,
+            from: from.into(),
+            to: to.into(),
+        }
+    }
+}
+
+/// Interprets a grid request against the project's fields; every invalid parameter is named.
+pub fn parse(
+    project_id: &str,
+    p: &GridParams<'_>,
+    defs: &[FieldDef],
+) -> Result<GridQuery, Vec<FieldError>> {
+    let mut errors = Vec::new();
+    let column = Column::parse(p.sort.unwrap_or("num"));
+    let kind = column.kind(defs);
+    if kind.is_none() {
+        errors.push(FieldError::new(
+            "sort",
+            "must be num, title, state, created_at, updated_at or a field of this project",
+        ));
+    }
+    let descending = parse_order(p.order, &mut errors);
+    let state = parse_state(p.state, &mut errors);
+    let mut bound = |name: &str, raw: Option<&str>| -> Option<String> {
+        let (k, def) = kind?;
+        encode_bound(k, def, raw?)
+            .map_err(|m| errors.push(FieldError::new(name, m)))
+            .ok()
+    };
+    let gte = bound("gte", p.gte);
+    let lte = bound("lte", p.lte);
+    let is_text = matches!(column, Column::Title)
+        || (matches!(column, Column::Field(_)) && matches!(kind, Some((Kind::Text, _))));
+    let (from, to) = value_range(
+        gte.as_deref(),
+        lte.as_deref(),
+        p.prefix,
+        is_text,
+        &mut errors,
+    );
+    if !errors.is_empty() {
+        return Err(errors);
+    }
+    let canonical = format!(
+        "project_id={project_id}&sort={}&order={}&state={}&gte={}&lte={}&prefix={}",
+        column.name(),
+        if descending { "desc" } else { "asc" },
+        state.map_or("", IssueState::as_str),
+        gte.unwrap_or_default(),
+        lte.unwrap_or_default(),
+        p.prefix.map(fold).unwrap_or_default(),
+    );
+    let filtered = p.gte.is_some() || p.lte.is_some() || p.prefix.is_some();
+    let text = (is_text && filtered).then(|| TextBounds {
+        gte: p.gte.map(fold),
+        lte: p.lte.map(fold),
+        prefix: p.prefix.map(fold),
+    });
+    Ok(GridQuery {
+        column,
+        descending,
+        state,
+        from,
+        to,
+        filtered,
+        text,
+        canonical,
+    })
+}
+
+fn parse_order(order: Option<&str>, errors: &mut Vec<FieldError>) -> bool {
+    match order {
+        None | Some("asc") => false,
+        Some("desc") => true,
+        Some(_) => {
+            errors.push(FieldError::new("order", "must be asc or desc"));
+            false
+        }
+    }
+}
+
+fn parse_state(state: Option<&str>, errors: &mut Vec<FieldError>) -> Option<IssueState> {
+    let parsed = IssueState::parse(state?);
+    if parsed.is_none() {
+        errors.push(FieldError::new("state", "must be open or closed"));
+    }
+    parsed
+}
+
+/// The inclusive sort-key range of the value entries within the encoded bounds and `prefix`.
+fn value_range(
+    gte: Option<&str>,
+    lte: Option<&str>,
+    prefix: Option<&str>,
+    is_text: bool,
+    errors: &mut Vec<FieldError>,
+) -> (String, String) {
+    let mut from = keys::index::VALUE_PREFIX.to_string();
+    let mut to = keys::index::VALUE_CEILING.to_string();
+    if let Some(g) = gte {
+        from = from.max(keys::index::value_floor(g));
+    }
+    if let Some(l) = lte {
+        to = to.min(keys::index::value_ceiling_at(l));
+    }
+    match prefix {
+        None => {}
+        Some(_) if !is_text => errors.push(FieldError::new(
+            "prefix",
+            "applies only to title and text fields",
+        )),
+        Some(p) if p.is_empty() || p.chars().count() > MAX_PREFIX_CHARS => {
+            errors.push(FieldError::new(
+                "prefix",
+                format!("must be 1 to {MAX_PREFIX_CHARS} characters"),
+            ))
+        }
+        Some(p) => {
+            from = from.max(keys::index::value_floor(&prefix_key(p)));
+            to = to.min(keys::index::prefix_ceiling(&prefix_key(p)));
+        }
+    }
+    (from, to)
+}
+
+impl GridQuery {
+    /// The ranges of a read, in order: ascending reads values then missing ones in one range;
+    /// descending reads values downwards, then missing ones downwards. Bounds or a prefix read
+    /// the values within them only.
+    pub fn ranges(&self) -> Vec<Range> {
+        use keys::index::{MISSING_CEILING, MISSING_FLOOR, VALUE_CEILING, VALUE_PREFIX};
+        if self.filtered {
+            vec![Range::new(Phase::Values, &self.from, &self.to)]
+        } else if self.descending {
+            vec![
+                Range::new(Phase::Values, VALUE_PREFIX, VALUE_CEILING),
+                Range::new(Phase::Missing, MISSING_FLOOR, MISSING_CEILING),
+            ]
+        } else {
+            vec![Range::new(Phase::Values, VALUE_PREFIX, MISSING_CEILING)]
+        }
+    }
+
+    /// Whether an issue an entry pointed at belongs on the page: it is still in the project
+    /// and the state read (entries lag the records), and its whole text is within the bounds.
+    pub fn admits(&self, project_id: &str, issue: &Issue) -> bool {
+        issue.project_id == project_id
+            && self.state.is_none_or(|st| issue.state == st)
+            && self
+                .text
+                .as_ref()
+                .is_none_or(|t| t.admits(text_of(issue, &self.column)))
+    }
+}
+
+/// One entry read from the column's partition.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnEntry {
+    pub issue_id: String,
+    pub sk: String,
+    pub phase: Phase,
+}
+
+impl ColumnEntry {
+    /// The position that resumes right after this entry: its key and its phase.
+    pub fn position_after(&self, pk: &str) -> Position {
+        Position::from([
+            (keys::PK.to_string(), pk.to_string()),
+            (keys::SK.to_string(), self.sk.clone()),
+            (PHASE_MEMBER.to_string(), self.phase.as_str().to_string()),
+        ])
+    }
+}
+
+/// Entries read for one page, in order, and where the next page starts (`None`: the end).
+#[derive(Debug, Default)]
+pub struct EntryPage {
+    pub entries: Vec<ColumnEntry>,
+    pub next: Option<Position>,
+}
+
+/// Reads up to `limit` entries of partition `pk` from `start` (a position this returned, or
+/// none), across the query's ranges in order. `fetch` runs one Query of a range from a start
+/// key; a page reads one range, or two where it crosses from values to missing ones.
+pub async fn read_entries<F, Fut, E>(
+    query: &GridQuery,
+    pk: &str,
+    limit: i32,
+    start: Option<Position>,
+    mut fetch: F,
+) -> Result<EntryPage, E>
+where
+    F: FnMut(ColumnQuery, Option<Position>) -> Fut,
+    Fut: Future<Output = Result<Page<(String, String)>, E>>,
+{
+    let ranges = query.ranges();
+    let mut position = start;
+    let mut at = position
+        .as_mut()
+        .and_then(|p| p.remove(PHASE_MEMBER))
+        .and_then(|name| ranges.iter().position(|r| r.phase.as_str() == name))
+        .unwrap_or(0);
+    let mut out = EntryPage::default();
+    while let Some(range) = ranges.get(at) {
+        let remaining = limit - out.entries.len() as i32;
+        if remaining == 0 {
+            // The page is full exactly at a phase boundary: continue there next time.
+            out.next = Some(phase_start(range.phase));
+            break;
+        }
+        if range.from > range.to {
+            break; // An empty range (e.g. gte above lte); DynamoDB rejects BETWEEN with from > to.
+        }
+        let column_query = ColumnQuery {
+            pk: pk.to_string(),
+            from: range.from.clone(),
+            to: range.to.clone(),
+            forward: !query.descending,
+            limit: remaining,
+        };
+        let page = fetch(column_query, position.take()).await?;
+        out.entries
+            .extend(page.items.into_iter().map(|(issue_id, sk)| ColumnEntry {
+                issue_id,
+                sk,
+                phase: range.phase,
+            }));
+        if let Some(mut p) = page.next {
+            p.insert(PHASE_MEMBER.into(), range.phase.as_str().into());
+            out.next = Some(p);
+            break;
+        }
+        at += 1;
+    }
+    Ok(out)
+}
+
+/// The position at the start of a phase: no key yet.
+fn phase_start(phase: Phase) -> Position {
+    Position::from([(PHASE_MEMBER.to_string(), phase.as_str().to_string())])
+}
+
+#[cfg(test)]
+mod tests {
+    use std::convert::Infallible;
+
+    use proptest::prelude::*;
+
+    use super::*;
+    use crate::domain::values::FieldType;
+    use crate::encoding::text::encode;
+
+    const PK: &str = "T#acme#X#P#F#all";
+
+    fn text_field() -> Vec<FieldDef> {
+        vec![FieldDef {
+            id: "F".into(),
+            name: "F".into(),
+            field_type: FieldType::Text,
+            options: None,
+        }]
+    }
+
+    /// The column partition of a text field: one entry per issue (its value's, or a missing
+    /// one), sorted by sort key as DynamoDB keeps it.
+    fn partition(values: &[Option<String>]) -> Vec<(String, String)> {
+        let mut entries: Vec<(String, String)> = values
+            .iter()
+            .enumerate()
+            .map(|(n, v)| {
+                let num = n as u64 + 1;
+                let sk = match v {
+                    Some(v) => keys::index::value_sk(&encode(v), num),
+                    None => keys::index::missing_sk(num),
+                };
+                (sk, format!("I{num}"))
+            })
+            .collect();
+        entries.sort();
+        entries
+    }
+
+    /// One Query of the in-memory partition, as DynamoDB answers it: the range in the
+    /// direction asked, after the start key, at most `limit` items, and a last-evaluated key
+    /// whenever the limit was reached.
+    fn query(
+        partition: &[(String, String)],
+        q: &ColumnQuery,
+        start: Option<&Position>,
+    ) -> Page<(String, String)> {
+        let after = start.and_then(|p| p.get(keys::SK));
+        let in_range = |sk: &String| *sk >= q.from && *sk <= q.to;
+        let past = |sk: &String| after.is_none_or(|a| if q.forward { sk > a } else { sk < a });
+        let mut items: Vec<(String, String)> = partition
+            .iter()
+            .filter(|(sk, _)| in_range(sk) && past(sk))
+            .map(|(sk, id)| (id.clone(), sk.clone()))
+            .collect();
+        if !q.forward {
+            items.reverse();
+        }
+        items.truncate(q.limit as usize);
+        let next = (items.len() == q.limit as usize).then(|| {
+            Position::from([
+                (keys::PK.to_string(), q.pk.clone()),
+                (keys::SK.to_string(), items[items.len() - 1].1.clone()),
+            ])
+        });
+        Page { items, next }
+    }
+
+    /// Every issue id a client reads, page by page. A page keeps its first `keep[i]` entries
+    /// (as the names bound may cut it) and resumes after the last one kept.
+    fn read_all(
+        grid: &GridQuery,
+        partition: &[(String, String)],
+        limit: i32,
+        keep: &[usize],
+    ) -> Vec<String> {
+        let mut seen = Vec::new();
+        let mut start = None;
+        for round in 0.. {
+            assert!(round <= 2 * partition.len() + 4, "paging does not end");
+            let fetch = |q: ColumnQuery, s: Option<Position>| {
+                let page = query(partition, &q, s.as_ref());
+                async move { Ok::<_, Infallible>(page) }
+            };
+            let Ok(mut page) = crate::read::ready(read_entries(grid, PK, limit, start, fetch));
+            let kept = keep[round % keep.len()].max(1);
+            if kept < page.entries.len() {
+                page.next = Some(page.entries[kept - 1].position_after(PK));
+                page.entries.truncate(kept);
+            }
+            seen.extend(page.entries.into_iter().map(|e| e.issue_id));
+            // A cursor is sealed JSON: the position must survive it.
+            start = page
+                .next
+                .map(|p| serde_json::from_value(serde_json::to_value(p).unwrap()).unwrap());
+            if start.is_none() {
+                return seen;
+            }
+        }
+        unreachable!()
+    }
+
+    /// What a read must return: the values within the bounds in key order, then (without
+    /// bounds) the issues without a value, by number; descending reverses each part.
+    fn reference(
+        partition: &[(String, String)],
+        values: &[Option<String>],
+        p: &GridParams<'_>,
+        descending: bool,
+    ) -> Vec<String> {
+        let filtered = p.gte.is_some() || p.lte.is_some() || p.prefix.is_some();
+        let value_of = |id: &str| values[id[1..].parse::<usize>().unwrap() - 1].as_deref();
+        let admits = |v: &str| {
+            p.gte.is_none_or(|g| v >= g)
+                && p.lte.is_none_or(|l| v <= l)
+                && p.prefix.is_none_or(|x| v.starts_with(x))
+        };
+        let ids = |want_value: bool| {
+            let mut ids: Vec<String> = partition
+                .iter()
+                .filter(|(_, id)| match value_of(id) {
+                    Some(v) => want_value && admits(v),
+                    None => !want_value && !filtered,
+                })
+                .map(|(_, id)| id.clone())
+                .collect();
+            if descending {
+                ids.reverse();
+            }
+            ids
+        };
+        [ids(true), ids(false)].concat()
+    }
+
+    fn plan(p: &GridParams<'_>) -> GridQuery {
+        parse("P", p, &text_field()).unwrap()
+    }
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(256))]
+
+        #[test]
+        fn every_issue_comes_once_in_order(
+            values in proptest::collection::vec(proptest::option::of("[a-c]{1,3}"), 0..40),
+            descending in any::<bool>(),
+            gte in proptest::option::of("[a-c]{1,2}"),
+            lte in proptest::option::of("[a-c]{1,3}"),
+            prefix in proptest::option::of("[a-c]{1,2}"),
+            limit in 1i32..8,
+            keep in proptest::collection::vec(1usize..9, 1..4),
+        ) {
+            let p = GridParams {
+                sort: Some("F"),
+                order: Some(if descending { "desc" } else { "asc" }),
+                gte: gte.as_deref(),
+                lte: lte.as_deref(),
+                prefix: prefix.as_deref(),
+                ..GridParams::default()
+            };
+            let grid = plan(&p);
+            let partition = partition(&values);
+            prop_assert_eq!(
+                read_all(&grid, &partition, limit, &keep),
+                reference(&partition, &values, &p, descending)
+            );
+        }
+    }
+
+    #[test]
+    fn ascending_reads_values_then_missing_in_one_range() {
+        let grid = plan(&GridParams::default());
+        assert_eq!(grid.column, Column::Num);
+        assert_eq!(
+            grid.ranges(),
+            vec![Range::new(
+                Phase::Values,
+                keys::index::VALUE_PREFIX,
+                keys::index::MISSING_CEILING
+            )]
+        );
+        let desc = plan(&GridParams {
+            order: Some("desc"),
+            ..GridParams::default()
+        });
+        let phases: Vec<Phase> = desc.ranges().iter().map(|r| r.phase).collect();
+        assert_eq!(phases, [Phase::Values, Phase::Missing]);
+    }
+
+    #[test]
+    fn a_page_full_at_the_boundary_resumes_at_the_missing_phase() {
+        let values = [Some("a".to_string()), Some("b".to_string()), None];
+        let partition = partition(&values);
+        let grid = plan(&GridParams {
+            sort: Some("F"),
+            order: Some("desc"),
+            ..GridParams::default()
+        });
+        // DynamoDB may end a page at its limit without a last-evaluated key.
+        let fetch = |q: ColumnQuery, s: Option<Position>| {
+            let mut page = query(&partition, &q, s.as_ref());
+            page.next = page.next.filter(|_| q.from == keys::index::MISSING_FLOOR);
+            async move { Ok::<_, Infallible>(page) }
+        };
+        let Ok(page) = crate::read::ready(read_entries(&grid, PK, 2, None, fetch));
+        assert_eq!(page.entries.len(), 2);
+        assert_eq!(
+            page.next,
+            Some(Position::from([(PHASE_MEMBER.into(), "m".into())]))
+        );
+    }
+
+    #[test]
+    fn cursor_sentinels_keep_their_wire_form() {
+        assert_eq!(PHASE_MEMBER, "~phase");
+        assert_eq!(Phase::Values.as_str(), "v");
+        assert_eq!(Phase::Missing.as_str(), "m");
+        for phase in [Phase::Values, Phase::Missing] {
+            assert_eq!(Phase::parse(phase.as_str()), Some(phase));
+        }
+    }
+
+    #[test]
+    fn invalid_parameters_are_each_named() {
+        let p = GridParams {
+            sort: Some("nope"),
+            order: Some("up"),
+            state: Some("done"),
+            prefix: Some("x"),
+            ..GridParams::default()
+        };
+        let fields: Vec<String> = parse("P", &p, &text_field())
+            .unwrap_err()
+            .into_iter()
+            .map(|e| e.field)
+            .collect();
+        assert_eq!(fields, ["sort", "order", "state", "prefix"]);
+        let num = GridParams {
+            prefix: Some("1"),
+            ..GridParams::default()
+        };
+        assert!(parse("P", &num, &[]).is_err());
+    }
+
+    #[test]
+    fn canonical_parameters_apply_defaults() {
+        let grid = plan(&GridParams {
+            prefix: Some("AB"),
+            sort: Some("title"),
+            ..GridParams::default()
+        });
+        assert_eq!(
+            grid.canonical,
+            "project_id=P&sort=title&order=asc&state=&gte=&lte=&prefix=ab"
+        );
+    }
+}

@@ -1,0 +1,23 @@
+//! Read models: the product's query algorithms, apart from HTTP and pure where they can be.
+//! Each takes the reads it needs as closures (one page of one partition), so it is tested
+//! against in-memory partitions; the handlers in `http/` parse, call one and render.
+//!
+//! - [`grid`]: a project's issues sorted by any column, phase by phase (values, then missing).
+//! - [`inbox`]: a participant's issues, newest first, merged over several partitions.
+
+pub mod grid;
+pub mod inbox;
+
+/// Runs a future the in-memory models answer at once (no executor needed).
+#[cfg(test)]
+fn ready<F: std::future::Future>(future: F) -> F::Output {
+    use std::task::{Context, Poll, Waker};
+    let mut future = std::pin::pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(output) => output,
+        Poll::Pending => panic!("the in-memory partitions answer at once"),
+    }
+}
