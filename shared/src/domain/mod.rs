@@ -227,31 +227,9 @@ impl NewIssueBody {
             }
         }
         let mut participants = self.participants.unwrap_or_default();
-        let mut seen = BTreeSet::new();
-        for (i, p) in participants.iter().enumerate() {
-            if let Err(m) = check_participant_id(p.kind, &p.id) {
-                errors.push(FieldError::new(format!("participants[{i}].id"), m));
-            }
-            if !seen.insert((p.kind, p.id.clone())) {
-                errors.push(FieldError::new(
-                    format!("participants[{i}]"),
-                    "lists a participant twice",
-                ));
-            }
-        }
-        // The caller joins as reporter unless listed, so they count too.
-        let total =
-            seen.len() + usize::from(!seen.contains(&(ParticipantKind::User, caller.to_string())));
-        if total > MAX_PARTICIPANTS {
-            errors.push(FieldError::new(
-                "participants",
-                format!(
-                    "an issue has at most {MAX_PARTICIPANTS} participants, the caller included"
-                ),
-            ));
-        }
+        let listed = check_participants(&participants, caller, &mut errors);
         ValidationError::check(errors)?;
-        if !seen.contains(&(ParticipantKind::User, caller.to_string())) {
+        if !listed {
             participants.push(Participant {
                 kind: ParticipantKind::User,
                 id: caller.to_string(),
@@ -371,6 +349,36 @@ impl IssuePatchBody {
         ValidationError::check(errors)?;
         Ok(patch)
     }
+}
+
+/// Checks a create's participants: valid ids, none twice, at most [`MAX_PARTICIPANTS`] with
+/// the caller. Whether the caller is listed (otherwise they join as reporter).
+fn check_participants(
+    participants: &[Participant],
+    caller: &str,
+    errors: &mut Vec<FieldError>,
+) -> bool {
+    let mut seen = BTreeSet::new();
+    for (i, p) in participants.iter().enumerate() {
+        if let Err(m) = check_participant_id(p.kind, &p.id) {
+            errors.push(FieldError::new(format!("participants[{i}].id"), m));
+        }
+        if !seen.insert((p.kind, p.id.as_str())) {
+            errors.push(FieldError::new(
+                format!("participants[{i}]"),
+                "lists a participant twice",
+            ));
+        }
+    }
+    let listed = seen.contains(&(ParticipantKind::User, caller));
+    // The caller joins as reporter unless listed, so they count too.
+    if seen.len() + usize::from(!listed) > MAX_PARTICIPANTS {
+        errors.push(FieldError::new(
+            "participants",
+            format!("an issue has at most {MAX_PARTICIPANTS} participants, the caller included"),
+        ));
+    }
+    listed
 }
 
 fn check_title(t: &str, errors: &mut Vec<FieldError>) {
