@@ -227,6 +227,27 @@ mod tests {
         assert!(verify_hs256(&parts.join("."), SECRET, now()).is_none());
     }
 
+    /// Any state that gives an `AuthMode` will do, the mode itself included.
+    #[tokio::test]
+    async fn caller_is_extracted_from_any_state_with_an_auth_mode() {
+        let mode = AuthMode::Hs256 {
+            secret: SECRET.to_vec(),
+        };
+        let token = mint_hs256("alice", "acme", SECRET, 60);
+        let request = axum::http::Request::builder()
+            .header(AUTHORIZATION, format!("Bearer {token}"))
+            .body(())
+            .unwrap();
+        let (mut parts, ()) = request.into_parts();
+        let caller = Caller::from_request_parts(&mut parts, &mode).await.unwrap();
+        assert_eq!(caller.user, "alice");
+        let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+        assert_eq!(
+            Caller::from_request_parts(&mut parts, &mode).await,
+            Err(Unauthorized)
+        );
+    }
+
     #[test]
     fn alg_none_is_rejected() {
         let header = B64.encode(br#"{"alg":"none"}"#);
