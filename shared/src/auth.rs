@@ -4,7 +4,7 @@
 //! the request context. On the local stack the server verifies an HS256 token itself. Nothing
 //! is ever read from a header the client controls other than the token.
 
-use axum::extract::FromRequestParts;
+use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
 use axum::http::request::Parts;
 use base64::Engine;
@@ -15,8 +15,6 @@ use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
 use crate::domain::ids::{is_tenant_id, is_user_id};
-use crate::error::ApiError;
-use crate::http::AppState;
 
 /// The claim that carries the tenant (Cognito's convention for a custom attribute).
 pub const TENANT_CLAIM: &str = "custom:tenant_id";
@@ -70,20 +68,25 @@ pub enum AuthMode {
     Hs256 { secret: Vec<u8> },
 }
 
-impl FromRequestParts<AppState> for Caller {
-    type Rejection = ApiError;
+/// The rejection when no verified caller can be found: the HTTP layer answers it `401`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Unauthorized;
 
-    async fn from_request_parts(
-        parts: &mut Parts,
-        state: &AppState,
-    ) -> Result<Self, Self::Rejection> {
-        let caller = match &state.auth {
-            AuthMode::ApiGateway { client_ids } => from_request_context(parts, client_ids),
+/// A `Caller` is extracted from any state that can give its [`AuthMode`].
+impl<S: Send + Sync> FromRequestParts<S> for Caller
+where
+    AuthMode: FromRef<S>,
+{
+    type Rejection = Unauthorized;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let caller = match AuthMode::from_ref(state) {
+            AuthMode::ApiGateway { client_ids } => from_request_context(parts, &client_ids),
             AuthMode::Hs256 { secret } => {
-                bearer(parts).and_then(|token| verify_hs256(token, secret, now()))
+                bearer(parts).and_then(|token| verify_hs256(token, &secret, now()))
             }
         };
-        let caller = caller.ok_or(ApiError::Unauthorized)?;
+        let caller = caller.ok_or(Unauthorized)?;
         crate::telemetry::note_tenant(&caller.tenant);
         Ok(caller)
     }
@@ -222,6 +225,27 @@ mod tests {
             B64.encode(br#"{"sub":"mallory","custom:tenant_id":"acme","exp":99999999999}"#);
         parts[1] = &forged;
         assert!(verify_hs256(&parts.join("."), SECRET, now()).is_none());
+    }
+
+    /// Any state that gives an `AuthMode` will do, the mode itself included.
+    #[tokio::test]
+    async fn caller_is_extracted_from_any_state_with_an_auth_mode() {
+        let mode = AuthMode::Hs256 {
+            secret: SECRET.to_vec(),
+        };
+        let token = mint_hs256("alice", "acme", SECRET, 60);
+        let request = axum::http::Request::builder()
+            .header(AUTHORIZATION, format!("Bearer {token}"))
+            .body(())
+            .unwrap();
+        let (mut parts, ()) = request.into_parts();
+        let caller = Caller::from_request_parts(&mut parts, &mode).await.unwrap();
+        assert_eq!(caller.user, "alice");
+        let (mut parts, ()) = axum::http::Request::new(()).into_parts();
+        assert_eq!(
+            Caller::from_request_parts(&mut parts, &mode).await,
+            Err(Unauthorized)
+        );
     }
 
     #[test]

@@ -1,16 +1,21 @@
 //! Domain types and request validation. No AWS types here.
 
+pub mod decimal;
 pub mod ids;
-pub mod number;
 pub mod text;
+pub mod validation;
 pub mod values;
+
+/// The exact DynamoDB number under its former name (`domain::number`), for code that still
+/// imports it from there.
+pub use decimal as number;
+pub use validation::{FieldError, IssueTooLarge, ValidationError};
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Deserializer, Serialize};
 use serde_json::value::RawValue;
 
-use crate::error::{ApiError, FieldError};
 use values::{FieldDef, StoredValue, parse_value};
 
 /// Most custom fields a project may have.
@@ -141,8 +146,8 @@ pub struct NewProjectBody {
 }
 
 impl NewProjectBody {
-    pub fn validate(&self) -> Result<(), ApiError> {
-        text::check_text(&self.name, 1, 256).map_err(|m| ApiError::invalid("name", m))
+    pub fn validate(&self) -> Result<(), ValidationError> {
+        text::check_text(&self.name, 1, 256).map_err(|m| ValidationError::one("name", m))
     }
 }
 
@@ -158,16 +163,14 @@ pub struct NewFieldBody {
 }
 
 impl NewFieldBody {
-    pub fn into_def(self, id: String) -> Result<FieldDef, ApiError> {
+    pub fn into_def(self, id: String) -> Result<FieldDef, ValidationError> {
         let errors = values::check_field_def(&self.name, self.field_type, self.options.as_deref());
-        if !errors.is_empty() {
-            return Err(ApiError::from_errors(
-                errors
-                    .into_iter()
-                    .map(|(f, m)| FieldError::new(f, m))
-                    .collect(),
-            ));
-        }
+        ValidationError::check(
+            errors
+                .into_iter()
+                .map(|(f, m)| FieldError::new(f, m))
+                .collect(),
+        )?;
         Ok(FieldDef {
             id,
             name: self.name,
@@ -205,7 +208,7 @@ pub struct NewIssue {
 impl NewIssueBody {
     /// Validates against the project's field definitions; `caller` becomes a `reporter`
     /// unless the body lists them already.
-    pub fn validate(self, defs: &[FieldDef], caller: &str) -> Result<NewIssue, ApiError> {
+    pub fn validate(self, defs: &[FieldDef], caller: &str) -> Result<NewIssue, ValidationError> {
         let mut errors = Vec::new();
         check_title(&self.title, &mut errors);
         if let Some(d) = &self.description {
@@ -224,33 +227,9 @@ impl NewIssueBody {
             }
         }
         let mut participants = self.participants.unwrap_or_default();
-        let mut seen = BTreeSet::new();
-        for (i, p) in participants.iter().enumerate() {
-            if let Err(m) = check_participant_id(p.kind, &p.id) {
-                errors.push(FieldError::new(format!("participants[{i}].id"), m));
-            }
-            if !seen.insert((p.kind, p.id.clone())) {
-                errors.push(FieldError::new(
-                    format!("participants[{i}]"),
-                    "lists a participant twice",
-                ));
-            }
-        }
-        // The caller joins as reporter unless listed, so they count too.
-        let total =
-            seen.len() + usize::from(!seen.contains(&(ParticipantKind::User, caller.to_string())));
-        if total > MAX_PARTICIPANTS {
-            errors.push(FieldError::new(
-                "participants",
-                format!(
-                    "an issue has at most {MAX_PARTICIPANTS} participants, the caller included"
-                ),
-            ));
-        }
-        if !errors.is_empty() {
-            return Err(ApiError::from_errors(errors));
-        }
-        if !seen.contains(&(ParticipantKind::User, caller.to_string())) {
+        let listed = check_participants(&participants, caller, &mut errors);
+        ValidationError::check(errors)?;
+        if !listed {
             participants.push(Participant {
                 kind: ParticipantKind::User,
                 id: caller.to_string(),
@@ -322,7 +301,7 @@ impl IssuePatch {
 }
 
 impl IssuePatchBody {
-    pub fn validate(self, defs: &[FieldDef]) -> Result<IssuePatch, ApiError> {
+    pub fn validate(self, defs: &[FieldDef]) -> Result<IssuePatch, ValidationError> {
         let mut errors = Vec::new();
         let mut patch = IssuePatch {
             project_fields: Some(defs.iter().map(|d| d.id.clone()).collect()),
@@ -367,11 +346,39 @@ impl IssuePatchBody {
             }
             None => {}
         }
-        if !errors.is_empty() {
-            return Err(ApiError::from_errors(errors));
-        }
+        ValidationError::check(errors)?;
         Ok(patch)
     }
+}
+
+/// Checks a create's participants: valid ids, none twice, at most [`MAX_PARTICIPANTS`] with
+/// the caller. Whether the caller is listed (otherwise they join as reporter).
+fn check_participants(
+    participants: &[Participant],
+    caller: &str,
+    errors: &mut Vec<FieldError>,
+) -> bool {
+    let mut seen = BTreeSet::new();
+    for (i, p) in participants.iter().enumerate() {
+        if let Err(m) = check_participant_id(p.kind, &p.id) {
+            errors.push(FieldError::new(format!("participants[{i}].id"), m));
+        }
+        if !seen.insert((p.kind, p.id.as_str())) {
+            errors.push(FieldError::new(
+                format!("participants[{i}]"),
+                "lists a participant twice",
+            ));
+        }
+    }
+    let listed = seen.contains(&(ParticipantKind::User, caller));
+    // The caller joins as reporter unless listed, so they count too.
+    if seen.len() + usize::from(!listed) > MAX_PARTICIPANTS {
+        errors.push(FieldError::new(
+            "participants",
+            format!("an issue has at most {MAX_PARTICIPANTS} participants, the caller included"),
+        ));
+    }
+    listed
 }
 
 fn check_title(t: &str, errors: &mut Vec<FieldError>) {
@@ -408,13 +415,6 @@ pub fn check_participant_id(kind: ParticipantKind, id: &str) -> Result<(), Strin
     } else {
         Err(format!("is not a valid {} id", kind.as_str()))
     }
-}
-
-/// The `413` for an issue whose summary item would not fit in one DynamoDB item.
-pub fn too_large() -> ApiError {
-    ApiError::PayloadTooLarge(format!(
-        "the issue's title, field values and participants would take more than {MAX_ITEM_BYTES} bytes, DynamoDB's item limit"
-    ))
 }
 
 #[cfg(test)]

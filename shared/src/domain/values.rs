@@ -6,7 +6,7 @@ use time::format_description::well_known::Rfc3339;
 use time::macros::format_description;
 use time::{Date, OffsetDateTime, UtcOffset};
 
-use super::number::DynNumber;
+use super::decimal::DynNumber;
 use super::text;
 
 /// The five column types a custom field can have.

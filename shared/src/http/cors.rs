@@ -7,7 +7,7 @@
 
 use axum::body::Body;
 use axum::extract::Request;
-use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::http::{HeaderMap, HeaderName, HeaderValue, Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
 
@@ -78,19 +78,7 @@ pub async fn layer(cors: Cors, req: Request<Body>, next: Next) -> Response {
         h.insert(header::VARY, HeaderValue::from_static("Origin"));
         // A disallowed origin gets no Allow-* headers: the browser then refuses the call.
         if let Some(origin) = origin {
-            h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-            h.insert(
-                header::ACCESS_CONTROL_ALLOW_METHODS,
-                HeaderValue::from_static(ALLOW_METHODS),
-            );
-            h.insert(
-                header::ACCESS_CONTROL_ALLOW_HEADERS,
-                HeaderValue::from_static(ALLOW_HEADERS),
-            );
-            h.insert(
-                header::ACCESS_CONTROL_MAX_AGE,
-                HeaderValue::from_static(MAX_AGE_SECS),
-            );
+            allow(h, origin, &PREFLIGHT_HEADERS);
         }
         return response;
     }
@@ -98,13 +86,28 @@ pub async fn layer(cors: Cors, req: Request<Body>, next: Next) -> Response {
     let h = response.headers_mut();
     h.append(header::VARY, HeaderValue::from_static("Origin"));
     if let Some(origin) = origin {
-        h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
-        h.insert(
-            header::ACCESS_CONTROL_EXPOSE_HEADERS,
-            HeaderValue::from_static(EXPOSE_HEADERS),
-        );
+        allow(h, origin, &ANSWER_HEADERS);
     }
     response
+}
+
+/// What a preflight's answer to an allowed origin says besides the origin.
+const PREFLIGHT_HEADERS: [(HeaderName, &str); 3] = [
+    (header::ACCESS_CONTROL_ALLOW_METHODS, ALLOW_METHODS),
+    (header::ACCESS_CONTROL_ALLOW_HEADERS, ALLOW_HEADERS),
+    (header::ACCESS_CONTROL_MAX_AGE, MAX_AGE_SECS),
+];
+
+/// What any other answer to an allowed origin says besides the origin.
+const ANSWER_HEADERS: [(HeaderName, &str); 1] =
+    [(header::ACCESS_CONTROL_EXPOSE_HEADERS, EXPOSE_HEADERS)];
+
+/// Allows `origin`, with `headers`.
+fn allow(h: &mut HeaderMap, origin: HeaderValue, headers: &[(HeaderName, &'static str)]) {
+    h.insert(header::ACCESS_CONTROL_ALLOW_ORIGIN, origin);
+    for (name, value) in headers {
+        h.insert(name.clone(), HeaderValue::from_static(value));
+    }
 }
 
 #[cfg(test)]

@@ -5,15 +5,18 @@ use axum::extract::{Path, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
-use super::AppState;
+use super::error::{ApiError, ApiResult};
 use super::extract::{JsonBody, if_match};
 use super::views::IssueView;
+use super::{AppState, known, now};
 use crate::auth::Caller;
-use crate::domain::ids::{is_server_id, new_id};
-use crate::domain::values::{FieldDef, format_timestamp};
-use crate::domain::{Issue, IssuePatchBody, NewIssueBody};
-use crate::error::{ApiError, ApiResult};
-use crate::store::{CreateIssueError, ParticipantOutcome, PatchOutcome, issue_item_size};
+use crate::domain::ids::new_id;
+use crate::domain::values::FieldDef;
+use crate::domain::{
+    Issue, IssuePatch, IssuePatchBody, IssueTooLarge, MAX_ITEM_BYTES, MAX_PARTICIPANTS,
+    NewIssueBody, Participant, ParticipantKind, Role, ValidationError, check_participant_id,
+};
+use crate::store::{ParticipantOutcome, PatchOutcome, ProjectItem, issue_item_size};
 
 const ISSUE: &str = "issue";
 const PROJECT: &str = "project";
@@ -55,43 +58,34 @@ async fn validated<T>(
     tenant: &str,
     project_id: &str,
     values: bool,
-    validate: impl Fn(&[FieldDef]) -> ApiResult<T>,
-) -> ApiResult<Option<(crate::store::ProjectItem, Vec<FieldDef>, T)>> {
-    if values {
-        return match s.store.project_with_fields(tenant, project_id).await? {
-            None => Ok(None),
-            Some((project, defs)) => {
-                let v = validate(&defs)?;
-                Ok(Some((project, defs, v)))
-            }
+    validate: impl Fn(&[FieldDef]) -> Result<T, ValidationError>,
+) -> ApiResult<Option<(ProjectItem, Vec<FieldDef>, T)>> {
+    let check = |(project, defs): (ProjectItem, Vec<FieldDef>)| -> ApiResult<_> {
+        let v = validate(&defs)?;
+        Ok((project, defs, v))
+    };
+    if !values
+        && let Some((project, defs)) = s
+            .store
+            .project_with_fields_read(tenant, project_id, false)
+            .await?
+    {
+        return match validate(&defs) {
+            Ok(v) => Ok(Some((project, defs, v))),
+            // The read may be stale: only a consistent read may refuse.
+            Err(first) => match s.store.project_with_fields(tenant, project_id).await? {
+                Some(found) => check(found).map(Some),
+                None => Err(first.into()),
+            },
         };
     }
-    let Some((project, defs)) = s
-        .store
-        .project_with_fields_read(tenant, project_id, false)
+    // A write of values, or a project not there yet for an eventually consistent read (or not
+    // there at all).
+    s.store
+        .project_with_fields(tenant, project_id)
         .await?
-    else {
-        // Not there yet for an eventually consistent read, or not there at all.
-        return Ok(
-            match s.store.project_with_fields(tenant, project_id).await? {
-                None => None,
-                Some((project, defs)) => {
-                    let v = validate(&defs)?;
-                    Some((project, defs, v))
-                }
-            },
-        );
-    };
-    match validate(&defs) {
-        Ok(v) => Ok(Some((project, defs, v))),
-        Err(first) => match s.store.project_with_fields(tenant, project_id).await? {
-            Some((project, defs)) => {
-                let v = validate(&defs)?;
-                Ok(Some((project, defs, v)))
-            }
-            None => Err(first),
-        },
-    }
+        .map(check)
+        .transpose()
 }
 
 pub async fn create(
@@ -100,27 +94,19 @@ pub async fn create(
     Path(project_id): Path<String>,
     JsonBody(body): JsonBody<NewIssueBody>,
 ) -> ApiResult<Response> {
-    if !is_server_id(&project_id) {
-        return Err(ApiError::NotFound(PROJECT));
-    }
+    known(&project_id, PROJECT)?;
     let values = body.fields.as_ref().is_some_and(|f| !f.is_empty());
     let (project, defs, new) = validated(&s, &caller.tenant, &project_id, values, |defs| {
         body.clone().validate(defs, &caller.user)
     })
     .await?
     .ok_or(ApiError::NotFound(PROJECT))?;
-    let now = format_timestamp(time::OffsetDateTime::now_utc());
     let last_num = project.next_num.unwrap_or(0);
-    match s
+    let issue = s
         .store
-        .create_issue(&caller.tenant, &project_id, last_num, new, new_id(), now)
-        .await
-    {
-        Ok(issue) => Ok(issue_response(StatusCode::CREATED, issue, &defs)),
-        Err(CreateIssueError::ProjectNotFound) => Err(ApiError::NotFound(PROJECT)),
-        Err(CreateIssueError::TooLarge) => Err(crate::domain::too_large()),
-        Err(CreateIssueError::Store(e)) => Err(e.into()),
-    }
+        .create_issue(&caller.tenant, &project_id, last_num, new, new_id(), now())
+        .await?;
+    Ok(issue_response(StatusCode::CREATED, issue, &defs))
 }
 
 pub async fn get(
@@ -128,19 +114,21 @@ pub async fn get(
     caller: Caller,
     Path(issue_id): Path<String>,
 ) -> ApiResult<Response> {
-    if !is_server_id(&issue_id) {
-        return Err(ApiError::NotFound(ISSUE));
-    }
+    known(&issue_id, ISSUE)?;
     current(&s, &caller.tenant, &issue_id).await
+}
+
+/// The issue as stored now.
+async fn issue_of(s: &AppState, tenant: &str, issue_id: &str) -> ApiResult<Issue> {
+    s.store
+        .get_issue(tenant, issue_id)
+        .await?
+        .ok_or(ApiError::NotFound(ISSUE))
 }
 
 /// The issue as it is now, with its ETag: GET, and the answer after a change.
 async fn current(s: &AppState, tenant: &str, issue_id: &str) -> ApiResult<Response> {
-    let issue = s
-        .store
-        .get_issue(tenant, issue_id)
-        .await?
-        .ok_or(ApiError::NotFound(ISSUE))?;
+    let issue = issue_of(s, tenant, issue_id).await?;
     let defs = defs_of(s, tenant, &issue.project_id).await?;
     Ok(issue_response(StatusCode::OK, issue, &defs))
 }
@@ -152,15 +140,9 @@ pub async fn patch(
     headers: HeaderMap,
     JsonBody(body): JsonBody<IssuePatchBody>,
 ) -> ApiResult<Response> {
-    if !is_server_id(&issue_id) {
-        return Err(ApiError::NotFound(ISSUE));
-    }
+    known(&issue_id, ISSUE)?;
     let expected = if_match(&headers)?;
-    let current = s
-        .store
-        .get_issue(&caller.tenant, &issue_id)
-        .await?
-        .ok_or(ApiError::NotFound(ISSUE))?;
+    let current = issue_of(&s, &caller.tenant, &issue_id).await?;
     if let Some(v) = expected
         && v != current.version
     {
@@ -175,8 +157,28 @@ pub async fn patch(
     if patch.is_empty() {
         return Ok(issue_response(StatusCode::OK, current, &defs));
     }
-    // The size check measures the item as it will be stored: the merged values, the new
-    // title and version, participants as they are.
+    check_patched_size(&caller.tenant, &current, &patch)?;
+    let outcome = s
+        .store
+        .patch_issue(&caller.tenant, &current, &patch, expected, &now())
+        .await?;
+    match outcome {
+        PatchOutcome::Updated => {}
+        PatchOutcome::TooLarge => return Err(IssueTooLarge.into()),
+        PatchOutcome::NotFound => return Err(ApiError::NotFound(ISSUE)),
+        PatchOutcome::VersionMismatch => {
+            return Err(ApiError::PreconditionFailed(
+                expected.unwrap_or_default().to_string(),
+            ));
+        }
+    }
+    let issue = issue_of(&s, &caller.tenant, &issue_id).await?;
+    Ok(issue_response(StatusCode::OK, issue, &defs))
+}
+
+/// Refuses a patch whose item, as it will be stored (the merged values, the new title and
+/// version, participants as they are), would not fit in one DynamoDB item.
+fn check_patched_size(tenant: &str, current: &Issue, patch: &IssuePatch) -> ApiResult<()> {
     let mut merged = current.clone();
     if patch.clear_fields {
         merged.fields.clear();
@@ -192,31 +194,10 @@ pub async fn patch(
         merged.state = st;
     }
     merged.version += 1;
-    if issue_item_size(&caller.tenant, &merged)? > crate::domain::MAX_ITEM_BYTES {
-        return Err(crate::domain::too_large());
+    if issue_item_size(tenant, &merged)? > MAX_ITEM_BYTES {
+        return Err(IssueTooLarge.into());
     }
-
-    let now = format_timestamp(time::OffsetDateTime::now_utc());
-    match s
-        .store
-        .patch_issue(&caller.tenant, &current, &patch, expected, &now)
-        .await?
-    {
-        PatchOutcome::Updated => {}
-        PatchOutcome::TooLarge => return Err(crate::domain::too_large()),
-        PatchOutcome::NotFound => return Err(ApiError::NotFound(ISSUE)),
-        PatchOutcome::VersionMismatch => {
-            return Err(ApiError::PreconditionFailed(
-                expected.unwrap_or_default().to_string(),
-            ));
-        }
-    }
-    let issue = s
-        .store
-        .get_issue(&caller.tenant, &issue_id)
-        .await?
-        .ok_or(ApiError::NotFound(ISSUE))?;
-    Ok(issue_response(StatusCode::OK, issue, &defs))
+    Ok(())
 }
 
 pub async fn delete(
@@ -224,9 +205,7 @@ pub async fn delete(
     caller: Caller,
     Path(issue_id): Path<String>,
 ) -> ApiResult<StatusCode> {
-    if !is_server_id(&issue_id) {
-        return Err(ApiError::NotFound(ISSUE));
-    }
+    known(&issue_id, ISSUE)?;
     if s.store.delete_issue(&caller.tenant, &issue_id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -237,13 +216,13 @@ pub async fn delete(
 #[derive(serde::Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct RoleBody {
-    role: crate::domain::Role,
+    role: Role,
 }
 
-fn participant_path(kind: &str, id: &str) -> ApiResult<crate::domain::ParticipantKind> {
-    let kind = crate::domain::ParticipantKind::parse(kind)
+fn participant_path(kind: &str, id: &str) -> ApiResult<ParticipantKind> {
+    let kind = ParticipantKind::parse(kind)
         .ok_or_else(|| ApiError::invalid("kind", "must be user or team"))?;
-    crate::domain::check_participant_id(kind, id).map_err(|m| ApiError::invalid("id", m))?;
+    check_participant_id(kind, id).map_err(|m| ApiError::invalid("id", m))?;
     Ok(kind)
 }
 
@@ -254,33 +233,27 @@ pub async fn put_participant(
     Path((issue_id, kind, id)): Path<(String, String, String)>,
     JsonBody(body): JsonBody<RoleBody>,
 ) -> ApiResult<Response> {
-    if !is_server_id(&issue_id) {
-        return Err(ApiError::NotFound(ISSUE));
-    }
+    known(&issue_id, ISSUE)?;
     let kind = participant_path(&kind, &id)?;
-    if kind == crate::domain::ParticipantKind::Team
-        && s.store.get_team(&caller.tenant, &id).await?.is_none()
-    {
+    if kind == ParticipantKind::Team && s.store.get_team(&caller.tenant, &id).await?.is_none() {
         return Err(ApiError::invalid("id", "is not a team of this tenant"));
     }
-    let participant = crate::domain::Participant {
+    let participant = Participant {
         kind,
         id,
         role: body.role,
     };
-    let now = format_timestamp(time::OffsetDateTime::now_utc());
     match s
         .store
-        .put_participant(&caller.tenant, &issue_id, &participant, &now)
+        .put_participant(&caller.tenant, &issue_id, &participant, &now())
         .await?
     {
         ParticipantOutcome::Saved => current(&s, &caller.tenant, &issue_id).await,
         ParticipantOutcome::NotFound => Err(ApiError::NotFound(ISSUE)),
         ParticipantOutcome::Full => Err(ApiError::Conflict(format!(
-            "the issue has {} participants, the most it may have",
-            crate::domain::MAX_PARTICIPANTS
+            "the issue has {MAX_PARTICIPANTS} participants, the most it may have"
         ))),
-        ParticipantOutcome::TooLarge => Err(crate::domain::too_large()),
+        ParticipantOutcome::TooLarge => Err(IssueTooLarge.into()),
     }
 }
 
@@ -290,15 +263,12 @@ pub async fn delete_participant(
     caller: Caller,
     Path((issue_id, kind, id)): Path<(String, String, String)>,
 ) -> ApiResult<StatusCode> {
-    if !is_server_id(&issue_id) {
-        return Err(ApiError::NotFound(ISSUE));
-    }
+    known(&issue_id, ISSUE)?;
     let Ok(kind) = participant_path(&kind, &id) else {
         return Err(ApiError::NotFound("participant"));
     };
-    let now = format_timestamp(time::OffsetDateTime::now_utc());
     if s.store
-        .delete_participant(&caller.tenant, &issue_id, kind, &id, &now)
+        .delete_participant(&caller.tenant, &issue_id, kind, &id, &now())
         .await?
     {
         Ok(StatusCode::NO_CONTENT)

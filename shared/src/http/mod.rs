@@ -2,6 +2,7 @@
 //! (`axum::serve`) and by tests (`oneshot`).
 
 pub mod cors;
+pub mod error;
 mod extract;
 mod grid;
 mod inbox;
@@ -12,19 +13,20 @@ pub mod views;
 
 use axum::Router;
 use axum::body::{Body, to_bytes};
+use axum::extract::FromRef;
 use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::http::{Method, StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
-use axum::routing::{MethodRouter, delete, get, patch, post, put};
+use axum::routing::{MethodFilter, MethodRouter, on};
 
 pub use extract::{MAX_BODY_BYTES, parse_json};
 
 use crate::auth::AuthMode;
 use crate::cursor::CursorKey;
-use crate::error::{PROBLEM_JSON, problem_response};
 use crate::store::Store;
 use crate::telemetry::{LogStyle, RequestRecord, observed};
+use error::{PROBLEM_JSON, problem_response};
 
 /// Everything a handler needs, built once per process.
 #[derive(Clone)]
@@ -36,6 +38,28 @@ pub struct AppState {
     pub log: LogStyle,
     /// The browser origins allowed to call the API.
     pub cors: cors::Cors,
+}
+
+/// Handlers' `Caller` reads the auth mode from the state.
+impl FromRef<AppState> for AuthMode {
+    fn from_ref(state: &AppState) -> Self {
+        state.auth.clone()
+    }
+}
+
+/// `404` for `what` unless `id` is one the server could have issued: no read is spent on an id
+/// that cannot exist.
+fn known(id: &str, what: &'static str) -> error::ApiResult<()> {
+    if crate::domain::ids::is_server_id(id) {
+        Ok(())
+    } else {
+        Err(error::ApiError::NotFound(what))
+    }
+}
+
+/// The time a write is stamped with.
+fn now() -> String {
+    crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc())
 }
 
 /// Which Lambda function serves a route. The template's `Events` must list exactly these.
@@ -88,114 +112,81 @@ pub struct Route {
     pub path: &'static str,
 }
 
-fn table() -> Vec<(Route, MethodRouter<AppState>)> {
-    use Function::*;
-    let r = |group, method, path| Route {
-        group,
+/// One row of the route table: the route and how its handler is mounted for its method.
+struct Entry {
+    function: Function,
+    method: Method,
+    path: &'static str,
+    handler: fn(MethodFilter) -> MethodRouter<AppState>,
+}
+
+const fn at(
+    function: Function,
+    method: Method,
+    path: &'static str,
+    handler: fn(MethodFilter) -> MethodRouter<AppState>,
+) -> Entry {
+    Entry {
+        function,
         method,
         path,
-    };
-    vec![
-        (
-            r(Projects, Method::POST, "/projects"),
-            post(projects::create),
-        ),
-        (r(Projects, Method::GET, "/projects"), get(projects::list)),
-        (
-            r(Projects, Method::GET, "/projects/{project_id}"),
-            get(projects::get),
-        ),
-        (
-            r(Projects, Method::POST, "/projects/{project_id}/fields"),
-            post(projects::create_field),
-        ),
-        (
-            r(Projects, Method::GET, "/projects/{project_id}/fields"),
-            get(projects::list_fields),
-        ),
-        (
-            r(
-                Projects,
-                Method::DELETE,
-                "/projects/{project_id}/fields/{field_id}",
-            ),
-            delete(projects::delete_field),
-        ),
-        (
-            r(Issues, Method::POST, "/projects/{project_id}/issues"),
-            post(issues::create),
-        ),
-        (
-            r(Grid, Method::GET, "/projects/{project_id}/issues"),
-            get(grid::list),
-        ),
-        (
-            r(
-                Issues,
-                Method::PUT,
-                "/issues/{issue_id}/participants/{kind}/{participant_id}",
-            ),
-            put(issues::put_participant),
-        ),
-        (
-            r(
-                Issues,
-                Method::DELETE,
-                "/issues/{issue_id}/participants/{kind}/{participant_id}",
-            ),
-            delete(issues::delete_participant),
-        ),
-        (r(People, Method::PUT, "/me"), put(people::put_me)),
-        (r(People, Method::GET, "/me"), get(people::get_me)),
-        (r(People, Method::POST, "/teams"), post(people::create_team)),
-        (
-            r(People, Method::GET, "/teams/{team_id}"),
-            get(people::get_team),
-        ),
-        (
-            r(People, Method::PUT, "/teams/{team_id}/members/{user_id}"),
-            put(people::add_member),
-        ),
-        (
-            r(People, Method::DELETE, "/teams/{team_id}/members/{user_id}"),
-            delete(people::remove_member),
-        ),
-        (
-            r(People, Method::GET, "/teams/{team_id}/members"),
-            get(people::list_members),
-        ),
-        (r(People, Method::GET, "/me/teams"), get(people::my_teams)),
-        (
-            r(People, Method::GET, "/users/{user_id}/teams"),
-            get(people::user_teams),
-        ),
-        (r(Inbox, Method::GET, "/me/issues"), get(inbox::my_issues)),
-        (
-            r(Inbox, Method::GET, "/me/teams/issues"),
-            get(inbox::my_teams_issues),
-        ),
-        (
-            r(Inbox, Method::GET, "/teams/{team_id}/issues"),
-            get(inbox::team_issues),
-        ),
-        (
-            r(Issues, Method::GET, "/issues/{issue_id}"),
-            get(issues::get),
-        ),
-        (
-            r(Issues, Method::PATCH, "/issues/{issue_id}"),
-            patch(issues::patch),
-        ),
-        (
-            r(Issues, Method::DELETE, "/issues/{issue_id}"),
-            delete(issues::delete),
-        ),
+        handler,
+    }
+}
+
+/// Every route and its handler; the template's `Events` and `openapi.yaml` list the same.
+#[rustfmt::skip]
+const TABLE: &[Entry] = {
+    use Function::*;
+    &[
+        at(Projects, Method::POST, "/projects", |m| on(m, projects::create)),
+        at(Projects, Method::GET, "/projects", |m| on(m, projects::list)),
+        at(Projects, Method::GET, "/projects/{project_id}", |m| on(m, projects::get)),
+        at(Projects, Method::POST, "/projects/{project_id}/fields", |m| on(m, projects::create_field)),
+        at(Projects, Method::GET, "/projects/{project_id}/fields", |m| on(m, projects::list_fields)),
+        at(Projects, Method::DELETE, "/projects/{project_id}/fields/{field_id}", |m| on(m, projects::delete_field)),
+        at(Issues, Method::POST, "/projects/{project_id}/issues", |m| on(m, issues::create)),
+        at(Grid, Method::GET, "/projects/{project_id}/issues", |m| on(m, grid::list)),
+        at(Issues, Method::PUT, "/issues/{issue_id}/participants/{kind}/{participant_id}", |m| on(m, issues::put_participant)),
+        at(Issues, Method::DELETE, "/issues/{issue_id}/participants/{kind}/{participant_id}", |m| on(m, issues::delete_participant)),
+        at(People, Method::PUT, "/me", |m| on(m, people::put_me)),
+        at(People, Method::GET, "/me", |m| on(m, people::get_me)),
+        at(People, Method::POST, "/teams", |m| on(m, people::create_team)),
+        at(People, Method::GET, "/teams/{team_id}", |m| on(m, people::get_team)),
+        at(People, Method::PUT, "/teams/{team_id}/members/{user_id}", |m| on(m, people::add_member)),
+        at(People, Method::DELETE, "/teams/{team_id}/members/{user_id}", |m| on(m, people::remove_member)),
+        at(People, Method::GET, "/teams/{team_id}/members", |m| on(m, people::list_members)),
+        at(People, Method::GET, "/me/teams", |m| on(m, people::my_teams)),
+        at(People, Method::GET, "/users/{user_id}/teams", |m| on(m, people::user_teams)),
+        at(Inbox, Method::GET, "/me/issues", |m| on(m, inbox::my_issues)),
+        at(Inbox, Method::GET, "/me/teams/issues", |m| on(m, inbox::my_teams_issues)),
+        at(Inbox, Method::GET, "/teams/{team_id}/issues", |m| on(m, inbox::team_issues)),
+        at(Issues, Method::GET, "/issues/{issue_id}", |m| on(m, issues::get)),
+        at(Issues, Method::PATCH, "/issues/{issue_id}", |m| on(m, issues::patch)),
+        at(Issues, Method::DELETE, "/issues/{issue_id}", |m| on(m, issues::delete)),
     ]
+};
+
+impl Entry {
+    fn route(&self) -> Route {
+        Route {
+            group: self.function,
+            method: self.method.clone(),
+            path: self.path,
+        }
+    }
+
+    /// The handler mounted for the entry's method; `None` only for a method axum cannot
+    /// route, which the table never holds (a test checks).
+    fn method_router(&self) -> Option<MethodRouter<AppState>> {
+        let filter = MethodFilter::try_from(self.method.clone()).ok()?;
+        Some((self.handler)(filter))
+    }
 }
 
 /// Every route, for checks against `template.yaml` and `openapi.yaml`.
 pub fn routes() -> Vec<Route> {
-    table().into_iter().map(|(r, _)| r).collect()
+    TABLE.iter().map(Entry::route).collect()
 }
 
 /// The router for the given functions' routes (all of them on the local stack).
@@ -216,9 +207,9 @@ pub fn function_routes(state: AppState, groups: &[Function]) -> Router {
         _ => "local",
     };
     let mut router = Router::new();
-    for (route, handler) in table() {
-        if groups.contains(&route.group) {
-            router = router.route(route.path, handler);
+    for entry in TABLE.iter().filter(|e| groups.contains(&e.function)) {
+        if let Some(handler) = entry.method_router() {
+            router = router.route(entry.path, handler);
         }
     }
     with_layers(router, function, &state).with_state(state)
@@ -420,4 +411,17 @@ pub async fn run_lambda(group: Function) -> Result<(), lambda_http::Error> {
     crate::telemetry::init_lambda();
     let state = lambda_state().await?;
     lambda_http::run(router(state, &[group])).await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_route_mounts_once() {
+        assert!(TABLE.iter().all(|e| e.method_router().is_some()));
+        let routes = routes();
+        let distinct: std::collections::HashSet<_> = routes.iter().collect();
+        assert_eq!(distinct.len(), routes.len());
+    }
 }

@@ -2,20 +2,20 @@
 
 use axum::Json;
 use axum::extract::{Path, State};
-use axum::http::{StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use axum::http::StatusCode;
+use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::extract::{JsonBody, Paging};
 use super::views::List;
+use super::{known, now, projects::created};
 use crate::auth::Caller;
 use crate::domain::ParticipantKind;
 use crate::domain::ids::{is_server_id, is_user_id, new_id};
 use crate::domain::text::check_text;
-use crate::domain::values::format_timestamp;
 use crate::error::{ApiError, ApiResult};
-use crate::store::{AddMemberError, Profile, Team};
+use crate::store::{Profile, Team};
 
 const TEAM: &str = "team";
 
@@ -60,21 +60,14 @@ pub async fn create_team(
     let team = Team {
         id: new_id(),
         name: body.name,
-        created_at: format_timestamp(time::OffsetDateTime::now_utc()),
+        created_at: now(),
     };
     s.store.create_team(&caller.tenant, &team).await?;
-    Ok((
-        StatusCode::CREATED,
-        [(header::LOCATION, format!("/teams/{}", team.id))],
-        Json(team),
-    )
-        .into_response())
+    Ok(created(format!("/teams/{}", team.id), team))
 }
 
 async fn team_of(s: &AppState, tenant: &str, team_id: &str) -> ApiResult<Team> {
-    if !is_server_id(team_id) {
-        return Err(ApiError::NotFound(TEAM));
-    }
+    known(team_id, TEAM)?;
     s.store
         .get_team(tenant, team_id)
         .await?
@@ -98,14 +91,10 @@ pub async fn add_member(
     if !is_user_id(&user_id) {
         return Err(ApiError::invalid("user_id", "is not a valid user id"));
     }
-    match s.store.add_member(&caller.tenant, &team, &user_id).await {
-        Ok(true) => Ok(StatusCode::NO_CONTENT),
-        Ok(false) => Err(ApiError::NotFound(TEAM)),
-        Err(AddMemberError::TooManyTeams) => Err(ApiError::Conflict(format!(
-            "the user belongs to {} teams, the most a user may",
-            crate::domain::MAX_TEAMS_PER_USER
-        ))),
-        Err(AddMemberError::Store(e)) => Err(e.into()),
+    if s.store.add_member(&caller.tenant, &team, &user_id).await? {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(TEAM))
     }
 }
 

@@ -8,21 +8,17 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use super::extract::{JsonBody, Paging};
 use super::views::{List, ProjectWithFields};
+use super::{known, now};
 use crate::auth::Caller;
 use crate::domain::ids::{is_server_id, new_id};
-use crate::domain::values::format_timestamp;
 use crate::domain::{NewFieldBody, NewProjectBody, Project};
 use crate::error::{ApiError, ApiResult};
-use crate::store::CreateFieldError;
 
 const PROJECT: &str = "project";
 const FIELD: &str = "field";
 
-fn now() -> String {
-    format_timestamp(time::OffsetDateTime::now_utc())
-}
-
-fn created<T: serde::Serialize>(location: String, body: T) -> Response {
+/// `201 Created` with the new resource and where it lives.
+pub(super) fn created<T: serde::Serialize>(location: String, body: T) -> Response {
     (
         StatusCode::CREATED,
         [(header::LOCATION, location)],
@@ -68,9 +64,7 @@ pub async fn get(
     caller: Caller,
     Path(project_id): Path<String>,
 ) -> ApiResult<Json<ProjectWithFields>> {
-    if !is_server_id(&project_id) {
-        return Err(ApiError::NotFound(PROJECT));
-    }
+    known(&project_id, PROJECT)?;
     let (project, fields) = s
         .store
         .project_with_fields(&caller.tenant, &project_id)
@@ -88,30 +82,15 @@ pub async fn create_field(
     Path(project_id): Path<String>,
     JsonBody(body): JsonBody<NewFieldBody>,
 ) -> ApiResult<Response> {
-    if !is_server_id(&project_id) {
-        return Err(ApiError::NotFound(PROJECT));
-    }
+    known(&project_id, PROJECT)?;
     let def = body.into_def(new_id())?;
-    match s
-        .store
+    s.store
         .create_field(&caller.tenant, &project_id, &def)
-        .await
-    {
-        Ok(()) => Ok(created(
-            format!("/projects/{project_id}/fields/{}", def.id),
-            def,
-        )),
-        Err(CreateFieldError::ProjectNotFound) => Err(ApiError::NotFound(PROJECT)),
-        Err(CreateFieldError::TooManyFields) => Err(ApiError::Conflict(format!(
-            "a project has at most {} fields",
-            crate::domain::MAX_FIELDS_PER_PROJECT
-        ))),
-        Err(CreateFieldError::DefinitionsTooLarge) => Err(ApiError::Conflict(format!(
-            "a project's field definitions (names and options) take at most {} bytes",
-            crate::domain::MAX_FIELD_DEF_BYTES
-        ))),
-        Err(CreateFieldError::Store(e)) => Err(e.into()),
-    }
+        .await?;
+    Ok(created(
+        format!("/projects/{project_id}/fields/{}", def.id),
+        def,
+    ))
 }
 
 pub async fn list_fields(

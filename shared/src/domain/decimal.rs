@@ -46,63 +46,12 @@ impl DynNumber {
 
     /// Parses JSON number syntax: `-?(0|[1-9][0-9]*)(\.[0-9]+)?([eE][+-]?[0-9]+)?`.
     pub fn parse(s: &str) -> Result<Self, NumberError> {
-        let b = s.as_bytes();
-        let mut i = 0;
-        let negative = b.first() == Some(&b'-');
-        if negative {
-            i += 1;
-        }
-        let int_start = i;
-        while i < b.len() && b[i].is_ascii_digit() {
-            i += 1;
-        }
-        let int_part = &s[int_start..i];
-        if int_part.is_empty() || (int_part.len() > 1 && int_part.starts_with('0')) {
-            return Err(NumberError::Syntax);
-        }
-        let mut frac_part = "";
-        if i < b.len() && b[i] == b'.' {
-            i += 1;
-            let start = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                i += 1;
-            }
-            frac_part = &s[start..i];
-            if frac_part.is_empty() {
-                return Err(NumberError::Syntax);
-            }
-        }
-        // The exponent is clamped while parsing so that absurd literals cannot overflow.
-        let mut exp_value: i64 = 0;
-        if i < b.len() && (b[i] == b'e' || b[i] == b'E') {
-            i += 1;
-            let exp_negative = match b.get(i) {
-                Some(b'-') => {
-                    i += 1;
-                    true
-                }
-                Some(b'+') => {
-                    i += 1;
-                    false
-                }
-                _ => false,
-            };
-            let start = i;
-            while i < b.len() && b[i].is_ascii_digit() {
-                exp_value = (exp_value * 10 + i64::from(b[i] - b'0')).min(1_000_000_000);
-                i += 1;
-            }
-            if start == i {
-                return Err(NumberError::Syntax);
-            }
-            if exp_negative {
-                exp_value = -exp_value;
-            }
-        }
-        if i != b.len() {
-            return Err(NumberError::Syntax);
-        }
-
+        let Literal {
+            negative,
+            int_part,
+            frac_part,
+            exp: exp_value,
+        } = Literal::lex(s)?;
         let all: String = format!("{int_part}{frac_part}");
         let lead = all.bytes().take_while(|&c| c == b'0').count();
         let significant = all[lead..].trim_end_matches('0');
@@ -152,6 +101,79 @@ impl DynNumber {
         text.push_str(&format!("E{}", exp - (digits.len() as i32 - 1)));
         Self::parse(&text)
     }
+}
+
+/// A JSON number literal cut into its parts, before normalisation.
+struct Literal<'a> {
+    negative: bool,
+    int_part: &'a str,
+    frac_part: &'a str,
+    /// The literal's exponent, clamped so that absurd literals cannot overflow.
+    exp: i64,
+}
+
+impl<'a> Literal<'a> {
+    fn lex(s: &'a str) -> Result<Self, NumberError> {
+        let mut rest = s;
+        let negative = eat(&mut rest, b'-');
+        let int_part = digits(&mut rest);
+        if int_part.is_empty() || (int_part.len() > 1 && int_part.starts_with('0')) {
+            return Err(NumberError::Syntax);
+        }
+        let mut frac_part = "";
+        if eat(&mut rest, b'.') {
+            frac_part = digits(&mut rest);
+            if frac_part.is_empty() {
+                return Err(NumberError::Syntax);
+            }
+        }
+        let mut exp = 0;
+        if eat(&mut rest, b'e') || eat(&mut rest, b'E') {
+            exp = exponent(&mut rest)?;
+        }
+        if !rest.is_empty() {
+            return Err(NumberError::Syntax);
+        }
+        Ok(Self {
+            negative,
+            int_part,
+            frac_part,
+            exp,
+        })
+    }
+}
+
+/// Consumes `c` if `rest` starts with it.
+fn eat(rest: &mut &str, c: u8) -> bool {
+    let found = rest.as_bytes().first() == Some(&c);
+    if found {
+        *rest = &rest[1..];
+    }
+    found
+}
+
+/// Consumes the ASCII digits `rest` starts with.
+fn digits<'a>(rest: &mut &'a str) -> &'a str {
+    let n = rest.bytes().take_while(u8::is_ascii_digit).count();
+    let (digits, after) = rest.split_at(n);
+    *rest = after;
+    digits
+}
+
+/// Consumes an exponent's sign and digits (at least one), clamping its magnitude.
+fn exponent(rest: &mut &str) -> Result<i64, NumberError> {
+    let negative = eat(rest, b'-');
+    if !negative {
+        eat(rest, b'+');
+    }
+    let digits = digits(rest);
+    if digits.is_empty() {
+        return Err(NumberError::Syntax);
+    }
+    let value = digits.bytes().fold(0i64, |v, c| {
+        (v * 10 + i64::from(c - b'0')).min(1_000_000_000)
+    });
+    Ok(if negative { -value } else { value })
 }
 
 impl std::str::FromStr for DynNumber {
