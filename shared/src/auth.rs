@@ -14,7 +14,7 @@ use lambda_http::request::RequestContext;
 use serde::{Deserialize, Serialize};
 use sha2::Sha256;
 
-use crate::domain::ids::{is_tenant_id, is_user_id};
+use crate::domain::ids::{TenantId, UserId};
 
 /// The claim that carries the tenant (Cognito's convention for a custom attribute).
 pub const TENANT_CLAIM: &str = "custom:tenant_id";
@@ -22,8 +22,8 @@ pub const TENANT_CLAIM: &str = "custom:tenant_id";
 /// The authenticated caller.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
-    pub tenant: String,
-    pub user: String,
+    pub tenant: TenantId,
+    pub user: UserId,
 }
 
 /// The environment variable listing the app clients whose tokens the API accepts,
@@ -111,9 +111,9 @@ fn from_request_context(parts: &Parts, client_ids: &ClientIds) -> Option<Caller>
 }
 
 fn caller_from(sub: &str, tenant: &str) -> Option<Caller> {
-    (is_user_id(sub) && is_tenant_id(tenant)).then(|| Caller {
-        tenant: tenant.to_string(),
-        user: sub.to_string(),
+    Some(Caller {
+        tenant: TenantId::parse(tenant)?,
+        user: UserId::parse(sub)?,
     })
 }
 
@@ -209,8 +209,8 @@ mod tests {
         assert_eq!(
             caller,
             Caller {
-                tenant: "acme".into(),
-                user: "alice".into()
+                tenant: TenantId::parse("acme").unwrap(),
+                user: UserId::parse("alice").unwrap()
             }
         );
     }

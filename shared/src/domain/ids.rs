@@ -175,7 +175,10 @@ mod tests {
         let ok: TeamId = serde_json::from_str("\"01ARZ3NDEKTSV4RRFFQ69G5FAV\"").unwrap();
         assert_eq!(ok, "01ARZ3NDEKTSV4RRFFQ69G5FAV");
         assert!(serde_json::from_str::<TeamId>("\"x#y\"").is_err());
-        assert_eq!(serde_json::to_string(&ok).unwrap(), "\"01ARZ3NDEKTSV4RRFFQ69G5FAV\"");
+        assert_eq!(
+            serde_json::to_string(&ok).unwrap(),
+            "\"01ARZ3NDEKTSV4RRFFQ69G5FAV\""
+        );
     }
 
     proptest! {

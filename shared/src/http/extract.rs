@@ -11,8 +11,50 @@ use serde::de::DeserializeOwned;
 
 use crate::auth::Caller;
 use crate::cursor::{Binding, CursorKey, Position};
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TeamId, TenantId, UserId};
 use crate::error::{ApiError, FieldError};
 use crate::http::AppState;
+
+/// A server-issued id of a path, parsed at the edge. An id the server could not have issued
+/// names nothing, so it is answered `404` for what the path names without a database call.
+pub trait PathId: Sized {
+    /// What the `404` says is not found.
+    const WHAT: &'static str;
+    fn parse(s: &str) -> Option<Self>;
+}
+
+macro_rules! path_id {
+    ($($id:ty => $what:literal),*) => {$(
+        impl PathId for $id {
+            const WHAT: &'static str = $what;
+            fn parse(s: &str) -> Option<Self> {
+                <$id>::parse(s)
+            }
+        }
+    )*};
+}
+path_id!(ProjectId => "project", IssueId => "issue", TeamId => "team", FieldId => "field");
+
+/// `id` as a `T`, or `404` for what `T` names.
+pub fn path_id<T: PathId>(id: &str) -> Result<T, ApiError> {
+    T::parse(id).ok_or(ApiError::NotFound(T::WHAT))
+}
+
+/// The one id of a route such as `/issues/{issue_id}`, typed. Put it after the `Caller` so a
+/// request without a valid token is `401` before anything about its path is said.
+pub struct Id<T>(pub T);
+
+impl<S: Send + Sync, T: PathId> FromRequestParts<S> for Id<T> {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path(raw) =
+            axum::extract::Path::<String>::from_request_parts(parts, state)
+                .await
+                .map_err(|_| ApiError::NotFound(T::WHAT))?;
+        path_id(&raw).map(Id)
+    }
+}
 
 /// Largest request body accepted; larger is `413`. A description (100,000 characters) plus a
 /// full set of field values fits comfortably.
@@ -113,8 +155,8 @@ pub struct Paging {
     pub limit: i32,
     cursor: Option<String>,
     key: CursorKey,
-    tenant: String,
-    user: String,
+    tenant: TenantId,
+    user: UserId,
     route: String,
 }
 

@@ -6,14 +6,14 @@
 use std::collections::HashMap;
 
 use axum::Json;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 
 use super::AppState;
-use super::extract::{Paging, unknown_params};
+use super::extract::{Id, Paging, unknown_params};
 use super::views::{IssueView, List, names_fit, participants_of};
 use crate::auth::Caller;
 use crate::domain::Issue;
-use crate::domain::ids::is_server_id;
+use crate::domain::ids::ProjectId;
 use crate::domain::values::FieldDef;
 use crate::error::{ApiError, ApiResult};
 use crate::index::column_state;
@@ -81,13 +81,10 @@ async fn interpret(
 pub async fn list(
     State(s): State<AppState>,
     caller: Caller,
-    Path(project_id): Path<String>,
     q: Paging,
+    Id(project_id): Id<ProjectId>,
     Query(mut params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<IssueView>>> {
-    if !is_server_id(&project_id) {
-        return Err(ApiError::NotFound("project"));
-    }
     params.remove("limit");
     params.remove("cursor");
     let (defs, query) = interpret(&s, &caller.tenant, &project_id, &params).await?;

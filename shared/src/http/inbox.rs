@@ -9,11 +9,11 @@ use axum::Json;
 use axum::extract::{Path, Query, State};
 
 use super::AppState;
-use super::extract::{BoundCursor, Paging, unknown_params};
+use super::extract::{BoundCursor, Paging, path_id, unknown_params};
 use super::views::{InboxItem, IssueView, List, names_fit, participants_of};
 use crate::auth::Caller;
 use crate::cursor::Position;
-use crate::domain::ids::is_server_id;
+use crate::domain::ids::TeamId;
 use crate::domain::{IssueState, Participant, ParticipantKind, Role};
 use crate::error::{ApiError, ApiResult, FieldError};
 use crate::keys;
@@ -157,7 +157,7 @@ pub async fn my_issues(
             role.map(Role::as_str),
         ),
         kind: ParticipantKind::User,
-        id: caller.user.clone(),
+        id: caller.user.to_string(),
     };
     // No role filter: one partition. Roles: one per role, merged.
     let sources = if roles.is_empty() {
@@ -186,13 +186,14 @@ pub async fn team_issues(
     Query(params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<InboxItem>>> {
     let state = state_only(&params)?;
-    if !is_server_id(&team_id) || s.store.get_team(&caller.tenant, &team_id).await?.is_none() {
+    let team_id: TeamId = path_id(&team_id)?;
+    if s.store.get_team(&caller.tenant, &team_id).await?.is_none() {
         return Err(ApiError::NotFound("team"));
     }
     let sources = vec![Source {
         pk: keys::index::inbox_pk(&caller.tenant, "team", &team_id, state.as_str(), None),
         kind: ParticipantKind::Team,
-        id: team_id.clone(),
+        id: team_id.to_string(),
     }];
     let params = format!("state={}&team_id={team_id}", state.as_str());
     let cursor = q.bind(params);

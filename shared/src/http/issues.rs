@@ -6,11 +6,11 @@ use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, ApiResult};
-use super::extract::{JsonBody, if_match};
+use super::extract::{Id, JsonBody, if_match, path_id};
 use super::views::IssueView;
-use super::{AppState, known, now};
+use super::{AppState, now};
 use crate::auth::Caller;
-use crate::domain::ids::new_id;
+use crate::domain::ids::{IssueId, ProjectId, new_id};
 use crate::domain::values::FieldDef;
 use crate::domain::{
     Issue, IssuePatch, IssuePatchBody, IssueTooLarge, MAX_ITEM_BYTES, MAX_PARTICIPANTS,
@@ -94,7 +94,7 @@ pub async fn create(
     Path(project_id): Path<String>,
     JsonBody(body): JsonBody<NewIssueBody>,
 ) -> ApiResult<Response> {
-    known(&project_id, PROJECT)?;
+    let project_id: ProjectId = path_id(&project_id)?;
     let values = body.fields.as_ref().is_some_and(|f| !f.is_empty());
     let (project, defs, new) = validated(&s, &caller.tenant, &project_id, values, |defs| {
         body.clone().validate(defs, &caller.user)
@@ -112,9 +112,8 @@ pub async fn create(
 pub async fn get(
     State(s): State<AppState>,
     caller: Caller,
-    Path(issue_id): Path<String>,
+    Id(issue_id): Id<IssueId>,
 ) -> ApiResult<Response> {
-    known(&issue_id, ISSUE)?;
     current(&s, &caller.tenant, &issue_id).await
 }
 
@@ -140,7 +139,7 @@ pub async fn patch(
     headers: HeaderMap,
     JsonBody(body): JsonBody<IssuePatchBody>,
 ) -> ApiResult<Response> {
-    known(&issue_id, ISSUE)?;
+    let issue_id: IssueId = path_id(&issue_id)?;
     let expected = if_match(&headers)?;
     let current = issue_of(&s, &caller.tenant, &issue_id).await?;
     if let Some(v) = expected
@@ -203,9 +202,8 @@ fn check_patched_size(tenant: &str, current: &Issue, patch: &IssuePatch) -> ApiR
 pub async fn delete(
     State(s): State<AppState>,
     caller: Caller,
-    Path(issue_id): Path<String>,
+    Id(issue_id): Id<IssueId>,
 ) -> ApiResult<StatusCode> {
-    known(&issue_id, ISSUE)?;
     if s.store.delete_issue(&caller.tenant, &issue_id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -233,7 +231,7 @@ pub async fn put_participant(
     Path((issue_id, kind, id)): Path<(String, String, String)>,
     JsonBody(body): JsonBody<RoleBody>,
 ) -> ApiResult<Response> {
-    known(&issue_id, ISSUE)?;
+    let issue_id: IssueId = path_id(&issue_id)?;
     let kind = participant_path(&kind, &id)?;
     if kind == ParticipantKind::Team && s.store.get_team(&caller.tenant, &id).await?.is_none() {
         return Err(ApiError::invalid("id", "is not a team of this tenant"));
@@ -263,7 +261,7 @@ pub async fn delete_participant(
     caller: Caller,
     Path((issue_id, kind, id)): Path<(String, String, String)>,
 ) -> ApiResult<StatusCode> {
-    known(&issue_id, ISSUE)?;
+    let issue_id: IssueId = path_id(&issue_id)?;
     let Ok(kind) = participant_path(&kind, &id) else {
         return Err(ApiError::NotFound("participant"));
     };

@@ -47,16 +47,6 @@ impl FromRef<AppState> for AuthMode {
     }
 }
 
-/// `404` for `what` unless `id` is one the server could have issued: no read is spent on an id
-/// that cannot exist.
-fn known(id: &str, what: &'static str) -> error::ApiResult<()> {
-    if crate::domain::ids::is_server_id(id) {
-        Ok(())
-    } else {
-        Err(error::ApiError::NotFound(what))
-    }
-}
-
 /// The time a write is stamped with.
 fn now() -> String {
     crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc())

@@ -7,12 +7,12 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
-use super::extract::{JsonBody, Paging};
+use super::extract::{Id, JsonBody, Paging, path_id};
 use super::views::List;
-use super::{known, now, projects::created};
+use super::{now, projects::created};
 use crate::auth::Caller;
 use crate::domain::ParticipantKind;
-use crate::domain::ids::{is_server_id, is_user_id, new_id};
+use crate::domain::ids::{TeamId, UserId, new_id};
 use crate::domain::text::check_text;
 use crate::error::{ApiError, ApiResult};
 use crate::store::{Profile, Team};
@@ -38,7 +38,7 @@ pub async fn put_me(
 ) -> ApiResult<Json<Profile>> {
     check_text(&body.display_name, 1, 128).map_err(|m| ApiError::invalid("display_name", m))?;
     let profile = Profile {
-        id: caller.user.clone(),
+        id: caller.user.to_string(),
         display_name: Some(body.display_name),
     };
     s.store.put_profile(&caller.tenant, &profile).await?;
@@ -66,8 +66,7 @@ pub async fn create_team(
     Ok(created(format!("/teams/{}", team.id), team))
 }
 
-async fn team_of(s: &AppState, tenant: &str, team_id: &str) -> ApiResult<Team> {
-    known(team_id, TEAM)?;
+async fn team_of(s: &AppState, tenant: &str, team_id: &TeamId) -> ApiResult<Team> {
     s.store
         .get_team(tenant, team_id)
         .await?
@@ -77,7 +76,7 @@ async fn team_of(s: &AppState, tenant: &str, team_id: &str) -> ApiResult<Team> {
 pub async fn get_team(
     State(s): State<AppState>,
     caller: Caller,
-    Path(team_id): Path<String>,
+    Id(team_id): Id<TeamId>,
 ) -> ApiResult<Json<Team>> {
     Ok(Json(team_of(&s, &caller.tenant, &team_id).await?))
 }
@@ -87,10 +86,9 @@ pub async fn add_member(
     caller: Caller,
     Path((team_id, user_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    let team = team_of(&s, &caller.tenant, &team_id).await?;
-    if !is_user_id(&user_id) {
-        return Err(ApiError::invalid("user_id", "is not a valid user id"));
-    }
+    let team = team_of(&s, &caller.tenant, &path_id(&team_id)?).await?;
+    let user_id = UserId::parse(&user_id)
+        .ok_or_else(|| ApiError::invalid("user_id", "is not a valid user id"))?;
     if s.store.add_member(&caller.tenant, &team, &user_id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
@@ -103,9 +101,9 @@ pub async fn remove_member(
     caller: Caller,
     Path((team_id, user_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    if !is_server_id(&team_id) || !is_user_id(&user_id) {
+    let (Some(team_id), Some(user_id)) = (TeamId::parse(&team_id), UserId::parse(&user_id)) else {
         return Err(ApiError::NotFound("membership"));
-    }
+    };
     if s.store
         .remove_member(&caller.tenant, &team_id, &user_id)
         .await?
@@ -125,8 +123,8 @@ pub struct UserView {
 pub async fn list_members(
     State(s): State<AppState>,
     caller: Caller,
-    Path(team_id): Path<String>,
     q: Paging,
+    Id(team_id): Id<TeamId>,
 ) -> ApiResult<Json<List<UserView>>> {
     team_of(&s, &caller.tenant, &team_id).await?;
     let cursor = q.bind(format!("team_id={team_id}"));
@@ -187,8 +185,6 @@ pub async fn user_teams(
     Path(user_id): Path<String>,
     q: Paging,
 ) -> ApiResult<Json<List<Team>>> {
-    if !is_user_id(&user_id) {
-        return Err(ApiError::NotFound("user"));
-    }
+    let user_id = UserId::parse(&user_id).ok_or(ApiError::NotFound("user"))?;
     teams_list(&s, &caller, &user_id, &q).await
 }

@@ -6,11 +6,11 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::extract::{JsonBody, Paging};
+use super::extract::{Id, JsonBody, Paging, path_id};
+use super::now;
 use super::views::{List, ProjectWithFields};
-use super::{known, now};
 use crate::auth::Caller;
-use crate::domain::ids::{is_server_id, new_id};
+use crate::domain::ids::{FieldId, ProjectId, new_id};
 use crate::domain::{NewFieldBody, NewProjectBody, Project};
 use crate::error::{ApiError, ApiResult};
 
@@ -62,9 +62,8 @@ pub async fn list(
 pub async fn get(
     State(s): State<AppState>,
     caller: Caller,
-    Path(project_id): Path<String>,
+    Id(project_id): Id<ProjectId>,
 ) -> ApiResult<Json<ProjectWithFields>> {
-    known(&project_id, PROJECT)?;
     let (project, fields) = s
         .store
         .project_with_fields(&caller.tenant, &project_id)
@@ -82,7 +81,7 @@ pub async fn create_field(
     Path(project_id): Path<String>,
     JsonBody(body): JsonBody<NewFieldBody>,
 ) -> ApiResult<Response> {
-    known(&project_id, PROJECT)?;
+    let project_id: ProjectId = path_id(&project_id)?;
     let def = body.into_def(new_id())?;
     s.store
         .create_field(&caller.tenant, &project_id, &def)
@@ -96,12 +95,9 @@ pub async fn create_field(
 pub async fn list_fields(
     State(s): State<AppState>,
     caller: Caller,
-    Path(project_id): Path<String>,
     q: Paging,
+    Id(project_id): Id<ProjectId>,
 ) -> ApiResult<Json<List<crate::domain::values::FieldDef>>> {
-    if !is_server_id(&project_id) {
-        return Err(ApiError::NotFound(PROJECT));
-    }
     let cursor = q.bind(format!("project_id={project_id}"));
     let start = cursor.start()?;
     let page = s
@@ -129,9 +125,11 @@ pub async fn delete_field(
     caller: Caller,
     Path((project_id, field_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
-    if !is_server_id(&project_id) || !is_server_id(&field_id) {
+    let (Some(project_id), Some(field_id)) =
+        (ProjectId::parse(&project_id), FieldId::parse(&field_id))
+    else {
         return Err(ApiError::NotFound(FIELD));
-    }
+    };
     if s.store
         .delete_field(&caller.tenant, &project_id, &field_id)
         .await?
