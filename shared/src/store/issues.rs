@@ -7,12 +7,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Up
 use rand::Rng;
 
 use super::items::{
-    attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, string, value_to_attr,
+    attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, value_to_attr,
 };
-use super::{
-    Item, Page, Store, StoreError, Tx, build_err, condition_held, position_of, sdk, start_key,
-    stored_size,
-};
+use super::query::Query;
+use super::{Item, Page, Store, StoreError, Tx, build_err, condition_held, stored_size};
 use crate::cursor::Position;
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
@@ -307,22 +305,12 @@ impl Store {
         tenant: &str,
         issue_id: &str,
     ) -> Result<Option<Issue>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .key_condition_expression("PK = :pk")
-            .expression_attribute_values(
-                ":pk",
-                AttributeValue::S(keys::records::issue_pk(tenant, issue_id)),
-            )
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
+        // Two small items: one page always holds them.
+        let query = Query::partition(&self.records, keys::records::issue_pk(tenant, issue_id))
+            .consistent(true);
         let mut summary = None;
         let mut description = None;
-        for item in out.items.unwrap_or_default() {
+        for item in self.query_page(query).await?.items {
             match sk_of(&item) {
                 Some(keys::records::ISSUE_SK) => summary = Some(item),
                 Some(keys::records::DESCRIPTION_SK) => description = Some(item),
@@ -549,26 +537,15 @@ impl Store {
         project_id: &str,
         start: Option<&Position>,
     ) -> Result<Page<Issue>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .index_name(keys::GSI1)
-            .key_condition_expression("GSI1PK = :pk")
-            .expression_attribute_values(
-                ":pk",
-                string(keys::records::issues_by_num_gsi1_pk(tenant, project_id)),
-            )
-            .set_exclusive_start_key(start_key(start))
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        let next = position_of(out.last_evaluated_key())?;
+        let query = Query::gsi1(
+            &self.records,
+            keys::records::issues_by_num_gsi1_pk(tenant, project_id),
+        )
+        .after(start);
+        let Page { items, next } = self.query_page(query).await?;
         // GSI1 holds an issue's keys, not the issue (its projection in template.yaml), so the
         // issues come from the table: one BatchGetItem per 100.
-        let wanted: Vec<Item> = out
-            .items
-            .unwrap_or_default()
+        let wanted: Vec<Item> = items
             .into_iter()
             .filter_map(|mut i| {
                 Some(Item::from([

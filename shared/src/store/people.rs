@@ -9,7 +9,8 @@ use aws_sdk_dynamodb::types::{
 use serde::{Deserialize, Serialize};
 
 use super::items::{attr, key, string};
-use super::{Item, Page, Store, StoreError, Tx, build_err, page_of, sdk, start_key};
+use super::query::Query;
+use super::{Item, Page, Store, StoreError, Tx, build_err, sdk};
 use crate::cursor::Position;
 use crate::domain::{MAX_TEAMS_PER_USER, ParticipantKind};
 use crate::keys;
@@ -284,19 +285,13 @@ impl Store {
         limit: i32,
         start: Option<&Position>,
     ) -> Result<Page<String>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .key_condition_expression("PK = :pk AND begins_with(SK, :m)")
-            .expression_attribute_values(":pk", string(keys::records::team_pk(tenant, team_id)))
-            .expression_attribute_values(":m", string(keys::records::MEMBER_SK_PREFIX))
-            .limit(limit)
-            .set_exclusive_start_key(start_key(start))
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        page_of(out, |e: MemberEdge| e.user_id)
+        let query = Query::partition(&self.records, keys::records::team_pk(tenant, team_id))
+            .sk_begins_with(keys::records::MEMBER_SK_PREFIX)
+            .limit(Some(limit))
+            .after(start);
+        self.query_page(query)
+            .await?
+            .parse(|e: MemberEdge| e.user_id)
     }
 
     /// A page of a user's teams: one Query of the user's partition.
@@ -308,20 +303,12 @@ impl Store {
         limit: Option<i32>,
         start: Option<&Position>,
     ) -> Result<Page<Team>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .key_condition_expression("PK = :pk AND begins_with(SK, :t)")
-            .expression_attribute_values(":pk", string(keys::records::user_pk(tenant, user_id)))
-            .expression_attribute_values(":t", string(keys::records::USER_TEAM_SK_PREFIX))
-            .set_limit(limit)
-            .set_exclusive_start_key(start_key(start))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        page_of(out, |e: UserTeamEdge| Team {
+        let query = Query::partition(&self.records, keys::records::user_pk(tenant, user_id))
+            .sk_begins_with(keys::records::USER_TEAM_SK_PREFIX)
+            .limit(limit)
+            .consistent(true)
+            .after(start);
+        self.query_page(query).await?.parse(|e: UserTeamEdge| Team {
             id: e.team_id,
             name: e.name,
             created_at: e.created_at,
