@@ -431,7 +431,7 @@ impl Store {
         p: &crate::domain::Participant,
         now: &str,
     ) -> Result<ParticipantOutcome, StoreError> {
-        let edge = keys::records::participant_edge(p.kind.as_str(), &p.id);
+        let edge = keys::records::participant_edge(p.kind, &p.id);
         let result = self
             .client
             .update_item()
@@ -480,7 +480,7 @@ impl Store {
         id: &str,
         now: &str,
     ) -> Result<bool, StoreError> {
-        let edge = keys::records::participant_edge(kind.as_str(), id);
+        let edge = keys::records::participant_edge(kind, id);
         let result = self
             .client
             .update_item()

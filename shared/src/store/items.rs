@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{Item, StoreError, stored_size};
 use crate::domain::number::DynNumber;
 use crate::domain::values::{FieldDef, FieldType, StoredValue};
-use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Project, Role};
+use crate::domain::{Issue, IssueState, Participant, Project, Role};
 use crate::keys::{self, records::entity};
 
 /// Attribute names that update expressions refer to.
@@ -171,7 +171,7 @@ pub fn fields_attr(fields: &BTreeMap<String, StoredValue>) -> AttributeValue {
 /// The participant edge set (absent when empty: DynamoDB has no empty sets) and the roles map
 /// (always present, so `SET roles.#edge` works without a read).
 pub fn participants_attrs(ps: &[Participant]) -> (Option<AttributeValue>, AttributeValue) {
-    let edge = |p: &Participant| keys::records::participant_edge(p.kind.as_str(), &p.id);
+    let edge = |p: &Participant| keys::records::participant_edge(p.kind, &p.id);
     let edges = (!ps.is_empty()).then(|| AttributeValue::Ss(ps.iter().map(edge).collect()));
     let roles = AttributeValue::M(
         ps.iter()
@@ -269,7 +269,7 @@ pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, Store
 fn parse_participant(edge: &str, role: Option<&str>) -> Option<Participant> {
     let (kind, id) = keys::records::parse_participant_edge(edge)?;
     Some(Participant {
-        kind: ParticipantKind::parse(kind)?,
+        kind,
         id: id.to_string(),
         role: Role::parse(role?)?,
     })
