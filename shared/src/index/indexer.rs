@@ -424,60 +424,53 @@ impl Indexer {
         if wm.as_ref().is_some_and(|w| w.parked) {
             self.store.unpark(tenant, issue_id).await?;
         }
-        let desired = match target.issue {
-            Some(issue) => entries(
-                tenant,
-                issue,
-                defs.get(&self.store, tenant, &issue.project_id).await?,
-            ),
-            None => BTreeSet::new(),
-        };
+        let desired = defs.entries(&self.store, tenant, target.issue).await?;
         let wm = wm.unwrap_or_default();
+        let current = (&wm.entries, &wm.pending);
+        let version = target.version;
         if !self
             .reconcile(
                 tenant,
                 issue_id,
-                target.version,
+                version,
                 &desired,
-                (&wm.entries, &wm.pending),
+                current,
                 allow_equal,
                 metrics,
             )
             .await?
         {
-            // A newer version was recorded while this one was written: what this wrote may be
-            // stale, so re-index from the issue as it is now, counting those writes as current.
-            let now = self.store.get_issue_summary(tenant, issue_id).await?;
-            let wm = self
-                .store
-                .get_watermark(tenant, issue_id)
-                .await?
-                .unwrap_or_default();
-            // What this wrote may or may not have landed.
-            let mut maybe = wm.pending;
-            maybe.extend(desired);
-            let (version, desired) = match &now {
-                Some(issue) => (
-                    issue.version.max(wm.version),
-                    entries(
-                        tenant,
-                        issue,
-                        defs.get(&self.store, tenant, &issue.project_id).await?,
-                    ),
-                ),
-                None => (DELETED, BTreeSet::new()),
-            };
-            self.reconcile(
-                tenant,
-                issue_id,
-                version,
-                &desired,
-                (&wm.entries, &maybe),
-                true,
-                metrics,
-            )
-            .await?;
+            self.catch_up(tenant, issue_id, desired, defs, metrics)
+                .await?;
         }
+        Ok(())
+    }
+
+    /// After a newer version was recorded while `written` was being written: what this wrote
+    /// may be stale, so re-index from the issue as it is now, counting those writes as
+    /// entries that may be in the index.
+    async fn catch_up(
+        &self,
+        tenant: &str,
+        issue_id: &str,
+        written: BTreeSet<Entry>,
+        defs: &mut DefsCache,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let now = self.store.get_issue_summary(tenant, issue_id).await?;
+        let wm = self
+            .store
+            .get_watermark(tenant, issue_id)
+            .await?
+            .unwrap_or_default();
+        // What this wrote may or may not have landed.
+        let mut maybe = wm.pending;
+        maybe.extend(written);
+        let version = now.as_ref().map_or(DELETED, |i| i.version.max(wm.version));
+        let desired = defs.entries(&self.store, tenant, now.as_ref()).await?;
+        let current = (&wm.entries, &maybe);
+        self.reconcile(tenant, issue_id, version, &desired, current, true, metrics)
+            .await?;
         Ok(())
     }
 
@@ -632,6 +625,23 @@ impl DefsCache {
             self.0.insert(key.clone(), defs);
         }
         Ok(self.0.get(&key).map(Vec::as_slice).unwrap_or_default())
+    }
+
+    /// The entries `issue` should have (none for a deleted issue).
+    async fn entries(
+        &mut self,
+        store: &Store,
+        tenant: &str,
+        issue: Option<&Issue>,
+    ) -> Result<BTreeSet<Entry>, StoreError> {
+        Ok(match issue {
+            Some(issue) => entries(
+                tenant,
+                issue,
+                self.get(store, tenant, &issue.project_id).await?,
+            ),
+            None => BTreeSet::new(),
+        })
     }
 
     fn clear(&mut self) {
