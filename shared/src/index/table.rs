@@ -303,13 +303,7 @@ impl Store {
         item.insert("reason".into(), string(&parked.reason));
         item.insert("sequence_number".into(), string(&parked.sequence_number));
         item.insert("parked_at".into(), string(&parked.parked_at));
-        self.client
-            .put_item()
-            .table_name(&self.index)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(sdk("PutItem"))?;
+        self.put(&self.index, item).await?;
         if issue {
             let flagged = self
                 .client
@@ -384,7 +378,7 @@ impl Store {
     async fn batch_write(&self, mut pending: Vec<WriteRequest>) -> Result<(), StoreError> {
         for round in 0..MAX_ROUNDS {
             if round > 0 {
-                Backoff::THROTTLED.sleep(round).await;
+                Backoff::Throttled.sleep(round).await;
             }
             let out = self
                 .client

@@ -306,6 +306,22 @@ pub fn key(pk: String, sk: &str) -> Item {
     ])
 }
 
+/// Key of an issue's summary item.
+pub fn issue_key(tenant: &str, issue_id: &str) -> Item {
+    key(
+        keys::records::issue_pk(tenant, issue_id),
+        keys::records::ISSUE_SK,
+    )
+}
+
+/// Key of a project's own item.
+pub fn project_key(tenant: &str, project_id: &str) -> Item {
+    key(
+        keys::records::project_pk(tenant, project_id),
+        keys::records::PROJECT_SK,
+    )
+}
+
 pub fn sk_of(item: &Item) -> Option<&str> {
     match item.get(keys::SK) {
         Some(AttributeValue::S(s)) => Some(s),

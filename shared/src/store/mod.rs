@@ -183,6 +183,19 @@ impl Store {
         Ok(())
     }
 
+    /// Puts an item, replacing any with its key.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub(crate) async fn put(&self, table: &str, item: Item) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(sdk("PutItem"))?;
+        Ok(())
+    }
+
     /// A strongly consistent GetItem.
     #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn get_item(
@@ -230,7 +243,7 @@ impl Store {
                     return Err(StoreError::Contention(ROUNDS));
                 }
                 if round > 0 {
-                    Backoff::THROTTLED.sleep(round).await;
+                    Backoff::Throttled.sleep(round).await;
                 }
                 let out = self
                     .client
@@ -297,7 +310,7 @@ impl Store {
             if attempt >= ATTEMPTS {
                 return Err(StoreError::Contention(ATTEMPTS));
             }
-            Backoff::CONTENDED.sleep(attempt).await;
+            Backoff::Contended.sleep(attempt).await;
         }
     }
 }

@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::items::{attr, key, string};
 use super::query::Query;
-use super::{Item, Page, Store, StoreError, Tx, build_err, sdk};
+use super::{Item, Page, Store, StoreError, Tx, build_err};
 use crate::cursor::Position;
 use crate::domain::{MAX_TEAMS_PER_USER, ParticipantKind};
 use crate::keys;
@@ -60,7 +60,30 @@ pub enum AddMemberError {
     Store(#[from] StoreError),
 }
 
+/// Key of the user's membership counter.
+fn team_count_key(tenant: &str, user_id: &str) -> Item {
+    key(
+        keys::records::user_pk(tenant, user_id),
+        keys::records::USER_TEAM_COUNT_SK,
+    )
+}
+
 impl Store {
+    /// An update of the user's membership counter (`#n`, with `:zero` and `:one`), for a
+    /// membership transaction to finish.
+    fn team_count(
+        &self,
+        tenant: &str,
+        user_id: &str,
+    ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
+        Update::builder()
+            .table_name(&self.records)
+            .set_key(Some(team_count_key(tenant, user_id)))
+            .expression_attribute_names("#n", attr::TEAM_COUNT)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+    }
+
     #[tracing::instrument(skip_all, fields(op = "put_profile"))]
     pub async fn put_profile(&self, tenant: &str, profile: &Profile) -> Result<(), StoreError> {
         let mut item = key(
@@ -72,14 +95,7 @@ impl Store {
         if let Some(name) = &profile.display_name {
             item.insert("display_name".into(), string(name));
         }
-        self.client
-            .put_item()
-            .table_name(&self.records)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(sdk("PutItem"))?;
-        Ok(())
+        self.put(&self.records, item).await
     }
 
     #[tracing::instrument(skip_all, fields(op = "get_profile"))]
@@ -173,17 +189,10 @@ impl Store {
                 .build()
                 .map_err(build_err)
         };
-        let count = Update::builder()
-            .table_name(&self.records)
-            .set_key(Some(key(
-                keys::records::user_pk(tenant, user_id),
-                keys::records::USER_TEAM_COUNT_SK,
-            )))
+        let count = self
+            .team_count(tenant, user_id)
             .update_expression("SET #n = if_not_exists(#n, :zero) + :one")
             .condition_expression("attribute_not_exists(#n) OR #n < :max")
-            .expression_attribute_names("#n", attr::TEAM_COUNT)
-            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .expression_attribute_values(":max", AttributeValue::N(MAX_TEAMS_PER_USER.to_string()))
             .build()
             .map_err(build_err)?;
@@ -240,17 +249,10 @@ impl Store {
             .map_err(build_err)?;
         // Memberships from before the count have none: it starts from zero, and never goes
         // below it.
-        let count = Update::builder()
-            .table_name(&self.records)
-            .set_key(Some(key(
-                keys::records::user_pk(tenant, user_id),
-                keys::records::USER_TEAM_COUNT_SK,
-            )))
+        let count = self
+            .team_count(tenant, user_id)
             .update_expression("SET #n = #n - :one")
             .condition_expression("#n > :zero")
-            .expression_attribute_names("#n", attr::TEAM_COUNT)
-            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .build()
             .map_err(build_err)?;
         let mut items = vec![
@@ -258,13 +260,7 @@ impl Store {
             TransactWriteItem::builder().delete(user_team).build(),
         ];
         if self
-            .get_item(
-                &self.records,
-                key(
-                    keys::records::user_pk(tenant, user_id),
-                    keys::records::USER_TEAM_COUNT_SK,
-                ),
-            )
+            .get_item(&self.records, team_count_key(tenant, user_id))
             .await?
             .is_some_and(
                 |c| matches!(c.get(attr::TEAM_COUNT), Some(AttributeValue::N(n)) if n != "0"),

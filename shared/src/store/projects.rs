@@ -2,7 +2,7 @@
 
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 
-use super::items::{FieldItem, ProjectItem, attr, key, sk_of};
+use super::items::{FieldItem, ProjectItem, attr, key, project_key, sk_of};
 use super::query::Query;
 use super::{Item, Page, Store, StoreError, Tx, build_err};
 use crate::cursor::Position;
@@ -52,11 +52,7 @@ impl Store {
         tenant: &str,
         project_id: &str,
     ) -> Result<Option<ProjectItem>, StoreError> {
-        let key = key(
-            keys::records::project_pk(tenant, project_id),
-            keys::records::PROJECT_SK,
-        );
-        self.get_item(&self.records, key)
+        self.get_item(&self.records, project_key(tenant, project_id))
             .await?
             .map(serde_dynamo::from_item)
             .transpose()
@@ -129,10 +125,7 @@ impl Store {
         let room = MAX_FIELD_DEF_BYTES.saturating_sub(bytes);
         let count = Update::builder()
             .table_name(&self.records)
-            .set_key(Some(key(
-                keys::records::project_pk(tenant, project_id),
-                keys::records::PROJECT_SK,
-            )))
+            .set_key(Some(project_key(tenant, project_id)))
             .update_expression(
                 "SET #c = if_not_exists(#c, :zero) + :one, #b = if_not_exists(#b, :zero) + :bytes",
             )

@@ -1,37 +1,44 @@
-//! The one jittered exponential backoff every retry loop of the store sleeps through.
+//! The one jittered backoff every retry loop of the store sleeps through.
 
+use std::ops::RangeInclusive;
 use std::time::Duration;
 
 use rand::Rng;
 
-/// How a retry loop spreads its attempts: the pause before round `n` is drawn from
-/// `[ceiling / spread, ceiling]` with `ceiling = 10 ms << min(n, max_shift)`.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Backoff {
-    /// The exponent stops growing here, which caps the ceiling.
-    pub max_shift: u32,
-    /// The floor of a pause is the ceiling divided by this (the jitter's width).
-    pub spread: u64,
+/// Why a loop retries, which sets how long it waits before each round.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Backoff {
+    /// Unprocessed keys or items of a batch call (throttling): 10 ms doubling to 640 ms, each
+    /// pause at least half its ceiling.
+    Throttled,
+    /// A transaction cancelled only by concurrent transactions: 10 ms doubling to 1.28 s,
+    /// jittered wider so that writers contending with each other spread apart.
+    Contended,
+    /// A create whose issue number another create took: short, growing linearly, as the
+    /// winner's commit is already visible and the next number is free at once.
+    NumberTaken,
 }
 
 impl Backoff {
-    /// Unprocessed keys or items of a batch call (throttling): 10 ms doubling to 640 ms,
-    /// each pause at least half its ceiling.
-    pub const THROTTLED: Self = Self {
-        max_shift: 6,
-        spread: 2,
-    };
-    /// A transaction cancelled only by concurrent transactions: 10 ms doubling to 1.28 s,
-    /// jittered wider so that writers contending with each other spread apart.
-    pub const CONTENDED: Self = Self {
-        max_shift: 7,
-        spread: 4,
-    };
+    /// The milliseconds a pause before retry round `round` (1 for the first retry) is drawn
+    /// from.
+    fn range(self, round: u32) -> RangeInclusive<u64> {
+        match self {
+            Self::Throttled => {
+                let ceiling = 10u64 << round.min(6);
+                ceiling / 2..=ceiling
+            }
+            Self::Contended => {
+                let ceiling = 10u64 << round.min(7);
+                ceiling / 4..=ceiling
+            }
+            Self::NumberTaken => 1..=(5 + u64::from(round.min(20)) * 2),
+        }
+    }
 
-    /// The pause before retry round `round` (1 for the first retry).
+    /// The pause before retry round `round`.
     pub fn pause(self, round: u32) -> Duration {
-        let ceiling = 10u64 << round.min(self.max_shift);
-        Duration::from_millis(rand::thread_rng().gen_range(ceiling / self.spread..=ceiling))
+        Duration::from_millis(rand::thread_rng().gen_range(self.range(round)))
     }
 
     /// Sleeps before retry round `round`.
@@ -48,13 +55,13 @@ mod tests {
 
     #[test]
     fn pauses_stay_inside_their_jittered_ceiling() {
-        for round in 1..12 {
-            let t = Backoff::THROTTLED.pause(round).as_millis() as u64;
+        for round in 1..30 {
+            let ms = |b: Backoff| b.pause(round).as_millis() as u64;
             let ceiling = 10u64 << round.min(6);
-            assert!((ceiling / 2..=ceiling).contains(&t), "{round}: {t}");
-            let c = Backoff::CONTENDED.pause(round).as_millis() as u64;
+            assert!((ceiling / 2..=ceiling).contains(&ms(Backoff::Throttled)));
             let ceiling = 10u64 << round.min(7);
-            assert!((ceiling / 4..=ceiling).contains(&c), "{round}: {c}");
+            assert!((ceiling / 4..=ceiling).contains(&ms(Backoff::Contended)));
+            assert!((1..=5 + 2 * u64::from(round.min(20))).contains(&ms(Backoff::NumberTaken)));
         }
     }
 }
