@@ -1,5 +1,9 @@
 //! The indexer: turns the records table's change stream into the index table.
 //!
+//! A batch's records are classified by [`stream::classify`] and planned into units (one per
+//! issue touched, one per field change); each unit is then applied, or parked when no retry
+//! can fix it.
+//!
 //! For each issue in a batch it takes the net change (the last record's new image, or the
 //! deletion), computes the entries the issue should have, and writes only the difference from
 //! what its watermark says was written last. The watermark carries the issue's version, so a

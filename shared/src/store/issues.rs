@@ -1,8 +1,9 @@
-//! Issues: the summary item, the description item, and the per-project number counter.
+//! Issues in the records table: the summary item, the description item, the per-project number
+//! counter, and the reads the indexer and the grid make of issues (by id, by project).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 
 use super::items::{
     attr, description_item, fields_attr, issue_from, issue_item, issue_key, key, project_key,
@@ -282,24 +283,16 @@ impl Store {
         if stored_size(&item) > MAX_ITEM_BYTES {
             return Err(CreateIssueError::TooLarge);
         }
-        let put = |item, condition: Option<&str>| {
-            Put::builder()
-                .table_name(&self.records)
-                .set_item(Some(item))
-                .set_condition_expression(condition.map(str::to_string))
-                .build()
-                .map_err(build_err)
-        };
         let mut items = vec![
             TransactWriteItem::builder()
                 .update(counter.build().map_err(build_err)?)
                 .build(),
             TransactWriteItem::builder()
-                .put(put(item, Some("attribute_not_exists(PK)"))?)
+                .put(self.put_in_tx(item, Some("attribute_not_exists(PK)"))?)
                 .build(),
         ];
         if let Some(text) = &issue.description {
-            let description = put(description_item(tenant, &issue.id, text), None)?;
+            let description = self.put_in_tx(description_item(tenant, &issue.id, text), None)?;
             items.push(TransactWriteItem::builder().put(description).build());
         }
         Ok(items)
@@ -374,11 +367,7 @@ impl Store {
             let mut items = vec![TransactWriteItem::builder().update(update).build()];
             match &patch.description {
                 Some(Some(text)) => {
-                    let put = Put::builder()
-                        .table_name(&self.records)
-                        .set_item(Some(description_item(tenant, issue_id, text)))
-                        .build()
-                        .map_err(build_err)?;
+                    let put = self.put_in_tx(description_item(tenant, issue_id, text), None)?;
                     items.push(TransactWriteItem::builder().put(put).build());
                 }
                 Some(None) => {

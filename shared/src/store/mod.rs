@@ -196,6 +196,20 @@ impl Store {
         Ok(())
     }
 
+    /// A Put of a records-table item for a transaction, with its condition if any.
+    pub(crate) fn put_in_tx(
+        &self,
+        item: Item,
+        condition: Option<&str>,
+    ) -> Result<aws_sdk_dynamodb::types::Put, StoreError> {
+        aws_sdk_dynamodb::types::Put::builder()
+            .table_name(&self.records)
+            .set_item(Some(item))
+            .set_condition_expression(condition.map(str::to_string))
+            .build()
+            .map_err(build_err)
+    }
+
     /// A strongly consistent GetItem.
     #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn get_item(

@@ -3,9 +3,7 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 use super::items::{attr, key, string};
@@ -181,14 +179,6 @@ impl Store {
             created_at: team.created_at.clone(),
         })
         .map_err(StoreError::from)?;
-        let put = |item: Item, condition: Option<&str>| {
-            Put::builder()
-                .table_name(&self.records)
-                .set_item(Some(item))
-                .set_condition_expression(condition.map(str::to_string))
-                .build()
-                .map_err(build_err)
-        };
         let count = self
             .team_count(tenant, user_id)
             .update_expression("SET #n = if_not_exists(#n, :zero) + :one")
@@ -199,9 +189,11 @@ impl Store {
         let tx = self
             .transact(vec![
                 TransactWriteItem::builder().condition_check(check).build(),
-                TransactWriteItem::builder().put(put(member, None)?).build(),
                 TransactWriteItem::builder()
-                    .put(put(user_team, Some("attribute_not_exists(PK)"))?)
+                    .put(self.put_in_tx(member, None)?)
+                    .build(),
+                TransactWriteItem::builder()
+                    .put(self.put_in_tx(user_team, Some("attribute_not_exists(PK)"))?)
                     .build(),
                 TransactWriteItem::builder().update(count).build(),
             ])

@@ -1,6 +1,6 @@
 //! Projects and their field definitions: one item collection per project.
 
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 
 use super::items::{FieldItem, ProjectItem, attr, key, project_key, sk_of};
 use super::query::Query;
@@ -147,12 +147,7 @@ impl Store {
             .map_err(build_err)?;
         let item: Item = serde_dynamo::to_item(FieldItem::new(tenant, project_id, def))
             .map_err(StoreError::from)?;
-        let put = Put::builder()
-            .table_name(&self.records)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(PK)")
-            .build()
-            .map_err(build_err)?;
+        let put = self.put_in_tx(item, Some("attribute_not_exists(PK)"))?;
         let tx = self
             .transact(vec![
                 TransactWriteItem::builder().update(count).build(),
