@@ -9,6 +9,7 @@ use std::collections::BTreeSet;
 use anyhow::{Context, Result, bail};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
 use gridline::index::indexer::Indexer;
+use gridline::index::stream::{self, Change};
 use gridline::keys;
 use serde::Serialize;
 use serde_json::Value;
@@ -46,6 +47,31 @@ pub fn parse_message(body: &str) -> Result<BatchInfo> {
 pub enum Touched {
     Issue { tenant: String, issue_id: String },
     Project { tenant: String, project_id: String },
+}
+
+impl Touched {
+    /// What a record read back from the stream names, by its keys (see
+    /// [`stream::classify`]): an issue for any item of its partition (its description too: the
+    /// failed batch may have held its summary's record as well), a project for a field
+    /// definition; `None` for anything else, or keys that name nothing.
+    fn by(change: &aws_sdk_dynamodbstreams::types::StreamRecord) -> Option<Self> {
+        let key = |name: &str| change.keys()?.get(name)?.as_s().ok().map(String::as_str);
+        Some(match stream::classify(key(keys::PK), key(keys::SK)).ok()? {
+            Change::Issue { tenant, issue_id } | Change::IssueDetail { tenant, issue_id } => {
+                Self::Issue {
+                    tenant: tenant.into(),
+                    issue_id: issue_id.into(),
+                }
+            }
+            Change::Field {
+                tenant, project_id, ..
+            } => Self::Project {
+                tenant: tenant.into(),
+                project_id: project_id.into(),
+            },
+            Change::Ignored => return None,
+        })
+    }
 }
 
 /// Sequence numbers are decimal strings of varying length: compare them as numbers.
@@ -93,27 +119,8 @@ pub async fn touched_by(
             {
                 return Ok(touched);
             }
-            let key = |k: &str| {
-                change
-                    .keys()
-                    .and_then(|m| m.get(k))
-                    .and_then(|v| v.as_s().ok())
-                    .cloned()
-                    .unwrap_or_default()
-            };
-            let (pk, sk) = (key(keys::PK), key(keys::SK));
-            if let Some((t, i)) = keys::records::parse_issue_pk(&pk) {
-                touched.insert(Touched::Issue {
-                    tenant: t.into(),
-                    issue_id: i.into(),
-                });
-            } else if let Some((t, p)) = keys::records::parse_project_pk(&pk)
-                && sk.starts_with(keys::records::FIELD_SK_PREFIX)
-            {
-                touched.insert(Touched::Project {
-                    tenant: t.into(),
-                    project_id: p.into(),
-                });
+            if let Some(t) = Touched::by(change) {
+                touched.insert(t);
             }
         }
         next = out.next_shard_iterator;

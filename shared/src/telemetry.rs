@@ -1,4 +1,6 @@
-//! Logging set-up and error formatting.
+//! Observability: logging set-up, error chains for logs, the per-request facts (DynamoDB calls,
+//! tenant), and the one CloudWatch Embedded Metric Format writer ([`Emf`]) that both the API's
+//! request records and the indexer's batch metrics go through.
 
 use tracing_subscriber::EnvFilter;
 
@@ -68,6 +70,68 @@ pub fn chain(e: &dyn std::error::Error) -> String {
         source = s.source();
     }
     out
+}
+
+// --- Embedded Metric Format -----------------------------------------------------------------
+
+/// The CloudWatch namespace of every Gridline metric.
+pub const NAMESPACE: &str = "Gridline";
+
+/// The units Gridline's metrics are in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricUnit {
+    Count,
+    Milliseconds,
+}
+
+impl MetricUnit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Count => "Count",
+            Self::Milliseconds => "Milliseconds",
+        }
+    }
+}
+
+/// An EMF metric directive: which top-level members of a document are metrics (with their
+/// units) and which members they are broken down by. CloudWatch reads such a line from stdout
+/// and turns it into metrics in [`NAMESPACE`]; the other members stay searchable log fields.
+#[derive(Debug, Clone, Copy)]
+pub struct Emf<'a> {
+    /// Each set of dimension member names is one breakdown of every metric.
+    pub dimensions: &'a [&'a [&'a str]],
+    pub metrics: &'a [(&'a str, MetricUnit)],
+}
+
+impl Emf<'_> {
+    /// The EMF document: `members` (a JSON object holding every metric and dimension named)
+    /// under the `_aws` envelope, stamped `timestamp_ms`.
+    pub fn document(&self, timestamp_ms: i64, members: serde_json::Value) -> serde_json::Value {
+        let metrics: Vec<_> = self
+            .metrics
+            .iter()
+            .map(|(name, unit)| serde_json::json!({"Name": name, "Unit": unit.as_str()}))
+            .collect();
+        let envelope = serde_json::json!({
+            "Timestamp": timestamp_ms,
+            "CloudWatchMetrics": [{
+                "Namespace": NAMESPACE,
+                "Dimensions": self.dimensions,
+                "Metrics": metrics,
+            }]
+        });
+        let mut document = serde_json::Map::new();
+        document.insert("_aws".into(), envelope);
+        if let serde_json::Value::Object(members) = members {
+            document.extend(members);
+        }
+        serde_json::Value::Object(document)
+    }
+}
+
+/// Now, in milliseconds since the Unix epoch (EMF timestamps, ages).
+pub fn now_ms() -> i64 {
+    (time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000) as i64
 }
 
 // --- Per-request observation -----------------------------------------------------------------
@@ -162,24 +226,22 @@ pub struct RequestRecord {
     pub tenant: Option<String>,
 }
 
+/// A request record's metrics: by function, and by function and route.
+const REQUEST_METRICS: Emf<'static> = Emf {
+    dimensions: &[&["Function"], &["Function", "Route"]],
+    metrics: &[
+        ("Latency", MetricUnit::Milliseconds),
+        ("DynamoDBCalls", MetricUnit::Count),
+        ("ServerErrors", MetricUnit::Count),
+        ("ClientErrors", MetricUnit::Count),
+    ],
+};
+
 impl RequestRecord {
     /// The EMF document: metrics `Latency`, `DynamoDBCalls`, `ServerErrors`, `ClientErrors`
     /// by function and by function and route; the rest are searchable properties.
     pub fn emf(&self, timestamp_ms: i64) -> serde_json::Value {
-        serde_json::json!({
-            "_aws": {
-                "Timestamp": timestamp_ms,
-                "CloudWatchMetrics": [{
-                    "Namespace": "Gridline",
-                    "Dimensions": [["Function"], ["Function", "Route"]],
-                    "Metrics": [
-                        {"Name": "Latency", "Unit": "Milliseconds"},
-                        {"Name": "DynamoDBCalls", "Unit": "Count"},
-                        {"Name": "ServerErrors", "Unit": "Count"},
-                        {"Name": "ClientErrors", "Unit": "Count"}
-                    ]
-                }]
-            },
+        let members = serde_json::json!({
             "level": "INFO",
             "message": "request",
             "Function": self.function,
@@ -191,15 +253,15 @@ impl RequestRecord {
             "DynamoDBCalls": self.dynamodb_calls,
             "ServerErrors": u32::from(self.status >= 500),
             "ClientErrors": u32::from((400..500).contains(&self.status)),
-        })
+        });
+        REQUEST_METRICS.document(timestamp_ms, members)
     }
 
     /// Writes the record: an EMF line on stdout in Lambda (CloudWatch reads it), a log event
     /// on the local stack.
     pub fn emit(&self, style: LogStyle) {
         if style == LogStyle::Emf {
-            let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
-            println!("{}", self.emf(now as i64));
+            println!("{}", self.emf(now_ms()));
         } else {
             tracing::info!(
                 request_id = %self.request_id,
@@ -266,6 +328,40 @@ mod tests {
                 assert!(v[name.as_str().unwrap()].is_string());
             }
         }
+    }
+
+    /// The document is exactly what the hand-written envelope was (CloudWatch parses it).
+    #[test]
+    fn the_emf_writer_writes_the_cloudwatch_envelope() {
+        let emf = Emf {
+            dimensions: &[&["Function"]],
+            metrics: &[
+                ("Records", MetricUnit::Count),
+                ("Age", MetricUnit::Milliseconds),
+            ],
+        };
+        let v = emf.document(
+            1_700_000_000_000,
+            serde_json::json!({"Function": "f", "Records": 2, "Age": 5}),
+        );
+        let expected = serde_json::json!({
+            "_aws": {
+                "Timestamp": 1_700_000_000_000i64,
+                "CloudWatchMetrics": [{
+                    "Namespace": "Gridline",
+                    "Dimensions": [["Function"]],
+                    "Metrics": [
+                        {"Name": "Records", "Unit": "Count"},
+                        {"Name": "Age", "Unit": "Milliseconds"}
+                    ]
+                }]
+            },
+            "Function": "f",
+            "Records": 2,
+            "Age": 5,
+        });
+        assert_eq!(v, expected);
+        assert_eq!(v.to_string(), expected.to_string());
     }
 
     #[test]

@@ -182,15 +182,9 @@ pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry
     }
     let sk = keys::index::inbox_sk(&issue.updated_at, &issue.id);
     for p in &issue.participants {
-        for role in [None, Some(p.role.as_str())] {
+        for role in [None, Some(p.role)] {
             out.insert(Entry {
-                pk: keys::index::inbox_pk(
-                    tenant,
-                    p.kind.as_str(),
-                    &p.id,
-                    issue.state.as_str(),
-                    role,
-                ),
+                pk: keys::index::participant_inbox_pk(tenant, p.kind, &p.id, issue.state, role),
                 sk: sk.clone(),
                 issue_id: issue.id.clone(),
                 role: Some(p.role.as_str().to_string()),

@@ -1,5 +1,9 @@
 //! The indexer: turns the records table's change stream into the index table.
 //!
+//! A batch's records are classified by [`stream::classify`] and planned into units (one per
+//! issue touched, one per field change); each unit is then applied, or parked when no retry
+//! can fix it.
+//!
 //! For each issue in a batch it takes the net change (the last record's new image, or the
 //! deletion), computes the entries the issue should have, and writes only the difference from
 //! what its watermark says was written last. The watermark carries the issue's version, so a
@@ -15,10 +19,13 @@ use serde_dynamo::AttributeValue as Av;
 
 use crate::domain::Issue;
 use crate::domain::values::FieldDef;
+use crate::index::stream::{self, Change, Op};
 use crate::index::{Entry, entries};
 use crate::index::{Parked, Watermark};
 use crate::keys;
+use crate::keys::index::ParkedUnit;
 use crate::store::{Store, StoreError, issue_from};
+use crate::telemetry::{Emf, MetricUnit, now_ms};
 
 /// Version recorded for a deleted issue: above every real version, so nothing older is
 /// ever applied again.
@@ -84,7 +91,8 @@ impl IndexError {
     }
 }
 
-fn s_of<'a>(item: &'a serde_dynamo::Item, name: &str) -> Option<&'a str> {
+/// A string attribute of a stream record's keys or image.
+fn string_attr<'a>(item: &'a serde_dynamo::Item, name: &str) -> Option<&'a str> {
     match item.get(name) {
         Some(Av::S(s)) => Some(s),
         _ => None,
@@ -120,12 +128,12 @@ pub fn plan(records: &[EventRecord]) -> Plan {
                 units.push((seq, unit));
             }
             Err(message) => {
-                let pk = s_of(&record.change.keys, keys::PK);
+                let pk = string_attr(&record.change.keys, keys::PK);
                 let tenant = pk.and_then(keys::tenant_of).unwrap_or("-").to_string();
                 let subject = pk
                     .and_then(keys::records::parse_issue_pk)
                     .map(|(_, issue)| issue.to_string())
-                    .unwrap_or_else(|| keys::index::parked_sk_other("record", &seq));
+                    .unwrap_or_else(|| keys::index::parked_sk(ParkedUnit::Record, &seq));
                 let reason = IndexError::Malformed(seq.clone(), message).to_string();
                 units.push((
                     seq,
@@ -141,41 +149,47 @@ pub fn plan(records: &[EventRecord]) -> Plan {
     Plan { units }
 }
 
+/// The unit one record is, if it is the indexer's business (see [`stream::classify`]).
 fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
-    let keys_ = &record.change.keys;
-    let pk = s_of(keys_, keys::PK).ok_or("no PK")?;
-    let sk = s_of(keys_, keys::SK).ok_or("no SK")?;
-    let tenant = keys::tenant_of(pk).ok_or("PK has no tenant")?.to_string();
-    let removed = record.event_name == "REMOVE";
-    if sk == keys::records::ISSUE_SK {
-        let issue_id = pk.rsplit('#').next().ok_or("issue PK")?.to_string();
-        let last = if removed {
-            None
-        } else {
-            let item: HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
-                record.change.new_image.clone().into();
-            Some(Box::new(issue_from(item, None).map_err(|e| e.to_string())?))
-        };
-        return Ok(Some(Unit::Issue {
+    let keys_of = |name| string_attr(&record.change.keys, name);
+    let change =
+        stream::classify(keys_of(keys::PK), keys_of(keys::SK)).map_err(|e| e.to_string())?;
+    let op = Op::parse(&record.event_name);
+    Ok(match change {
+        Change::Issue { tenant, issue_id } => {
+            let last = if op == Some(Op::Remove) {
+                None
+            } else {
+                let item: HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
+                    record.change.new_image.clone().into();
+                Some(Box::new(issue_from(item, None).map_err(|e| e.to_string())?))
+            };
+            Some(Unit::Issue {
+                tenant: tenant.to_string(),
+                issue_id: issue_id.to_string(),
+                last,
+            })
+        }
+        Change::Field {
             tenant,
-            issue_id,
-            last,
-        }));
-    }
-    if let Some(field_id) = sk.strip_prefix(keys::records::FIELD_SK_PREFIX) {
-        let project_id = pk.rsplit('#').next().ok_or("project PK")?.to_string();
-        return Ok(Some(match record.event_name.as_str() {
-            "INSERT" => Unit::FieldAdded { tenant, project_id },
-            "REMOVE" => Unit::FieldRemoved {
-                tenant,
-                project_id,
+            project_id,
+            field_id,
+        } => match op {
+            Some(Op::Insert) => Some(Unit::FieldAdded {
+                tenant: tenant.to_string(),
+                project_id: project_id.to_string(),
+            }),
+            Some(Op::Remove) => Some(Unit::FieldRemoved {
+                tenant: tenant.to_string(),
+                project_id: project_id.to_string(),
                 field_id: field_id.to_string(),
-            },
-            _ => return Ok(None),
-        }));
-    }
-    // Anything else (the template's filter keeps it out in AWS) is not the indexer's business.
-    Ok(None)
+            }),
+            // A definition never changes in place.
+            Some(Op::Modify) | None => None,
+        },
+        // Anything else (the template's filter keeps it out in AWS) is not the indexer's business.
+        Change::IssueDetail { .. } | Change::Ignored => None,
+    })
 }
 
 /// What the index should look like for an issue, and at which version.
@@ -197,26 +211,23 @@ pub struct Metrics {
     pub iterator_age_ms: i64,
 }
 
+/// A batch's metrics: by function.
+const BATCH_METRICS: Emf<'static> = Emf {
+    dimensions: &[&["Function"]],
+    metrics: &[
+        ("Records", MetricUnit::Count),
+        ("IndexWrites", MetricUnit::Count),
+        ("SkippedUnits", MetricUnit::Count),
+        ("Failures", MetricUnit::Count),
+        ("Parked", MetricUnit::Count),
+        ("IteratorAge", MetricUnit::Milliseconds),
+    ],
+};
+
 impl Metrics {
     /// One EMF line: CloudWatch turns it into metrics in namespace `Gridline`.
     pub fn emf(&self) -> String {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
-        serde_json::json!({
-            "_aws": {
-                "Timestamp": now as i64,
-                "CloudWatchMetrics": [{
-                    "Namespace": "Gridline",
-                    "Dimensions": [["Function"]],
-                    "Metrics": [
-                        {"Name": "Records", "Unit": "Count"},
-                        {"Name": "IndexWrites", "Unit": "Count"},
-                        {"Name": "SkippedUnits", "Unit": "Count"},
-                        {"Name": "Failures", "Unit": "Count"},
-                        {"Name": "Parked", "Unit": "Count"},
-                        {"Name": "IteratorAge", "Unit": "Milliseconds"}
-                    ]
-                }]
-            },
+        let members = serde_json::json!({
             "Function": "indexer",
             "Records": self.records,
             "IndexWrites": self.writes,
@@ -224,8 +235,8 @@ impl Metrics {
             "Failures": self.failures,
             "Parked": self.parked,
             "IteratorAge": self.iterator_age_ms,
-        })
-        .to_string()
+        });
+        BATCH_METRICS.document(now_ms(), members).to_string()
     }
 }
 
@@ -262,8 +273,7 @@ impl Indexer {
                 .change
                 .approximate_creation_date_time
                 .timestamp_millis();
-            let now = time::OffsetDateTime::now_utc().unix_timestamp_nanos() / 1_000_000;
-            metrics.iterator_age_ms = (now as i64 - created).max(0);
+            metrics.iterator_age_ms = (now_ms() - created).max(0);
         }
         let Plan { units } = plan(&event.records);
         metrics.units = units.len();
@@ -418,60 +428,53 @@ impl Indexer {
         if wm.as_ref().is_some_and(|w| w.parked) {
             self.store.unpark(tenant, issue_id).await?;
         }
-        let desired = match target.issue {
-            Some(issue) => entries(
-                tenant,
-                issue,
-                defs.get(&self.store, tenant, &issue.project_id).await?,
-            ),
-            None => BTreeSet::new(),
-        };
+        let desired = defs.entries(&self.store, tenant, target.issue).await?;
         let wm = wm.unwrap_or_default();
+        let current = (&wm.entries, &wm.pending);
+        let version = target.version;
         if !self
             .reconcile(
                 tenant,
                 issue_id,
-                target.version,
+                version,
                 &desired,
-                (&wm.entries, &wm.pending),
+                current,
                 allow_equal,
                 metrics,
             )
             .await?
         {
-            // A newer version was recorded while this one was written: what this wrote may be
-            // stale, so re-index from the issue as it is now, counting those writes as current.
-            let now = self.store.get_issue_summary(tenant, issue_id).await?;
-            let wm = self
-                .store
-                .get_watermark(tenant, issue_id)
-                .await?
-                .unwrap_or_default();
-            // What this wrote may or may not have landed.
-            let mut maybe = wm.pending;
-            maybe.extend(desired);
-            let (version, desired) = match &now {
-                Some(issue) => (
-                    issue.version.max(wm.version),
-                    entries(
-                        tenant,
-                        issue,
-                        defs.get(&self.store, tenant, &issue.project_id).await?,
-                    ),
-                ),
-                None => (DELETED, BTreeSet::new()),
-            };
-            self.reconcile(
-                tenant,
-                issue_id,
-                version,
-                &desired,
-                (&wm.entries, &maybe),
-                true,
-                metrics,
-            )
-            .await?;
+            self.catch_up(tenant, issue_id, desired, defs, metrics)
+                .await?;
         }
+        Ok(())
+    }
+
+    /// After a newer version was recorded while `written` was being written: what this wrote
+    /// may be stale, so re-index from the issue as it is now, counting those writes as
+    /// entries that may be in the index.
+    async fn catch_up(
+        &self,
+        tenant: &str,
+        issue_id: &str,
+        written: BTreeSet<Entry>,
+        defs: &mut DefsCache,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let now = self.store.get_issue_summary(tenant, issue_id).await?;
+        let wm = self
+            .store
+            .get_watermark(tenant, issue_id)
+            .await?
+            .unwrap_or_default();
+        // What this wrote may or may not have landed.
+        let mut maybe = wm.pending;
+        maybe.extend(written);
+        let version = now.as_ref().map_or(DELETED, |i| i.version.max(wm.version));
+        let desired = defs.entries(&self.store, tenant, now.as_ref()).await?;
+        let current = (&wm.entries, &maybe);
+        self.reconcile(tenant, issue_id, version, &desired, current, true, metrics)
+            .await?;
         Ok(())
     }
 
@@ -592,7 +595,7 @@ impl Unit {
                 tenant, project_id, ..
             } => (
                 tenant,
-                keys::index::parked_sk_other("project", project_id),
+                keys::index::parked_sk(ParkedUnit::Project, project_id),
                 false,
             ),
             Self::Malformed {
@@ -626,6 +629,23 @@ impl DefsCache {
             self.0.insert(key.clone(), defs);
         }
         Ok(self.0.get(&key).map(Vec::as_slice).unwrap_or_default())
+    }
+
+    /// The entries `issue` should have (none for a deleted issue).
+    async fn entries(
+        &mut self,
+        store: &Store,
+        tenant: &str,
+        issue: Option<&Issue>,
+    ) -> Result<BTreeSet<Entry>, StoreError> {
+        Ok(match issue {
+            Some(issue) => entries(
+                tenant,
+                issue,
+                self.get(store, tenant, &issue.project_id).await?,
+            ),
+            None => BTreeSet::new(),
+        })
     }
 
     fn clear(&mut self) {

@@ -6,11 +6,17 @@
 //! - [`table`]: index-table I/O (entries, watermarks, parked markers, column and inbox pages).
 //! - [`drift`]: compares the index with a recomputation from the records; repairs it.
 //! - [`scan`]: the whole-table scans and exact-version writes `drift` needs.
+//! - [`stream`]: what a stream record is about, by its keys (the indexer's and `gridctl
+//!   replay`'s one classifier).
+//!
+//! Keys of the index table are built in `crate::keys::index`; records-table reads the indexer
+//! makes (issues of a project, one issue's summary) are in `crate::store`.
 
 pub mod drift;
 pub mod entries;
 pub mod indexer;
 pub mod scan;
+pub mod stream;
 pub mod table;
 
 pub use entries::{

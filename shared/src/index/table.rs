@@ -2,18 +2,16 @@
 //! markers, and the two reads of the request paths (a page of a column, a page of an inbox).
 
 use std::collections::BTreeSet;
-use std::time::Duration;
 
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRequest};
-use rand::Rng;
 
 use crate::cursor::Position;
 use crate::index::Entry;
 use crate::keys;
 use crate::store::items::{key, string};
-use crate::store::{
-    Item, Page, Store, StoreError, build_err, condition_held, position_of, sdk, start_key,
-};
+use crate::store::query::Query;
+use crate::store::retry::Backoff;
+use crate::store::{Item, Page, Store, StoreError, build_err, condition_held, sdk};
 
 /// BatchWriteItem takes at most 25 requests.
 const WRITE_CHUNK: usize = 25;
@@ -165,13 +163,6 @@ pub fn parked_from_item(item: &Item) -> Option<Parked> {
 /// knows to remove the marker without reading it.
 const PARKED_FLAG: &str = "parked";
 
-async fn backoff(round: u32) {
-    let ceiling = 10u64 << round.min(6);
-    // The RNG handle is not Send: draw before awaiting.
-    let pause = rand::thread_rng().gen_range(ceiling / 2..=ceiling);
-    tokio::time::sleep(Duration::from_millis(pause)).await;
-}
-
 impl Store {
     /// The issue's watermark (strongly consistent). Issues never indexed have none.
     #[tracing::instrument(skip_all, fields(op = "get_watermark"))]
@@ -312,13 +303,7 @@ impl Store {
         item.insert("reason".into(), string(&parked.reason));
         item.insert("sequence_number".into(), string(&parked.sequence_number));
         item.insert("parked_at".into(), string(&parked.parked_at));
-        self.client
-            .put_item()
-            .table_name(&self.index)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(sdk("PutItem"))?;
+        self.put(&self.index, item).await?;
         if issue {
             let flagged = self
                 .client
@@ -393,7 +378,7 @@ impl Store {
     async fn batch_write(&self, mut pending: Vec<WriteRequest>) -> Result<(), StoreError> {
         for round in 0..MAX_ROUNDS {
             if round > 0 {
-                backoff(round).await;
+                Backoff::Throttled.sleep(round).await;
             }
             let out = self
                 .client
@@ -418,26 +403,16 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "query_column"))]
     pub async fn query_column(
         &self,
-        q: &ColumnQuery,
+        column: &ColumnQuery,
         start: Option<&Position>,
     ) -> Result<Page<(String, String)>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.index)
-            .key_condition_expression("PK = :pk AND SK BETWEEN :from AND :to")
-            .expression_attribute_values(":pk", string(&q.pk))
-            .expression_attribute_values(":from", string(&q.from))
-            .expression_attribute_values(":to", string(&q.to))
-            .scan_index_forward(q.forward)
-            .limit(q.limit)
-            .set_exclusive_start_key(start_key(start))
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        let next = position_of(out.last_evaluated_key())?;
-        let items = out
-            .items()
+        let query = Query::partition(&self.index, column.pk.clone())
+            .sk_between(&column.from, &column.to)
+            .forward(column.forward)
+            .limit(Some(column.limit))
+            .after(start);
+        let Page { items, next } = self.query_page(query).await?;
+        let items = items
             .iter()
             .filter_map(|i| match (i.get("issue_id"), i.get(keys::SK)) {
                 (Some(AttributeValue::S(id)), Some(AttributeValue::S(sk))) => {
@@ -464,33 +439,21 @@ impl Store {
                 (keys::SK.to_string(), string(sk)),
             ])
         });
-        let out = self
-            .client
-            .query()
-            .table_name(&self.index)
-            .key_condition_expression("PK = :pk")
-            .expression_attribute_values(":pk", string(pk))
-            .scan_index_forward(false)
-            .limit(limit)
-            .set_exclusive_start_key(start)
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        let next = position_of(out.last_evaluated_key())?;
+        let query = Query::partition(&self.index, pk.to_string())
+            .forward(false)
+            .limit(Some(limit))
+            .start_at(start);
         let text = |i: &Item, k: &str| match i.get(k) {
             Some(AttributeValue::S(v)) => v.clone(),
             _ => String::new(),
         };
-        let items = out
-            .items()
-            .iter()
-            .map(|i| InboxCopy {
-                sk: text(i, keys::SK),
-                issue_id: text(i, "issue_id"),
-                role: text(i, "role"),
+        self.query_page(query).await?.try_map(|i| {
+            Ok(InboxCopy {
+                sk: text(&i, keys::SK),
+                issue_id: text(&i, "issue_id"),
+                role: text(&i, "role"),
             })
-            .collect();
-        Ok(Page { items, next })
+        })
     }
 }
 

@@ -1,17 +1,37 @@
 //! Keys of the index table, which only the indexer writes: column entries, participation
 //! copies (inboxes), watermarks and parked units.
 
-use super::tenant;
+use super::tenant_prefix;
+use crate::domain::{IssueState, ParticipantKind, Role};
 use crate::encoding::text;
 
 // --- Participation copies -----------------------------------------------------------------
 
 /// A participant's issues in one state, newest `updated_at` first; with `role`, only the
 /// issues where the participant has that role (the role-ranked copy).
-pub fn inbox_pk(t: &str, kind: &str, id: &str, state: &str, role: Option<&str>) -> String {
+pub fn participant_inbox_pk(
+    tenant: &str,
+    kind: ParticipantKind,
+    id: &str,
+    state: IssueState,
+    role: Option<Role>,
+) -> String {
+    inbox_pk(
+        tenant,
+        kind.as_str(),
+        id,
+        state.as_str(),
+        role.map(Role::as_str),
+    )
+}
+
+/// [`participant_inbox_pk`] from the names of the kind, state and role, for callers that
+/// still hold strings (the inbox handler).
+pub fn inbox_pk(tenant: &str, kind: &str, id: &str, state: &str, role: Option<&str>) -> String {
+    let tenant = tenant_prefix(tenant);
     match role {
-        Some(r) => format!("{}#IN#{kind}#{id}#{state}#{r}", tenant(t)),
-        None => format!("{}#IN#{kind}#{id}#{state}", tenant(t)),
+        Some(role) => format!("{tenant}#IN#{kind}#{id}#{state}#{role}"),
+        None => format!("{tenant}#IN#{kind}#{id}#{state}"),
     }
 }
 
@@ -24,8 +44,8 @@ pub fn inbox_sk(updated_at: &str, issue_id: &str) -> String {
 
 /// Partition of one sortable column of a project, for one state scope (`all`, `open`,
 /// `closed`), so a state-filtered grid is a key condition too.
-pub fn column_pk(t: &str, project_id: &str, column: &str, scope: &str) -> String {
-    format!("{}#X#{project_id}#{column}#{scope}", tenant(t))
+pub fn column_pk(tenant: &str, project_id: &str, column: &str, scope: &str) -> String {
+    format!("{}#X#{project_id}#{column}#{scope}", tenant_prefix(tenant))
 }
 
 /// Sort-key prefix of entries that hold a value; they sort before the missing ones.
@@ -74,8 +94,8 @@ pub fn prefix_ceiling(encoded: &str) -> String {
 }
 
 /// The indexer's record of an issue's entries, for replay protection and exact diffs.
-pub fn watermark_pk(t: &str, issue_id: &str) -> String {
-    format!("{}#W#{issue_id}", tenant(t))
+pub fn watermark_pk(tenant: &str, issue_id: &str) -> String {
+    format!("{}#W#{issue_id}", tenant_prefix(tenant))
 }
 
 pub const WATERMARK_SK: &str = "W";
@@ -83,32 +103,62 @@ pub const WATERMARK_SK: &str = "W";
 /// An entry's key as one string in the watermark's set (no key part contains U+0002). The
 /// watermark belongs to one tenant, so the `T#{tenant}#` every entry key starts with is left
 /// out: with 128-character tenant ids it would be most of the item.
-pub fn entry_ref(t: &str, pk: &str, sk: &str) -> String {
-    let own = format!("{}#", tenant(t));
+pub fn entry_ref(tenant: &str, pk: &str, sk: &str) -> String {
+    let own = format!("{}#", tenant_prefix(tenant));
     let pk = pk.strip_prefix(own.as_str()).unwrap_or(pk);
     format!("{pk}\u{2}{sk}")
 }
 
 /// `(pk, sk)` of an [`entry_ref`] of tenant `t`; refs written whole (they start with `T#`,
 /// which no tenant-relative key does) are read as they are.
-pub fn parse_entry_ref(t: &str, r: &str) -> Option<(String, String)> {
+pub fn parse_entry_ref(tenant: &str, r: &str) -> Option<(String, String)> {
     let (pk, sk) = r.split_once('\u{2}')?;
     let pk = if pk.starts_with("T#") {
         pk.to_string()
     } else {
-        format!("{}#{pk}", tenant(t))
+        format!("{}#{pk}", tenant_prefix(tenant))
     };
     Some((pk, sk.to_string()))
 }
 
 /// Partition of a tenant's parked units: what the indexer could not index for a reason no
 /// retry fixes (a DynamoDB limit, a malformed record), one item per issue (sort key: its id).
-pub fn parked_pk(t: &str) -> String {
-    format!("{}#PARKED", tenant(t))
+pub fn parked_pk(tenant: &str) -> String {
+    format!("{}#PARKED", tenant_prefix(tenant))
 }
 
-/// Sort key of a parked unit that is not one issue: a project's re-index, or a record whose
-/// keys name nothing (then its sequence number).
+/// A parked unit that is not one issue.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ParkedUnit {
+    /// A project's re-index (after a field change); its id follows.
+    Project,
+    /// A record whose keys name no issue; its sequence number follows.
+    Record,
+}
+
+impl ParkedUnit {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Project => "project",
+            Self::Record => "record",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "project" => Some(Self::Project),
+            "record" => Some(Self::Record),
+            _ => None,
+        }
+    }
+}
+
+/// Sort key of a parked unit that is not one issue: `#project#{id}` or `#record#{sequence}`.
+pub fn parked_sk(unit: ParkedUnit, id: &str) -> String {
+    parked_sk_other(unit.as_str(), id)
+}
+
+/// [`parked_sk`] from the unit's name (`project`, `record`), for callers that hold strings.
 pub fn parked_sk_other(kind: &str, id: &str) -> String {
     format!("#{kind}#{id}")
 }

@@ -18,8 +18,9 @@ pub const GSI1_SK: &str = "GSI1SK";
 /// opens the connection and finds nothing.
 pub const WARM_UP_PK: &str = "#WARM-UP";
 
-pub(crate) fn tenant(t: &str) -> String {
-    format!("T#{t}")
+/// `T#{tenant}`: what every key of the tenant starts with.
+pub(crate) fn tenant_prefix(tenant: &str) -> String {
+    format!("T#{tenant}")
 }
 
 /// The tenant a key belongs to.
@@ -32,6 +33,7 @@ mod tests {
     use super::index::*;
     use super::records::*;
     use super::*;
+    use crate::domain::ParticipantKind;
     use crate::encoding::text;
     use proptest::prelude::*;
 
@@ -59,6 +61,42 @@ mod tests {
         assert!(!is_watermark_pk(&parked_pk("acme")));
     }
 
+    /// The typed builders write the very strings the stored keys hold.
+    #[test]
+    fn typed_builders_write_the_stored_strings() {
+        use crate::domain::{IssueState, ParticipantKind, Role};
+        assert_eq!(
+            participant_inbox_pk("acme", ParticipantKind::User, "ann", IssueState::Open, None),
+            "T#acme#IN#user#ann#open"
+        );
+        assert_eq!(
+            participant_inbox_pk(
+                "acme",
+                ParticipantKind::Team,
+                "T1",
+                IssueState::Closed,
+                Some(Role::Watcher)
+            ),
+            "T#acme#IN#team#T1#closed#watcher"
+        );
+        assert_eq!(
+            participant_inbox_pk(
+                "a",
+                ParticipantKind::User,
+                "u",
+                IssueState::Open,
+                Some(Role::Assignee)
+            ),
+            inbox_pk("a", "user", "u", "open", Some("assignee"))
+        );
+        assert_eq!(participant_edge(ParticipantKind::Team, "T1"), "team#T1");
+        assert_eq!(parse_participant_edge("robot#x"), None);
+        assert_eq!(parked_sk(ParkedUnit::Project, "P1"), "#project#P1");
+        assert_eq!(parked_sk(ParkedUnit::Record, "7"), "#record#7");
+        assert_eq!(parked_other("#record#7"), Some(("record", "7")));
+        assert_eq!(ParkedUnit::parse("project"), Some(ParkedUnit::Project));
+    }
+
     #[test]
     fn project_items_sort_before_their_fields() {
         assert!(PROJECT_SK < field_sk("01ARZ3NDEKTSV4RRFFQ69G5FAV").as_str());
@@ -74,8 +112,10 @@ mod tests {
 
         #[test]
         fn participant_edges_round_trip(kind in "user|team", id in "[A-Za-z0-9_.:-]{1,40}") {
-            let edge = participant_edge(&kind, &id);
-            prop_assert_eq!(parse_participant_edge(&edge), Some((kind.as_str(), id.as_str())));
+            let Some(typed) = ParticipantKind::parse(&kind) else { unreachable!() };
+            let edge = participant_edge(typed, &id);
+            prop_assert_eq!(&edge, &format!("{kind}#{id}"));
+            prop_assert_eq!(parse_participant_edge(&edge), Some((typed, id.as_str())));
         }
 
         #[test]

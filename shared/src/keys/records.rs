@@ -1,6 +1,7 @@
 //! Keys of the records table: projects and their fields, issues, people and teams.
 
-use super::tenant;
+use super::tenant_prefix;
+use crate::domain::ParticipantKind;
 use crate::encoding::text;
 
 /// Sort key of a project's own item inside its collection; `#` sorts before the fields' `F#`.
@@ -21,8 +22,8 @@ pub mod entity {
 }
 
 /// Partition of a project and its field definitions (one Query reads both).
-pub fn project_pk(t: &str, project_id: &str) -> String {
-    format!("{}#P#{project_id}", tenant(t))
+pub fn project_pk(tenant: &str, project_id: &str) -> String {
+    format!("{}#P#{project_id}", tenant_prefix(tenant))
 }
 
 pub fn field_sk(field_id: &str) -> String {
@@ -30,8 +31,8 @@ pub fn field_sk(field_id: &str) -> String {
 }
 
 /// GSI1 partition listing a tenant's projects by name.
-pub fn projects_gsi1_pk(t: &str) -> String {
-    format!("{}#PROJECTS", tenant(t))
+pub fn projects_gsi1_pk(tenant: &str) -> String {
+    format!("{}#PROJECTS", tenant_prefix(tenant))
 }
 
 /// GSI1 sort key of a project: case-insensitive name order, then the id for uniqueness.
@@ -40,13 +41,13 @@ pub fn project_gsi1_sk(name: &str, project_id: &str) -> String {
 }
 
 /// Partition of an issue: its summary item and its description.
-pub fn issue_pk(t: &str, issue_id: &str) -> String {
-    format!("{}#I#{issue_id}", tenant(t))
+pub fn issue_pk(tenant: &str, issue_id: &str) -> String {
+    format!("{}#I#{issue_id}", tenant_prefix(tenant))
 }
 
 /// GSI1 partition listing a project's issues by number.
-pub fn issues_by_num_gsi1_pk(t: &str, project_id: &str) -> String {
-    format!("{}#P#{project_id}#ISSUES", tenant(t))
+pub fn issues_by_num_gsi1_pk(tenant: &str, project_id: &str) -> String {
+    format!("{}#P#{project_id}#ISSUES", tenant_prefix(tenant))
 }
 
 /// Issue numbers zero-padded so string order is numeric order.
@@ -56,27 +57,28 @@ pub fn num_sk(num: u64) -> String {
 
 /// An entry of an issue's participant edge set: `{kind}#{id}`. The role lives in the issue's
 /// `roles` map under the same key, so adding, re-roling and removing need no read.
-pub fn participant_edge(kind: &str, id: &str) -> String {
-    format!("{kind}#{id}")
+pub fn participant_edge(kind: ParticipantKind, id: &str) -> String {
+    format!("{}#{id}", kind.as_str())
 }
 
-/// `(kind, id)` of a participant edge.
-pub fn parse_participant_edge(edge: &str) -> Option<(&str, &str)> {
-    edge.split_once('#')
+/// `(kind, id)` of a participant edge; `None` for an unknown kind.
+pub fn parse_participant_edge(edge: &str) -> Option<(ParticipantKind, &str)> {
+    let (kind, id) = edge.split_once('#')?;
+    Some((ParticipantKind::parse(kind)?, id))
 }
 
 // --- People and teams -----------------------------------------------------------------------
 
 /// Partition of a user: the profile and the user's team memberships.
-pub fn user_pk(t: &str, user_id: &str) -> String {
-    format!("{}#U#{user_id}", tenant(t))
+pub fn user_pk(tenant: &str, user_id: &str) -> String {
+    format!("{}#U#{user_id}", tenant_prefix(tenant))
 }
 
 pub const PROFILE_SK: &str = "#PROFILE";
 
 /// Partition of a team: the team and its members.
-pub fn team_pk(t: &str, team_id: &str) -> String {
-    format!("{}#TEAM#{team_id}", tenant(t))
+pub fn team_pk(tenant: &str, team_id: &str) -> String {
+    format!("{}#TEAM#{team_id}", tenant_prefix(tenant))
 }
 
 pub const TEAM_SK: &str = "#TEAM";

@@ -1,18 +1,17 @@
-//! Issues: the summary item, the description item, and the per-project number counter.
+//! Issues in the records table: the summary item, the description item, the per-project number
+//! counter, and the reads the indexer and the grid make of issues (by id, by project).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
-use std::time::Duration;
 
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
-use rand::Rng;
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 
 use super::items::{
-    attr, description_item, fields_attr, issue_from, issue_item, key, sk_of, string, value_to_attr,
+    attr, description_item, fields_attr, issue_from, issue_item, issue_key, key, project_key,
+    sk_of, value_to_attr,
 };
-use super::{
-    Item, Page, Store, StoreError, Tx, build_err, condition_held, position_of, sdk, start_key,
-    stored_size,
-};
+use super::query::Query;
+use super::retry::Backoff;
+use super::{Item, Page, Store, StoreError, Tx, build_err, condition_held, stored_size};
 use crate::cursor::Position;
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
@@ -222,10 +221,6 @@ impl Store {
         id: String,
         now: String,
     ) -> Result<Issue, CreateIssueError> {
-        let project_key = key(
-            keys::records::project_pk(tenant, project_id),
-            keys::records::PROJECT_SK,
-        );
         for attempt in 0..MAX_CREATE_ATTEMPTS {
             let num = last_num + 1;
             let issue = Issue {
@@ -241,44 +236,7 @@ impl Store {
                 created_at: now.clone(),
                 updated_at: now.clone(),
             };
-            let mut counter = Update::builder()
-                .table_name(&self.records)
-                .set_key(Some(project_key.clone()))
-                .update_expression("SET #n = :num")
-                .expression_attribute_names("#n", attr::NEXT_NUM)
-                .expression_attribute_values(":num", AttributeValue::N(num.to_string()));
-            counter = if last_num == 0 {
-                counter.condition_expression("attribute_exists(PK) AND attribute_not_exists(#n)")
-            } else {
-                counter
-                    .condition_expression("#n = :last")
-                    .expression_attribute_values(":last", AttributeValue::N(last_num.to_string()))
-            };
-            let item = issue_item(tenant, &issue)?;
-            // Measured per attempt: the number it takes is part of the item.
-            if stored_size(&item) > MAX_ITEM_BYTES {
-                return Err(CreateIssueError::TooLarge);
-            }
-            let put = Put::builder()
-                .table_name(&self.records)
-                .set_item(Some(item))
-                .condition_expression("attribute_not_exists(PK)")
-                .build()
-                .map_err(build_err)?;
-            let mut items = vec![
-                TransactWriteItem::builder()
-                    .update(counter.build().map_err(build_err)?)
-                    .build(),
-                TransactWriteItem::builder().put(put).build(),
-            ];
-            if let Some(text) = &issue.description {
-                let put = Put::builder()
-                    .table_name(&self.records)
-                    .set_item(Some(description_item(tenant, &issue.id, text)))
-                    .build()
-                    .map_err(build_err)?;
-                items.push(TransactWriteItem::builder().put(put).build());
-            }
+            let items = self.create_items(tenant, &issue, last_num)?;
             match self.transact(items).await {
                 Ok(Tx::Committed) => return Ok(issue),
                 Ok(Tx::ConditionFailed) => {}
@@ -294,10 +252,62 @@ impl Store {
                 .await?
                 .ok_or(CreateIssueError::ProjectNotFound)?;
             last_num = project.next_num.unwrap_or(0);
-            let pause = rand::thread_rng().gen_range(1..=(5 + u64::from(attempt.min(20)) * 2));
-            tokio::time::sleep(Duration::from_millis(pause)).await;
+            Backoff::NumberTaken.sleep(attempt).await;
         }
         Err(StoreError::Contention(MAX_CREATE_ATTEMPTS).into())
+    }
+
+    /// The transaction that creates `issue` under number `last_num + 1`: the project's counter
+    /// moved from `last_num`, the summary, and the description when there is one.
+    fn create_items(
+        &self,
+        tenant: &str,
+        issue: &Issue,
+        last_num: u64,
+    ) -> Result<Vec<TransactWriteItem>, CreateIssueError> {
+        let counter = Update::builder()
+            .table_name(&self.records)
+            .set_key(Some(project_key(tenant, &issue.project_id)))
+            .update_expression("SET #n = :num")
+            .expression_attribute_names("#n", attr::NEXT_NUM)
+            .expression_attribute_values(":num", AttributeValue::N(issue.num.to_string()));
+        let counter = if last_num == 0 {
+            counter.condition_expression("attribute_exists(PK) AND attribute_not_exists(#n)")
+        } else {
+            counter
+                .condition_expression("#n = :last")
+                .expression_attribute_values(":last", AttributeValue::N(last_num.to_string()))
+        };
+        let item = issue_item(tenant, issue)?;
+        // Measured per attempt: the number it takes is part of the item.
+        if stored_size(&item) > MAX_ITEM_BYTES {
+            return Err(CreateIssueError::TooLarge);
+        }
+        let mut items = vec![
+            TransactWriteItem::builder()
+                .update(counter.build().map_err(build_err)?)
+                .build(),
+            TransactWriteItem::builder()
+                .put(self.put_in_tx(item, Some("attribute_not_exists(PK)"))?)
+                .build(),
+        ];
+        if let Some(text) = &issue.description {
+            let description = self.put_in_tx(description_item(tenant, &issue.id, text), None)?;
+            items.push(TransactWriteItem::builder().put(description).build());
+        }
+        Ok(items)
+    }
+
+    /// Starts an UpdateItem of the issue's summary item.
+    fn update_issue(
+        &self,
+        tenant: &str,
+        issue_id: &str,
+    ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
+        self.client
+            .update_item()
+            .table_name(&self.records)
+            .set_key(Some(issue_key(tenant, issue_id)))
     }
 
     /// An issue with its description: one strongly consistent Query of its partition.
@@ -307,22 +317,12 @@ impl Store {
         tenant: &str,
         issue_id: &str,
     ) -> Result<Option<Issue>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .key_condition_expression("PK = :pk")
-            .expression_attribute_values(
-                ":pk",
-                AttributeValue::S(keys::records::issue_pk(tenant, issue_id)),
-            )
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
+        // Two small items: one page always holds them.
+        let query = Query::partition(&self.records, keys::records::issue_pk(tenant, issue_id))
+            .consistent(true);
         let mut summary = None;
         let mut description = None;
-        for item in out.items.unwrap_or_default() {
+        for item in self.query_page(query).await?.items {
             match sk_of(&item) {
                 Some(keys::records::ISSUE_SK) => summary = Some(item),
                 Some(keys::records::DESCRIPTION_SK) => description = Some(item),
@@ -367,11 +367,7 @@ impl Store {
             let mut items = vec![TransactWriteItem::builder().update(update).build()];
             match &patch.description {
                 Some(Some(text)) => {
-                    let put = Put::builder()
-                        .table_name(&self.records)
-                        .set_item(Some(description_item(tenant, issue_id, text)))
-                        .build()
-                        .map_err(build_err)?;
+                    let put = self.put_in_tx(description_item(tenant, issue_id, text), None)?;
                     items.push(TransactWriteItem::builder().put(put).build());
                 }
                 Some(None) => {
@@ -443,15 +439,9 @@ impl Store {
         p: &crate::domain::Participant,
         now: &str,
     ) -> Result<ParticipantOutcome, StoreError> {
-        let edge = keys::records::participant_edge(p.kind.as_str(), &p.id);
+        let edge = keys::records::participant_edge(p.kind, &p.id);
         let result = self
-            .client
-            .update_item()
-            .table_name(&self.records)
-            .set_key(Some(key(
-                keys::records::issue_pk(tenant, issue_id),
-                keys::records::ISSUE_SK,
-            )))
+            .update_issue(tenant, issue_id)
             .update_expression("ADD #p :edge, #v :one SET #r.#e = :role, #u = :now")
             .condition_expression(
                 "attribute_exists(PK) AND (attribute_not_exists(#p) OR size(#p) < :max \
@@ -492,15 +482,9 @@ impl Store {
         id: &str,
         now: &str,
     ) -> Result<bool, StoreError> {
-        let edge = keys::records::participant_edge(kind.as_str(), id);
+        let edge = keys::records::participant_edge(kind, id);
         let result = self
-            .client
-            .update_item()
-            .table_name(&self.records)
-            .set_key(Some(key(
-                keys::records::issue_pk(tenant, issue_id),
-                keys::records::ISSUE_SK,
-            )))
+            .update_issue(tenant, issue_id)
             .update_expression("DELETE #p :edges REMOVE #r.#e SET #u = :now ADD #v :one")
             .condition_expression("contains(#p, :edge)")
             .expression_attribute_names("#p", attr::PARTICIPANTS)
@@ -529,10 +513,7 @@ impl Store {
         ids: &[String],
     ) -> Result<HashMap<String, Issue>, StoreError> {
         let unique: BTreeSet<&String> = ids.iter().collect();
-        let keys = unique
-            .iter()
-            .map(|id| key(keys::records::issue_pk(tenant, id), keys::records::ISSUE_SK))
-            .collect();
+        let keys = unique.iter().map(|id| issue_key(tenant, id)).collect();
         let mut found = HashMap::new();
         for item in self.batch_get_records(keys).await? {
             let issue = issue_from(item, None)?;
@@ -549,26 +530,15 @@ impl Store {
         project_id: &str,
         start: Option<&Position>,
     ) -> Result<Page<Issue>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .index_name(keys::GSI1)
-            .key_condition_expression("GSI1PK = :pk")
-            .expression_attribute_values(
-                ":pk",
-                string(keys::records::issues_by_num_gsi1_pk(tenant, project_id)),
-            )
-            .set_exclusive_start_key(start_key(start))
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        let next = position_of(out.last_evaluated_key())?;
+        let query = Query::gsi1(
+            &self.records,
+            keys::records::issues_by_num_gsi1_pk(tenant, project_id),
+        )
+        .after(start);
+        let Page { items, next } = self.query_page(query).await?;
         // GSI1 holds an issue's keys, not the issue (its projection in template.yaml), so the
         // issues come from the table: one BatchGetItem per 100.
-        let wanted: Vec<Item> = out
-            .items
-            .unwrap_or_default()
+        let wanted: Vec<Item> = items
             .into_iter()
             .filter_map(|mut i| {
                 Some(Item::from([
@@ -594,11 +564,7 @@ impl Store {
         tenant: &str,
         issue_id: &str,
     ) -> Result<Option<Issue>, StoreError> {
-        let key = key(
-            keys::records::issue_pk(tenant, issue_id),
-            keys::records::ISSUE_SK,
-        );
-        self.get_item(&self.records, key)
+        self.get_item(&self.records, issue_key(tenant, issue_id))
             .await?
             .map(|i| issue_from(i, None))
             .transpose()
@@ -614,13 +580,7 @@ impl Store {
         field_id: &str,
     ) -> Result<(), StoreError> {
         let result = self
-            .client
-            .update_item()
-            .table_name(&self.records)
-            .set_key(Some(key(
-                keys::records::issue_pk(tenant, issue_id),
-                keys::records::ISSUE_SK,
-            )))
+            .update_issue(tenant, issue_id)
             .update_expression("REMOVE #fields.#f")
             .condition_expression("attribute_exists(#fields.#f)")
             .expression_attribute_names("#fields", super::items::attr::FIELDS)

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::{Item, StoreError, stored_size};
 use crate::domain::number::DynNumber;
 use crate::domain::values::{FieldDef, FieldType, StoredValue};
-use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Project, Role};
+use crate::domain::{Issue, IssueState, Participant, Project, Role};
 use crate::keys::{self, records::entity};
 
 /// Attribute names that update expressions refer to.
@@ -171,7 +171,7 @@ pub fn fields_attr(fields: &BTreeMap<String, StoredValue>) -> AttributeValue {
 /// The participant edge set (absent when empty: DynamoDB has no empty sets) and the roles map
 /// (always present, so `SET roles.#edge` works without a read).
 pub fn participants_attrs(ps: &[Participant]) -> (Option<AttributeValue>, AttributeValue) {
-    let edge = |p: &Participant| keys::records::participant_edge(p.kind.as_str(), &p.id);
+    let edge = |p: &Participant| keys::records::participant_edge(p.kind, &p.id);
     let edges = (!ps.is_empty()).then(|| AttributeValue::Ss(ps.iter().map(edge).collect()));
     let roles = AttributeValue::M(
         ps.iter()
@@ -269,7 +269,7 @@ pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, Store
 fn parse_participant(edge: &str, role: Option<&str>) -> Option<Participant> {
     let (kind, id) = keys::records::parse_participant_edge(edge)?;
     Some(Participant {
-        kind: ParticipantKind::parse(kind)?,
+        kind,
         id: id.to_string(),
         role: Role::parse(role?)?,
     })
@@ -304,6 +304,22 @@ pub fn key(pk: String, sk: &str) -> Item {
         (keys::PK.into(), AttributeValue::S(pk)),
         (keys::SK.into(), AttributeValue::S(sk.into())),
     ])
+}
+
+/// Key of an issue's summary item.
+pub fn issue_key(tenant: &str, issue_id: &str) -> Item {
+    key(
+        keys::records::issue_pk(tenant, issue_id),
+        keys::records::ISSUE_SK,
+    )
+}
+
+/// Key of a project's own item.
+pub fn project_key(tenant: &str, project_id: &str) -> Item {
+    key(
+        keys::records::project_pk(tenant, project_id),
+        keys::records::PROJECT_SK,
+    )
 }
 
 pub fn sk_of(item: &Item) -> Option<&str> {

@@ -1,10 +1,19 @@
-//! DynamoDB access: the one adapter ([`Store`]) and the records table's items (projects, fields,
-//! issues, people, teams). The index table's I/O lives beside the index, in `crate::index`.
+//! DynamoDB access: the one adapter ([`Store`]) and the records table's items.
+//!
+//! - this file: the adapter, its error, paging positions, GetItem / BatchGetItem / transactions.
+//! - [`query`](self::query): the one Query builder and its page ([`Store::query_page`]).
+//! - `retry`: the one jittered backoff every retry loop sleeps through.
+//! - `projects`, `people`, `issues`: the records table's entities; `items`: their item shapes;
+//!   `size`: DynamoDB's item-size arithmetic.
+//!
+//! The index table's I/O lives beside the index, in `crate::index::table`.
 
 mod issues;
 pub(crate) mod items;
 mod people;
 mod projects;
+pub(crate) mod query;
+pub(crate) mod retry;
 mod size;
 
 use std::collections::HashMap;
@@ -13,10 +22,11 @@ use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
 use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
-use rand::Rng;
 
 use crate::cursor::Position;
 use crate::keys;
+use query::Query;
+use retry::Backoff;
 
 pub use issues::{CreateIssueError, ParticipantOutcome, PatchOutcome, patch_update};
 pub use items::{ProjectItem, field_def_from, issue_from, issue_item_size};
@@ -87,21 +97,6 @@ pub(crate) fn build_err(e: impl std::fmt::Display) -> StoreError {
     StoreError::Build(e.to_string())
 }
 
-/// A Query's items mapped through `f`, with the position of the next page.
-pub(crate) fn page_of<T: serde::de::DeserializeOwned, U>(
-    out: aws_sdk_dynamodb::operation::query::QueryOutput,
-    f: impl Fn(T) -> U,
-) -> Result<Page<U>, StoreError> {
-    let next = position_of(out.last_evaluated_key())?;
-    let items = out
-        .items
-        .unwrap_or_default()
-        .into_iter()
-        .map(|i| serde_dynamo::from_item(i).map(&f))
-        .collect::<Result<Vec<_>, _>>()?;
-    Ok(Page { items, next })
-}
-
 /// A page of items and where the next one starts.
 #[derive(Debug, Clone)]
 pub struct Page<T> {
@@ -156,16 +151,8 @@ impl Store {
     /// A failure is only logged; requests will simply open the connection themselves.
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn warm_up(&self) {
-        let result = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .key_condition_expression("PK = :pk")
-            .expression_attribute_values(":pk", AttributeValue::S(keys::WARM_UP_PK.into()))
-            .limit(1)
-            .send()
-            .await;
-        if let Err(e) = result {
+        let warm_up = Query::partition(&self.records, keys::WARM_UP_PK.into()).limit(Some(1));
+        if let Err(e) = self.query_page(warm_up).await {
             tracing::warn!(error = %crate::telemetry::chain(&e), "warm-up query failed");
         }
     }
@@ -194,6 +181,33 @@ impl Store {
             .await
             .map_err(sdk("PutItem"))?;
         Ok(())
+    }
+
+    /// Puts an item, replacing any with its key.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub(crate) async fn put(&self, table: &str, item: Item) -> Result<(), StoreError> {
+        self.client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map_err(sdk("PutItem"))?;
+        Ok(())
+    }
+
+    /// A Put of a records-table item for a transaction, with its condition if any.
+    pub(crate) fn put_in_tx(
+        &self,
+        item: Item,
+        condition: Option<&str>,
+    ) -> Result<aws_sdk_dynamodb::types::Put, StoreError> {
+        aws_sdk_dynamodb::types::Put::builder()
+            .table_name(&self.records)
+            .set_item(Some(item))
+            .set_condition_expression(condition.map(str::to_string))
+            .build()
+            .map_err(build_err)
     }
 
     /// A strongly consistent GetItem.
@@ -243,9 +257,7 @@ impl Store {
                     return Err(StoreError::Contention(ROUNDS));
                 }
                 if round > 0 {
-                    let ceiling = 10u64 << round.min(6);
-                    let pause = rand::thread_rng().gen_range(ceiling / 2..=ceiling);
-                    tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+                    Backoff::Throttled.sleep(round).await;
                 }
                 let out = self
                     .client
@@ -312,9 +324,7 @@ impl Store {
             if attempt >= ATTEMPTS {
                 return Err(StoreError::Contention(ATTEMPTS));
             }
-            let ceiling = 10u64 << attempt.min(7);
-            let pause = rand::thread_rng().gen_range(ceiling / 4..=ceiling);
-            tokio::time::sleep(std::time::Duration::from_millis(pause)).await;
+            Backoff::Contended.sleep(attempt).await;
         }
     }
 }

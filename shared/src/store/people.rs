@@ -3,13 +3,12 @@
 
 use std::collections::{BTreeSet, HashMap};
 
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem, Update,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 use super::items::{attr, key, string};
-use super::{Item, Page, Store, StoreError, Tx, build_err, page_of, sdk, start_key};
+use super::query::Query;
+use super::{Item, Page, Store, StoreError, Tx, build_err};
 use crate::cursor::Position;
 use crate::domain::{MAX_TEAMS_PER_USER, ParticipantKind};
 use crate::keys;
@@ -59,7 +58,30 @@ pub enum AddMemberError {
     Store(#[from] StoreError),
 }
 
+/// Key of the user's membership counter.
+fn team_count_key(tenant: &str, user_id: &str) -> Item {
+    key(
+        keys::records::user_pk(tenant, user_id),
+        keys::records::USER_TEAM_COUNT_SK,
+    )
+}
+
 impl Store {
+    /// An update of the user's membership counter (`#n`, with `:zero` and `:one`), for a
+    /// membership transaction to finish.
+    fn team_count(
+        &self,
+        tenant: &str,
+        user_id: &str,
+    ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
+        Update::builder()
+            .table_name(&self.records)
+            .set_key(Some(team_count_key(tenant, user_id)))
+            .expression_attribute_names("#n", attr::TEAM_COUNT)
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+    }
+
     #[tracing::instrument(skip_all, fields(op = "put_profile"))]
     pub async fn put_profile(&self, tenant: &str, profile: &Profile) -> Result<(), StoreError> {
         let mut item = key(
@@ -71,14 +93,7 @@ impl Store {
         if let Some(name) = &profile.display_name {
             item.insert("display_name".into(), string(name));
         }
-        self.client
-            .put_item()
-            .table_name(&self.records)
-            .set_item(Some(item))
-            .send()
-            .await
-            .map_err(sdk("PutItem"))?;
-        Ok(())
+        self.put(&self.records, item).await
     }
 
     #[tracing::instrument(skip_all, fields(op = "get_profile"))]
@@ -164,34 +179,21 @@ impl Store {
             created_at: team.created_at.clone(),
         })
         .map_err(StoreError::from)?;
-        let put = |item: Item, condition: Option<&str>| {
-            Put::builder()
-                .table_name(&self.records)
-                .set_item(Some(item))
-                .set_condition_expression(condition.map(str::to_string))
-                .build()
-                .map_err(build_err)
-        };
-        let count = Update::builder()
-            .table_name(&self.records)
-            .set_key(Some(key(
-                keys::records::user_pk(tenant, user_id),
-                keys::records::USER_TEAM_COUNT_SK,
-            )))
+        let count = self
+            .team_count(tenant, user_id)
             .update_expression("SET #n = if_not_exists(#n, :zero) + :one")
             .condition_expression("attribute_not_exists(#n) OR #n < :max")
-            .expression_attribute_names("#n", attr::TEAM_COUNT)
-            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .expression_attribute_values(":max", AttributeValue::N(MAX_TEAMS_PER_USER.to_string()))
             .build()
             .map_err(build_err)?;
         let tx = self
             .transact(vec![
                 TransactWriteItem::builder().condition_check(check).build(),
-                TransactWriteItem::builder().put(put(member, None)?).build(),
                 TransactWriteItem::builder()
-                    .put(put(user_team, Some("attribute_not_exists(PK)"))?)
+                    .put(self.put_in_tx(member, None)?)
+                    .build(),
+                TransactWriteItem::builder()
+                    .put(self.put_in_tx(user_team, Some("attribute_not_exists(PK)"))?)
                     .build(),
                 TransactWriteItem::builder().update(count).build(),
             ])
@@ -239,17 +241,10 @@ impl Store {
             .map_err(build_err)?;
         // Memberships from before the count have none: it starts from zero, and never goes
         // below it.
-        let count = Update::builder()
-            .table_name(&self.records)
-            .set_key(Some(key(
-                keys::records::user_pk(tenant, user_id),
-                keys::records::USER_TEAM_COUNT_SK,
-            )))
+        let count = self
+            .team_count(tenant, user_id)
             .update_expression("SET #n = #n - :one")
             .condition_expression("#n > :zero")
-            .expression_attribute_names("#n", attr::TEAM_COUNT)
-            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .build()
             .map_err(build_err)?;
         let mut items = vec![
@@ -257,13 +252,7 @@ impl Store {
             TransactWriteItem::builder().delete(user_team).build(),
         ];
         if self
-            .get_item(
-                &self.records,
-                key(
-                    keys::records::user_pk(tenant, user_id),
-                    keys::records::USER_TEAM_COUNT_SK,
-                ),
-            )
+            .get_item(&self.records, team_count_key(tenant, user_id))
             .await?
             .is_some_and(
                 |c| matches!(c.get(attr::TEAM_COUNT), Some(AttributeValue::N(n)) if n != "0"),
@@ -284,19 +273,13 @@ impl Store {
         limit: i32,
         start: Option<&Position>,
     ) -> Result<Page<String>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .key_condition_expression("PK = :pk AND begins_with(SK, :m)")
-            .expression_attribute_values(":pk", string(keys::records::team_pk(tenant, team_id)))
-            .expression_attribute_values(":m", string(keys::records::MEMBER_SK_PREFIX))
-            .limit(limit)
-            .set_exclusive_start_key(start_key(start))
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        page_of(out, |e: MemberEdge| e.user_id)
+        let query = Query::partition(&self.records, keys::records::team_pk(tenant, team_id))
+            .sk_begins_with(keys::records::MEMBER_SK_PREFIX)
+            .limit(Some(limit))
+            .after(start);
+        self.query_page(query)
+            .await?
+            .parse(|e: MemberEdge| e.user_id)
     }
 
     /// A page of a user's teams: one Query of the user's partition.
@@ -308,20 +291,12 @@ impl Store {
         limit: Option<i32>,
         start: Option<&Position>,
     ) -> Result<Page<Team>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .key_condition_expression("PK = :pk AND begins_with(SK, :t)")
-            .expression_attribute_values(":pk", string(keys::records::user_pk(tenant, user_id)))
-            .expression_attribute_values(":t", string(keys::records::USER_TEAM_SK_PREFIX))
-            .set_limit(limit)
-            .set_exclusive_start_key(start_key(start))
-            .consistent_read(true)
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        page_of(out, |e: UserTeamEdge| Team {
+        let query = Query::partition(&self.records, keys::records::user_pk(tenant, user_id))
+            .sk_begins_with(keys::records::USER_TEAM_SK_PREFIX)
+            .limit(limit)
+            .consistent(true)
+            .after(start);
+        self.query_page(query).await?.parse(|e: UserTeamEdge| Team {
             id: e.team_id,
             name: e.name,
             created_at: e.created_at,

@@ -1,9 +1,10 @@
 //! Projects and their field definitions: one item collection per project.
 
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
+use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 
-use super::items::{FieldItem, ProjectItem, attr, key, sk_of};
-use super::{Item, Page, Store, StoreError, Tx, build_err, page_of, sdk, start_key};
+use super::items::{FieldItem, ProjectItem, attr, key, project_key, sk_of};
+use super::query::Query;
+use super::{Item, Page, Store, StoreError, Tx, build_err};
 use crate::cursor::Position;
 use crate::domain::values::FieldDef;
 use crate::domain::{MAX_FIELD_DEF_BYTES, MAX_FIELDS_PER_PROJECT, Project};
@@ -36,22 +37,12 @@ impl Store {
         limit: i32,
         start: Option<&Position>,
     ) -> Result<Page<Project>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .index_name(keys::GSI1)
-            .key_condition_expression("GSI1PK = :pk")
-            .expression_attribute_values(
-                ":pk",
-                AttributeValue::S(keys::records::projects_gsi1_pk(tenant)),
-            )
-            .limit(limit)
-            .set_exclusive_start_key(start_key(start))
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        page_of(out, |p: ProjectItem| p.project())
+        let query = Query::gsi1(&self.records, keys::records::projects_gsi1_pk(tenant))
+            .limit(Some(limit))
+            .after(start);
+        self.query_page(query)
+            .await?
+            .parse(|p: ProjectItem| p.project())
     }
 
     /// The project item alone (strongly consistent).
@@ -61,11 +52,7 @@ impl Store {
         tenant: &str,
         project_id: &str,
     ) -> Result<Option<ProjectItem>, StoreError> {
-        let key = key(
-            keys::records::project_pk(tenant, project_id),
-            keys::records::PROJECT_SK,
-        );
-        self.get_item(&self.records, key)
+        self.get_item(&self.records, project_key(tenant, project_id))
             .await?
             .map(serde_dynamo::from_item)
             .transpose()
@@ -94,34 +81,15 @@ impl Store {
         project_id: &str,
         consistent: bool,
     ) -> Result<Option<(ProjectItem, Vec<FieldDef>)>, StoreError> {
+        let query = Query::partition(&self.records, keys::records::project_pk(tenant, project_id))
+            .consistent(consistent);
         let mut project = None;
         let mut fields = Vec::new();
-        let mut start = None;
-        loop {
-            let out = self
-                .client
-                .query()
-                .table_name(&self.records)
-                .key_condition_expression("PK = :pk")
-                .expression_attribute_values(
-                    ":pk",
-                    AttributeValue::S(keys::records::project_pk(tenant, project_id)),
-                )
-                .consistent_read(consistent)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(sdk("Query"))?;
-            for item in out.items() {
-                if sk_of(item) == Some(keys::records::PROJECT_SK) {
-                    project = Some(serde_dynamo::from_item::<_, ProjectItem>(item.clone())?);
-                } else {
-                    fields.push(serde_dynamo::from_item::<_, FieldItem>(item.clone())?.def());
-                }
-            }
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                break;
+        for item in self.query_all(query).await? {
+            if sk_of(&item) == Some(keys::records::PROJECT_SK) {
+                project = Some(serde_dynamo::from_item::<_, ProjectItem>(item)?);
+            } else {
+                fields.push(serde_dynamo::from_item::<_, FieldItem>(item)?.def());
             }
         }
         Ok(project.map(|p| (p, fields)))
@@ -136,25 +104,11 @@ impl Store {
         limit: i32,
         start: Option<&Position>,
     ) -> Result<Page<FieldDef>, StoreError> {
-        let out = self
-            .client
-            .query()
-            .table_name(&self.records)
-            .key_condition_expression("PK = :pk AND begins_with(SK, :f)")
-            .expression_attribute_values(
-                ":pk",
-                AttributeValue::S(keys::records::project_pk(tenant, project_id)),
-            )
-            .expression_attribute_values(
-                ":f",
-                AttributeValue::S(keys::records::FIELD_SK_PREFIX.into()),
-            )
-            .limit(limit)
-            .set_exclusive_start_key(start_key(start))
-            .send()
-            .await
-            .map_err(sdk("Query"))?;
-        page_of(out, FieldItem::def)
+        let query = Query::partition(&self.records, keys::records::project_pk(tenant, project_id))
+            .sk_begins_with(keys::records::FIELD_SK_PREFIX)
+            .limit(Some(limit))
+            .after(start);
+        self.query_page(query).await?.parse(FieldItem::def)
     }
 
     /// Adds a field and counts it (and its definition's bytes) on the project in one
@@ -171,10 +125,7 @@ impl Store {
         let room = MAX_FIELD_DEF_BYTES.saturating_sub(bytes);
         let count = Update::builder()
             .table_name(&self.records)
-            .set_key(Some(key(
-                keys::records::project_pk(tenant, project_id),
-                keys::records::PROJECT_SK,
-            )))
+            .set_key(Some(project_key(tenant, project_id)))
             .update_expression(
                 "SET #c = if_not_exists(#c, :zero) + :one, #b = if_not_exists(#b, :zero) + :bytes",
             )
@@ -196,12 +147,7 @@ impl Store {
             .map_err(build_err)?;
         let item: Item = serde_dynamo::to_item(FieldItem::new(tenant, project_id, def))
             .map_err(StoreError::from)?;
-        let put = Put::builder()
-            .table_name(&self.records)
-            .set_item(Some(item))
-            .condition_expression("attribute_not_exists(PK)")
-            .build()
-            .map_err(build_err)?;
+        let put = self.put_in_tx(item, Some("attribute_not_exists(PK)"))?;
         let tx = self
             .transact(vec![
                 TransactWriteItem::builder().update(count).build(),

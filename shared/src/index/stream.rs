@@ -1,0 +1,144 @@
+//! What a records-table stream record is about, read from its keys with the parsers of
+//! `crate::keys`: the one classifier the indexer (Lambda's stream events) and `gridctl replay`
+//! (records read back from the stream) share.
+
+use crate::keys;
+
+/// The kind of a stream record (`eventName`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Op {
+    Insert,
+    Modify,
+    Remove,
+}
+
+impl Op {
+    /// `INSERT`, `MODIFY` or `REMOVE`; `None` for anything else.
+    pub fn parse(event_name: &str) -> Option<Self> {
+        match event_name {
+            "INSERT" => Some(Self::Insert),
+            "MODIFY" => Some(Self::Modify),
+            "REMOVE" => Some(Self::Remove),
+            _ => None,
+        }
+    }
+}
+
+/// What a record's item is, by its keys.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Change<'a> {
+    /// An issue's summary item: what its index entries are computed from.
+    Issue { tenant: &'a str, issue_id: &'a str },
+    /// Another item of an issue's partition (its description): no entry depends on it.
+    IssueDetail { tenant: &'a str, issue_id: &'a str },
+    /// A field definition of a project: its issues gain or lose the field's entries.
+    Field {
+        tenant: &'a str,
+        project_id: &'a str,
+        field_id: &'a str,
+    },
+    /// Anything else (a project's own item, people, teams): not the index's business.
+    Ignored,
+}
+
+/// Why a record's keys cannot be read.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum Unreadable {
+    #[error("no PK")]
+    NoPk,
+    #[error("no SK")]
+    NoSk,
+    #[error("PK has no tenant")]
+    NoTenant,
+    #[error("issue PK")]
+    IssuePk,
+    #[error("project PK")]
+    ProjectPk,
+}
+
+/// Classifies a record by its keys (`None` when the record has no such key).
+pub fn classify<'a>(pk: Option<&'a str>, sk: Option<&'a str>) -> Result<Change<'a>, Unreadable> {
+    let pk = pk.ok_or(Unreadable::NoPk)?;
+    let sk = sk.ok_or(Unreadable::NoSk)?;
+    keys::tenant_of(pk).ok_or(Unreadable::NoTenant)?;
+    if sk == keys::records::ISSUE_SK {
+        let (tenant, issue_id) = keys::records::parse_issue_pk(pk).ok_or(Unreadable::IssuePk)?;
+        return Ok(Change::Issue { tenant, issue_id });
+    }
+    if let Some(field_id) = sk.strip_prefix(keys::records::FIELD_SK_PREFIX) {
+        let (tenant, project_id) =
+            keys::records::parse_project_pk(pk).ok_or(Unreadable::ProjectPk)?;
+        return Ok(Change::Field {
+            tenant,
+            project_id,
+            field_id,
+        });
+    }
+    if let Some((tenant, issue_id)) = keys::records::parse_issue_pk(pk) {
+        return Ok(Change::IssueDetail { tenant, issue_id });
+    }
+    Ok(Change::Ignored)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::keys::records::*;
+
+    #[test]
+    fn records_are_classified_by_their_keys() {
+        let issue = issue_pk("acme", "I1");
+        let project = project_pk("acme", "P1");
+        let field = field_sk("F1");
+        assert_eq!(
+            classify(Some(&issue), Some(ISSUE_SK)),
+            Ok(Change::Issue {
+                tenant: "acme",
+                issue_id: "I1"
+            })
+        );
+        assert_eq!(
+            classify(Some(&issue), Some(DESCRIPTION_SK)),
+            Ok(Change::IssueDetail {
+                tenant: "acme",
+                issue_id: "I1"
+            })
+        );
+        assert_eq!(
+            classify(Some(&project), Some(&field)),
+            Ok(Change::Field {
+                tenant: "acme",
+                project_id: "P1",
+                field_id: "F1"
+            })
+        );
+        assert_eq!(
+            classify(Some(&project), Some(PROJECT_SK)),
+            Ok(Change::Ignored)
+        );
+        let user = user_pk("acme", "ann");
+        assert_eq!(classify(Some(&user), Some(PROFILE_SK)), Ok(Change::Ignored));
+        assert_eq!(classify(None, Some(ISSUE_SK)), Err(Unreadable::NoPk));
+        assert_eq!(classify(Some(&issue), None), Err(Unreadable::NoSk));
+        assert_eq!(
+            classify(Some("#WARM-UP"), Some(ISSUE_SK)),
+            Err(Unreadable::NoTenant)
+        );
+        assert_eq!(
+            classify(Some(&project), Some(ISSUE_SK)),
+            Err(Unreadable::IssuePk)
+        );
+        assert_eq!(
+            classify(Some(&issue), Some(&field)),
+            Err(Unreadable::ProjectPk)
+        );
+    }
+
+    #[test]
+    fn event_names_parse() {
+        assert_eq!(Op::parse("INSERT"), Some(Op::Insert));
+        assert_eq!(Op::parse("MODIFY"), Some(Op::Modify));
+        assert_eq!(Op::parse("REMOVE"), Some(Op::Remove));
+        assert_eq!(Op::parse("remove"), None);
+    }
+}
