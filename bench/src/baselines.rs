@@ -182,16 +182,30 @@ fn num_of(item: &HashMap<String, AttributeValue>) -> u64 {
         .unwrap_or(0)
 }
 
+/// A CreateTable of `name`, on demand, keyed by `hash` and `range` (`attrs`: every key
+/// attribute's type, the GSI's included).
+fn new_table(
+    client: &aws_sdk_dynamodb::Client,
+    name: &str,
+    attrs: &[(&str, ScalarAttributeType)],
+    (hash, range): (&str, &str),
+) -> Result<aws_sdk_dynamodb::operation::create_table::builders::CreateTableFluentBuilder> {
+    let mut create = client
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key(hash, KeyType::Hash)?)
+        .key_schema(key(range, KeyType::Range)?);
+    for (a, t) in attrs {
+        create = create.attribute_definitions(attr(a, t.clone())?);
+    }
+    Ok(create)
+}
+
 /// The table of field values, keyed by issue and field.
 async fn create_values_table(client: &aws_sdk_dynamodb::Client) -> Result<()> {
-    client
-        .create_table()
-        .table_name(VALUES)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(attr("I", ScalarAttributeType::S)?)
-        .attribute_definitions(attr("F", ScalarAttributeType::S)?)
-        .key_schema(key("I", KeyType::Hash)?)
-        .key_schema(key("F", KeyType::Range)?)
+    let s = ScalarAttributeType::S;
+    new_table(client, VALUES, &[("I", s.clone()), ("F", s)], ("I", "F"))?
         .send()
         .await
         .context("creating the table of field values")?;
@@ -210,15 +224,9 @@ async fn create_gsi_table(client: &aws_sdk_dynamodb::Client) -> Result<()> {
                 .build(),
         )
         .build()?;
-    client
-        .create_table()
-        .table_name(GSI_TABLE)
-        .billing_mode(BillingMode::PayPerRequest)
-        .attribute_definitions(attr("P", ScalarAttributeType::S)?)
-        .attribute_definitions(attr("I", ScalarAttributeType::S)?)
-        .attribute_definitions(attr("points", ScalarAttributeType::N)?)
-        .key_schema(key("P", KeyType::Hash)?)
-        .key_schema(key("I", KeyType::Range)?)
+    let (s, n) = (ScalarAttributeType::S, ScalarAttributeType::N);
+    let attrs = [("P", s.clone()), ("I", s), ("points", n)];
+    new_table(client, GSI_TABLE, &attrs, ("P", "I"))?
         .global_secondary_indexes(by_points)
         .send()
         .await

@@ -334,11 +334,18 @@ async fn main() -> Result<()> {
     Ok(())
 }
 
+/// The seeded project, its Points field, and the caller (the first user, in every team).
+fn project_points_caller(env: &Env) -> (&str, &str, &str) {
+    (
+        &env.seeded.project_id,
+        &env.seeded.fields["Points"],
+        &env.seeded.users[0],
+    )
+}
+
 /// The product's lists through the API: grid pages and inbox pages, cursor after cursor.
 async fn list_patterns(env: &Env, s: usize) -> Result<BTreeMap<&'static str, Stat>> {
-    let p = &env.seeded.project_id;
-    let points = &env.seeded.fields["Points"];
-    let me = env.seeded.users[0].as_str();
+    let (p, points, me) = project_points_caller(env);
     let mut rows: BTreeMap<&'static str, Stat> = BTreeMap::new();
     timed!(
         rows,
@@ -382,9 +389,7 @@ async fn issue_patterns(
     s: usize,
     rows: &mut BTreeMap<&'static str, Stat>,
 ) -> Result<()> {
-    let p = &env.seeded.project_id;
-    let points = &env.seeded.fields["Points"];
-    let me = env.seeded.users[0].as_str();
+    let (p, points, me) = project_points_caller(env);
     let ids = &env.issue_ids;
     let mut rng = StdRng::seed_from_u64(n);
     timed!(

@@ -2,6 +2,7 @@
 
 mod support;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -48,13 +49,20 @@ fn hidden(_: &str, _: u64) -> ProgressBar {
     ProgressBar::hidden()
 }
 
+/// An index-table item's key.
+fn index_key(pk: &str, sk: &str) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        ("PK".to_string(), AttributeValue::S(pk.into())),
+        ("SK".to_string(), AttributeValue::S(sk.into())),
+    ])
+}
+
 async fn delete_index_item(api: &TestApi, pk: &str, sk: &str) {
     api.stack
         .client
         .delete_item()
         .table_name(&api.stack.tables.index)
-        .key("PK", AttributeValue::S(pk.into()))
-        .key("SK", AttributeValue::S(sk.into()))
+        .set_key(Some(index_key(pk, sk)))
         .send()
         .await
         .unwrap();
@@ -309,8 +317,7 @@ async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombst
         .client
         .get_item()
         .table_name(&api.stack.tables.index)
-        .key("PK", AttributeValue::S(pk.clone()))
-        .key("SK", AttributeValue::S(sk.clone()))
+        .set_key(Some(index_key(&pk, &sk)))
         .send()
         .await
         .unwrap()

@@ -534,6 +534,9 @@ impl Resolver<'_> {
                 .context("a condition's arguments")?
                 .clone())
         };
+        let truths = |conditions: Vec<Value>| -> Result<Vec<bool>> {
+            conditions.iter().map(|c| self.truth(c)).collect()
+        };
         Ok(match f.as_str() {
             "Equals" => {
                 let a = list(args)?;
@@ -541,18 +544,9 @@ impl Resolver<'_> {
                 scalar(&self.value(&a[0])?) == scalar(&self.value(&a[1])?)
             }
             "Not" => !self.truth(list(args)?.first().context("Not takes one")?)?,
-            "And" => list(args)?
-                .iter()
-                .map(|c| self.truth(c))
-                .collect::<Result<Vec<_>>>()?
-                .into_iter()
-                .all(|b| b),
-            "Or" => list(args)?
-                .iter()
-                .map(|c| self.truth(c))
-                .collect::<Result<Vec<_>>>()?
-                .into_iter()
-                .any(|b| b),
+            // Every operand is evaluated before combining, so an error in any one is reported.
+            "And" => truths(list(args)?)?.into_iter().all(|b| b),
+            "Or" => truths(list(args)?)?.into_iter().any(|b| b),
             "Condition" => self.condition(args.as_str().context("Condition's name")?)?,
             other => bail!("{other} is not a condition function"),
         })
