@@ -1,8 +1,11 @@
-//! The designs the seeds moved away from, implemented honestly on the same engine and data,
-//! each answering the grid's question "a page of 50 issues sorted by a custom field":
-//! - query the project's issues (all of them) and sort in memory;
-//! - seed 003's classic design: field values in their own table, one Query per issue;
-//! - a GSI on the value, and a FilterExpression for the issues without one.
+//! Three other designs for the grid's question "a page of 50 issues sorted by a custom field",
+//! implemented honestly on the same engine and data, to measure the grid against:
+//! - [`SORT_IN_MEMORY`]: read every issue of the project and sort in memory;
+//! - [`VALUES_TABLE`]: field values in a table of their own (an item per issue and field, the
+//!   normalised design of seed 003), one Query per issue, a sort, and a BatchGetItem of the
+//!   page;
+//! - [`GSI_WITH_FILTER`]: a GSI keyed on the value, and a FilterExpression on the base
+//!   partition for the issues without one (a GSI cannot hold them).
 
 use std::collections::HashMap;
 
@@ -16,7 +19,15 @@ use gridline::keys;
 
 use crate::{Env, Stat};
 
-const CLASSIC: &str = "baseline-classic-values";
+/// The rows' names in BENCHMARKS.md.
+pub const SORT_IN_MEMORY: &str = "baseline: query the project, sort in memory";
+pub const VALUES_TABLE: &str = "baseline: one query per issue (a table of field values)";
+pub const GSI_WITH_FILTER: &str = "baseline: GSI + FilterExpression, page of missing values";
+
+/// The table of field values: `I` the issue id, `F` the field id, `v` the value.
+const VALUES: &str = "baseline-field-values";
+/// A copy of the project's issues in one partition (`P` the project, `I` the issue) with the
+/// GSI on the Points value: read whole for the in-memory sort, and for the GSI design.
 const GSI_TABLE: &str = "baseline-gsi-issues";
 const GSI: &str = "by_points";
 const PAGE: usize = 50;
@@ -55,6 +66,27 @@ fn sort_desc(rows: &mut [(Option<f64>, u64)]) {
     });
 }
 
+type Item = HashMap<String, AttributeValue>;
+
+/// Every item of a paginated read: `page` is called with each page's start key and answers
+/// the page's items and the next start key.
+async fn all_pages<F, Fut>(mut page: F) -> Result<Vec<Item>>
+where
+    F: FnMut(Option<Item>) -> Fut,
+    Fut: std::future::Future<Output = Result<(Vec<Item>, Option<Item>)>>,
+{
+    let mut items = Vec::new();
+    let mut start = None;
+    loop {
+        let (got, next) = page(start).await?;
+        items.extend(got);
+        start = next;
+        if start.is_none() {
+            return Ok(items);
+        }
+    }
+}
+
 async fn batch_put(
     client: &aws_sdk_dynamodb::Client,
     table: &str,
@@ -91,63 +123,53 @@ async fn project_issues(
     client: &aws_sdk_dynamodb::Client,
     env: &Env,
     projection: Option<&str>,
-) -> Result<Vec<HashMap<String, AttributeValue>>> {
-    let mut items = Vec::new();
-    let mut start = None;
-    loop {
+) -> Result<Vec<Item>> {
+    all_pages(|start| async move {
         let out = client
             .query()
             .table_name(&env.stack.tables.records)
             .index_name(keys::GSI1)
             .key_condition_expression("GSI1PK = :p")
-            .expression_attribute_values(
-                ":p",
-                AttributeValue::S(keys::records::issues_by_num_gsi1_pk(
-                    &env.seeded.tenant,
-                    &env.seeded.project_id,
-                )),
-            )
+            .expression_attribute_values(":p", project_gsi1_pk(env))
             .set_projection_expression(projection.map(str::to_string))
             .set_exclusive_start_key(start)
             .send()
             .await?;
-        start = out.last_evaluated_key.clone();
-        items.extend(out.items.unwrap_or_default());
-        if start.is_none() {
-            return Ok(items);
-        }
-    }
+        Ok((out.items.unwrap_or_default(), out.last_evaluated_key))
+    })
+    .await
 }
 
 /// Every issue of the project as stored, every attribute (setup, not metered): GSI1 projects
 /// only keys and project attributes, so the issues are read from the table itself.
-async fn stored_issues(
-    client: &aws_sdk_dynamodb::Client,
-    env: &Env,
-) -> Result<Vec<HashMap<String, AttributeValue>>> {
-    let mut items = Vec::new();
-    let mut start = None;
-    loop {
+async fn stored_issues(client: &aws_sdk_dynamodb::Client, env: &Env) -> Result<Vec<Item>> {
+    all_pages(|start| async move {
         let out = client
             .scan()
             .table_name(&env.stack.tables.records)
             .filter_expression("GSI1PK = :p")
-            .expression_attribute_values(
-                ":p",
-                AttributeValue::S(keys::records::issues_by_num_gsi1_pk(
-                    &env.seeded.tenant,
-                    &env.seeded.project_id,
-                )),
-            )
+            .expression_attribute_values(":p", project_gsi1_pk(env))
             .set_exclusive_start_key(start)
             .send()
             .await?;
-        start = out.last_evaluated_key.clone();
-        items.extend(out.items.unwrap_or_default());
-        if start.is_none() {
-            return Ok(items);
-        }
-    }
+        Ok((out.items.unwrap_or_default(), out.last_evaluated_key))
+    })
+    .await
+}
+
+/// The seeded project's partition in the records table's GSI1 (its issues by number).
+fn project_gsi1_pk(env: &Env) -> AttributeValue {
+    AttributeValue::S(keys::records::issues_by_num_gsi1_pk(
+        &env.seeded.tenant,
+        &env.seeded.project_id,
+    ))
+}
+
+fn id_of(item: &Item) -> String {
+    item.get("id")
+        .and_then(|v| v.as_s().ok())
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// An issue's number: the attribute on full items, GSI1's zero-padded sort key on its
@@ -160,128 +182,167 @@ fn num_of(item: &HashMap<String, AttributeValue>) -> u64 {
         .unwrap_or(0)
 }
 
+/// A CreateTable of `name`, on demand, keyed by `hash` and `range` (`attrs`: every key
+/// attribute's type, the GSI's included).
+fn new_table(
+    client: &aws_sdk_dynamodb::Client,
+    name: &str,
+    attrs: &[(&str, ScalarAttributeType)],
+    (hash, range): (&str, &str),
+) -> Result<aws_sdk_dynamodb::operation::create_table::builders::CreateTableFluentBuilder> {
+    let mut create = client
+        .create_table()
+        .table_name(name)
+        .billing_mode(BillingMode::PayPerRequest)
+        .key_schema(key(hash, KeyType::Hash)?)
+        .key_schema(key(range, KeyType::Range)?);
+    for (a, t) in attrs {
+        create = create.attribute_definitions(attr(a, t.clone())?);
+    }
+    Ok(create)
+}
+
+/// The table of field values, keyed by issue and field.
+async fn create_values_table(client: &aws_sdk_dynamodb::Client) -> Result<()> {
+    let s = ScalarAttributeType::S;
+    new_table(client, VALUES, &[("I", s.clone()), ("F", s)], ("I", "F"))?
+        .send()
+        .await
+        .context("creating the table of field values")?;
+    Ok(())
+}
+
+/// The copy of the project's issues, with a GSI keyed on the Points value.
+async fn create_gsi_table(client: &aws_sdk_dynamodb::Client) -> Result<()> {
+    let by_points = GlobalSecondaryIndex::builder()
+        .index_name(GSI)
+        .key_schema(key("P", KeyType::Hash)?)
+        .key_schema(key("points", KeyType::Range)?)
+        .projection(
+            Projection::builder()
+                .projection_type(ProjectionType::All)
+                .build(),
+        )
+        .build()?;
+    let (s, n) = (ScalarAttributeType::S, ScalarAttributeType::N);
+    let attrs = [("P", s.clone()), ("I", s), ("points", n)];
+    new_table(client, GSI_TABLE, &attrs, ("P", "I"))?
+        .global_secondary_indexes(by_points)
+        .send()
+        .await
+        .context("creating the GSI table")?;
+    Ok(())
+}
+
+/// A stored issue as the GSI table holds it: every attribute but the records table's keys
+/// (a fair copy), keyed by project and issue, with the Points value as the GSI's key.
+fn gsi_copy(item: &Item, project_id: &str, points: &str) -> Item {
+    let mut copy: Item = item
+        .iter()
+        .filter(|(k, _)| !["PK", "SK", "GSI1PK", "GSI1SK"].contains(&k.as_str()))
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    copy.insert("P".into(), AttributeValue::S(project_id.to_string()));
+    copy.insert("I".into(), AttributeValue::S(id_of(item)));
+    if let Some(v) = item
+        .get("fields")
+        .and_then(|f| f.as_m().ok())
+        .and_then(|m| m.get(points))
+    {
+        copy.insert("points".into(), v.clone());
+    }
+    copy
+}
+
+/// A stored issue's values as the table of field values holds them: an item per field.
+fn value_items(item: &Item) -> Vec<Item> {
+    let id = id_of(item);
+    let Some(fields) = item.get("fields").and_then(|f| f.as_m().ok()) else {
+        return Vec::new();
+    };
+    fields
+        .iter()
+        .map(|(field, v)| {
+            HashMap::from([
+                ("I".to_string(), AttributeValue::S(id.clone())),
+                ("F".to_string(), AttributeValue::S(field.clone())),
+                ("v".to_string(), v.clone()),
+            ])
+        })
+        .collect()
+}
+
+/// The grid's ascending path by Points, its first page.
+fn ascending_by_points(env: &Env) -> String {
+    format!(
+        "/projects/{}/issues?sort={}&order=asc&limit=50",
+        env.seeded.project_id, env.seeded.fields["Points"]
+    )
+}
+
+/// The grid's cursor at the first page of issues without a value (not metered: the walk there
+/// is setup, the page after it is what is compared).
+async fn missing_values_cursor(env: &Env) -> Result<Option<String>> {
+    let user = &env.seeded.users[0];
+    let points = &env.seeded.fields["Points"];
+    let base = ascending_by_points(env);
+    let mut path = base.clone();
+    let mut missing_cursor = None;
+    loop {
+        let (_, body) = env.call(user, http::Method::GET, &path, None).await?;
+        let items = body["items"].as_array().cloned().unwrap_or_default();
+        let cursor = body["next_cursor"].as_str().map(str::to_string);
+        let reached_missing = items.iter().any(|i| i["fields"].get(points).is_none());
+        if reached_missing || cursor.is_none() {
+            return Ok(missing_cursor);
+        }
+        // The next page starts at or after the last valued issue.
+        missing_cursor = cursor.clone();
+        path = format!("{base}&cursor={}", cursor.unwrap_or_default());
+    }
+}
+
 impl Baselines {
     /// Creates and fills the baseline tables from the seeded issues (not metered).
     pub async fn build(env: &Env) -> Result<Self> {
         let client = &env.stack.client;
         let points = &env.seeded.fields["Points"];
-        client
-            .create_table()
-            .table_name(CLASSIC)
-            .billing_mode(BillingMode::PayPerRequest)
-            .attribute_definitions(attr("I", ScalarAttributeType::S)?)
-            .attribute_definitions(attr("F", ScalarAttributeType::S)?)
-            .key_schema(key("I", KeyType::Hash)?)
-            .key_schema(key("F", KeyType::Range)?)
-            .send()
-            .await
-            .context("creating the classic table")?;
-        client
-            .create_table()
-            .table_name(GSI_TABLE)
-            .billing_mode(BillingMode::PayPerRequest)
-            .attribute_definitions(attr("P", ScalarAttributeType::S)?)
-            .attribute_definitions(attr("I", ScalarAttributeType::S)?)
-            .attribute_definitions(attr("points", ScalarAttributeType::N)?)
-            .key_schema(key("P", KeyType::Hash)?)
-            .key_schema(key("I", KeyType::Range)?)
-            .global_secondary_indexes(
-                GlobalSecondaryIndex::builder()
-                    .index_name(GSI)
-                    .key_schema(key("P", KeyType::Hash)?)
-                    .key_schema(key("points", KeyType::Range)?)
-                    .projection(
-                        Projection::builder()
-                            .projection_type(ProjectionType::All)
-                            .build(),
-                    )
-                    .build()?,
-            )
-            .send()
-            .await
-            .context("creating the GSI table")?;
-        let (mut classic, mut gsi) = (Vec::new(), Vec::new());
+        create_values_table(client).await?;
+        create_gsi_table(client).await?;
+        let (mut values, mut gsi) = (Vec::new(), Vec::new());
         // The issues as stored (every attribute), for the GSI design's table: a fair copy.
         for item in stored_issues(client, env).await? {
-            let id = item
-                .get("id")
-                .and_then(|v| v.as_s().ok())
-                .cloned()
-                .unwrap_or_default();
-            let mut copy: HashMap<String, AttributeValue> = item
-                .iter()
-                .filter(|(k, _)| !["PK", "SK", "GSI1PK", "GSI1SK"].contains(&k.as_str()))
-                .map(|(k, v)| (k.clone(), v.clone()))
-                .collect();
-            copy.insert("P".into(), AttributeValue::S(env.seeded.project_id.clone()));
-            copy.insert("I".into(), AttributeValue::S(id.clone()));
-            if let Some(v) = item
-                .get("fields")
-                .and_then(|f| f.as_m().ok())
-                .and_then(|m| m.get(points))
-            {
-                copy.insert("points".into(), v.clone());
-            }
-            gsi.push(copy);
-            if let Some(fields) = item.get("fields").and_then(|f| f.as_m().ok()) {
-                for (field, v) in fields {
-                    classic.push(HashMap::from([
-                        ("I".to_string(), AttributeValue::S(id.clone())),
-                        ("F".to_string(), AttributeValue::S(field.clone())),
-                        ("v".to_string(), v.clone()),
-                    ]));
-                }
-            }
+            gsi.push(gsi_copy(&item, &env.seeded.project_id, points));
+            values.extend(value_items(&item));
         }
-        batch_put(client, CLASSIC, classic).await?;
+        batch_put(client, VALUES, values).await?;
         batch_put(client, GSI_TABLE, gsi).await?;
-
-        // The grid's cursor at the first page of issues without a value (not metered: the
-        // walk there is setup, the page after it is what is compared).
-        let user = &env.seeded.users[0];
-        let base = format!(
-            "/projects/{}/issues?sort={points}&order=asc&limit=50",
-            env.seeded.project_id
-        );
-        let mut path = base.clone();
-        let mut missing_cursor = None;
-        loop {
-            let (_, body) = env.call(user, http::Method::GET, &path, None).await?;
-            let items = body["items"].as_array().cloned().unwrap_or_default();
-            let cursor = body["next_cursor"].as_str().map(str::to_string);
-            let reached_missing = items.iter().any(|i| i["fields"].get(points).is_none());
-            if reached_missing || cursor.is_none() {
-                break;
-            }
-            // The next page starts at or after the last valued issue.
-            missing_cursor = cursor.clone();
-            path = format!("{base}&cursor={}", cursor.unwrap_or_default());
-        }
-        Ok(Self { missing_cursor })
+        Ok(Self {
+            missing_cursor: missing_values_cursor(env).await?,
+        })
     }
 
-    /// Reads every issue of the project (a partition holding the project's issues in full, as
-    /// a GSI projecting everything would) and sorts.
-    pub async fn scan_and_sort(&self, env: &Env) -> Result<usize> {
+    /// [`SORT_IN_MEMORY`]: reads every issue of the project (a partition holding the
+    /// project's issues in full, as a GSI projecting everything would) and sorts.
+    pub async fn sort_in_memory(&self, env: &Env) -> Result<usize> {
         let client = env.store.client();
         let points = &env.seeded.fields["Points"];
-        let mut items = Vec::new();
-        let mut start = None;
-        loop {
-            let out = client
-                .query()
-                .table_name(GSI_TABLE)
-                .key_condition_expression("P = :p")
-                .expression_attribute_values(":p", AttributeValue::S(env.seeded.project_id.clone()))
-                .set_exclusive_start_key(start)
-                .send()
-                .await?;
-            start = out.last_evaluated_key.clone();
-            items.extend(out.items.unwrap_or_default());
-            if start.is_none() {
-                break;
+        let project = AttributeValue::S(env.seeded.project_id.clone());
+        let items = all_pages(|start| {
+            let project = project.clone();
+            async move {
+                let out = client
+                    .query()
+                    .table_name(GSI_TABLE)
+                    .key_condition_expression("P = :p")
+                    .expression_attribute_values(":p", project)
+                    .set_exclusive_start_key(start)
+                    .send()
+                    .await?;
+                Ok((out.items.unwrap_or_default(), out.last_evaluated_key))
             }
-        }
+        })
+        .await?;
         let mut rows: Vec<(Option<f64>, u64)> = items
             .iter()
             .map(|item| (points_of(item, points), num_of(item)))
@@ -290,29 +351,22 @@ impl Baselines {
         Ok(rows.len().min(PAGE))
     }
 
-    /// Seed 003's classic design: list the project's issues, one Query per issue for its
-    /// field values, sort, then one BatchGetItem for the page's issues.
-    pub async fn classic(&self, env: &Env) -> Result<usize> {
+    /// [`VALUES_TABLE`]: list the project's issues, one Query per issue for its field values,
+    /// sort, then one BatchGetItem for the page's issues.
+    pub async fn values_table(&self, env: &Env) -> Result<usize> {
         let client = env.store.client();
         let points = &env.seeded.fields["Points"];
         let ids: Vec<(String, u64)> = project_issues(client, env, Some("id, GSI1SK"))
             .await?
             .iter()
-            .map(|item| {
-                let id = item
-                    .get("id")
-                    .and_then(|v| v.as_s().ok())
-                    .cloned()
-                    .unwrap_or_default();
-                (id, num_of(item))
-            })
+            .map(|item| (id_of(item), num_of(item)))
             .collect();
         let mut rows = Vec::with_capacity(ids.len());
         let mut by_num = HashMap::new();
         for (id, num) in &ids {
             let out = client
                 .query()
-                .table_name(CLASSIC)
+                .table_name(VALUES)
                 .key_condition_expression("I = :i")
                 .expression_attribute_values(":i", AttributeValue::S(id.clone()))
                 .send()
@@ -357,7 +411,7 @@ impl Baselines {
             .map_or(0, |v| v.len()))
     }
 
-    /// A page of the issues without a value: a GSI cannot hold them (its key attribute is
+    /// [`GSI_WITH_FILTER`], where it is weakest: a page of the issues without a value: a GSI cannot hold them (its key attribute is
     /// missing), so the base partition is read with a FilterExpression until 50 match.
     pub async fn gsi_missing_page(&self, env: &Env) -> Result<usize> {
         let client = env.store.client();
@@ -384,11 +438,7 @@ impl Baselines {
 
     /// The grid's page at the same position: the first page of issues without a value.
     pub async fn grid_missing_page(&self, env: &Env, samples: usize) -> Result<Stat> {
-        let points = &env.seeded.fields["Points"];
-        let base = format!(
-            "/projects/{}/issues?sort={points}&order=asc&limit=50",
-            env.seeded.project_id
-        );
+        let base = ascending_by_points(env);
         let user = env.seeded.users[0].clone();
         let cursor = self.missing_cursor.clone().unwrap_or_default();
         let start = if cursor.is_empty() {

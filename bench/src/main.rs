@@ -1,6 +1,8 @@
 //! `make bench`: measures Gridline's access patterns at 1k, 10k and 100k issues on the local
-//! stack — DynamoDB calls, capacity units, items read, latency — next to the designs the seeds
-//! moved away from, implemented honestly here; the indexer's throughput and write
+//! stack — DynamoDB calls, capacity units, items read, latency — next to three other designs
+//! for the grid's sorted page, implemented honestly in `baselines`: reading every issue and
+//! sorting in memory, a table of field values read with one Query per issue, and a GSI on the
+//! value with a FilterExpression for the issues without one; the indexer's throughput and write
 //! amplification; each function's release binary size and cold-start init time. Writes
 //! BENCHMARKS.md and benchmarks.svg. Not part of `make test`: it measures, it asserts nothing.
 
@@ -150,6 +152,25 @@ impl Env {
     }
 }
 
+/// The benchmark's project of `n` issues, with a progress bar while it is written.
+async fn seed(stack: &Stack, n: u64) -> Result<gridctl::seed::Seeded> {
+    let bar = ProgressBar::new(n).with_message(format!("seeding {n} issues"));
+    let started = Instant::now();
+    let spec = gridctl::seed::Spec {
+        tenant: "acme".into(),
+        project_name: format!("Bench {n}"),
+        issues: n,
+        extra_fields: 0,
+        users: 50,
+        teams: 5,
+        rng_seed: n,
+    };
+    let seeded = gridctl::seed::seed(&stack.state.store, &spec, &bar).await?;
+    bar.finish_and_clear();
+    eprintln!("   seeded in {:.1} s", started.elapsed().as_secs_f64());
+    Ok(seeded)
+}
+
 async fn drain(poller: &mut gridline_local::stream::Poller) -> Result<usize> {
     let mut n = 0;
     loop {
@@ -161,26 +182,10 @@ async fn drain(poller: &mut gridline_local::stream::Poller) -> Result<usize> {
     }
 }
 
+/// The local stack on a file engine, seeded with a project of `n` issues and indexed.
 async fn setup(n: u64, db: &std::path::Path) -> Result<Env> {
     let stack = test_stack(Data::File(db.to_path_buf())).await?;
-    let bar = ProgressBar::new(n).with_message(format!("seeding {n} issues"));
-    let seed_started = Instant::now();
-    let seeded = gridctl::seed::seed(
-        &stack.state.store,
-        &gridctl::seed::Spec {
-            tenant: "acme".into(),
-            project_name: format!("Bench {n}"),
-            issues: n,
-            extra_fields: 0,
-            users: 50,
-            teams: 5,
-            rng_seed: n,
-        },
-        &bar,
-    )
-    .await?;
-    bar.finish_and_clear();
-    eprintln!("   seeded in {:.1} s", seed_started.elapsed().as_secs_f64());
+    let seeded = seed(&stack, n).await?;
     // The indexer end to end: the real stream through the real handler.
     let mut poller = stack.poller(stack.indexer()).await;
     poller.emit_metrics = false;
@@ -189,7 +194,7 @@ async fn setup(n: u64, db: &std::path::Path) -> Result<Env> {
     let index_seconds = started.elapsed().as_secs_f64();
 
     let meter = Meter::new();
-    // The baselines (designs the product moved away from) query through this store on the
+    // The baselines (the other designs in `baselines`) query through this store on the
     // unguarded admin client: no function's policy covers them.
     let store = Store::new(
         meter.client(&stack.client),
@@ -198,20 +203,7 @@ async fn setup(n: u64, db: &std::path::Path) -> Result<Env> {
     );
     // Each function on its own guarded client, metered.
     let app = stack.router_with(|id| meter.client(&stack.function_client(id)));
-    let mut issue_ids = Vec::new();
-    let mut start = None;
-    loop {
-        let page = stack
-            .state
-            .store
-            .issues_of_project(&seeded.tenant, &seeded.project_id, start.as_ref())
-            .await?;
-        issue_ids.extend(page.items.into_iter().map(|i| i.id));
-        start = page.next;
-        if start.is_none() {
-            break;
-        }
-    }
+    let issue_ids = issue_ids(&stack.state.store, &seeded).await?;
     Ok(Env {
         stack,
         meter,
@@ -222,6 +214,22 @@ async fn setup(n: u64, db: &std::path::Path) -> Result<Env> {
         index_seconds,
         stream_records,
     })
+}
+
+/// Every issue id of the seeded project, page after page (setup, not metered).
+async fn issue_ids(store: &Store, seeded: &gridctl::seed::Seeded) -> Result<Vec<String>> {
+    let mut ids = Vec::new();
+    let mut start = None;
+    loop {
+        let page = store
+            .issues_of_project(&seeded.tenant, &seeded.project_id, start.as_ref())
+            .await?;
+        ids.extend(page.items.into_iter().map(|i| i.id));
+        start = page.next;
+        if start.is_none() {
+            return Ok(ids);
+        }
+    }
 }
 
 /// Removes an engine's SQLite file and its WAL companions.
@@ -282,18 +290,24 @@ macro_rules! timed {
     }};
 }
 
-#[tokio::main]
-async fn main() -> Result<()> {
-    let args = Args::parse();
-    let mut results = report::Results::default();
-    let engine_dir = args.engine_dir.clone().unwrap_or_else(|| {
+/// Where the engines' files go: `--engine-dir`, else RAM-backed `/dev/shm` when there is one,
+/// else the temp directory.
+fn engine_dir(args: &Args) -> std::path::PathBuf {
+    args.engine_dir.clone().unwrap_or_else(|| {
         let shm = std::path::PathBuf::from("/dev/shm");
         if shm.is_dir() {
             shm
         } else {
             std::env::temp_dir()
         }
-    });
+    })
+}
+
+#[tokio::main]
+async fn main() -> Result<()> {
+    let args = Args::parse();
+    let mut results = report::Results::default();
+    let engine_dir = engine_dir(&args);
     for &n in &args.sizes {
         eprintln!("== {n} issues");
         let db = engine_dir.join(format!("gridline-bench-{}-{n}.db", std::process::id()));
@@ -301,148 +315,14 @@ async fn main() -> Result<()> {
         results
             .index_e2e
             .push((n, env.stream_records, env.index_seconds));
-        let s = args.samples;
-        let p = env.seeded.project_id.clone();
-        let points = env.seeded.fields["Points"].clone();
-        let me = env.seeded.users[0].clone();
-        let mut rows: BTreeMap<&'static str, Stat> = BTreeMap::new();
-
-        timed!(
-            rows,
-            "grid page by custom field",
-            pages(
-                &env,
-                &me,
-                format!("/projects/{p}/issues?sort={points}&order=desc&limit=50"),
-                s,
-            )
-            .await?,
-        );
-        timed!(
-            rows,
-            "grid page with a range",
-            pages(
-                &env,
-                &me,
-                format!("/projects/{p}/issues?sort={points}&gte=100&lte=500&limit=50"),
-                s,
-            )
-            .await?,
-        );
-        timed!(
-            rows,
-            "my issues",
-            pages(&env, &me, "/me/issues?limit=50".into(), s).await?,
-        );
-        timed!(
-            rows,
-            "my teams' issues (5 teams)",
-            pages(&env, &me, "/me/teams/issues?limit=50".into(), s).await?,
-        );
-        let mut rng = StdRng::seed_from_u64(n);
-        let ids = env.issue_ids.clone();
-        timed!(
-            rows,
-            "get issue",
-            measure(&env.meter, s, |_| {
-                let id = ids[rng.gen_range(0..ids.len())].clone();
-                let env = &env;
-                let me = me.clone();
-                async move {
-                    let (st, _) = env
-                        .call(&me, Method::GET, &format!("/issues/{id}"), None)
-                        .await?;
-                    anyhow::ensure!(st == 200);
-                    Ok(1)
-                }
-            })
-            .await?,
-        );
-        timed!(
-            rows,
-            "create issue",
-            measure(&env.meter, s, |i| {
-                let env = &env;
-                let (me, p, points) = (me.clone(), p.clone(), points.clone());
-                async move {
-                    let (st, body) = env
-                        .call(
-                            &me,
-                            Method::POST,
-                            &format!("/projects/{p}/issues"),
-                            Some(json!({"title": format!("bench {i}"), "fields": {points: i}})),
-                        )
-                        .await?;
-                    anyhow::ensure!(st == 201, "{body}");
-                    Ok(1)
-                }
-            })
-            .await?,
-        );
-        let mut rng = StdRng::seed_from_u64(n + 1);
-        timed!(
-            rows,
-            "patch issue",
-            measure(&env.meter, s, |i| {
-                let id = ids[rng.gen_range(0..ids.len())].clone();
-                let env = &env;
-                let (me, points) = (me.clone(), points.clone());
-                async move {
-                    let (st, body) = env
-                        .call(
-                            &me,
-                            Method::PATCH,
-                            &format!("/issues/{id}"),
-                            Some(json!({"title": format!("patched {i}"), "fields": {points: i}})),
-                        )
-                        .await?;
-                    anyhow::ensure!(st == 200, "{body}");
-                    Ok(1)
-                }
-            })
-            .await?,
-        );
-
-        // The designs the seeds moved away from, on the same engine and data.
-        let started = Instant::now();
-        let base = baselines::Baselines::build(&env).await?;
-        eprintln!(
-            "   baselines built in {:.1} s",
-            started.elapsed().as_secs_f64()
-        );
-        let heavy = if n >= 100_000 {
-            1
-        } else if n >= 10_000 {
-            3
-        } else {
-            s.min(10)
-        };
-        timed!(
-            rows,
-            "baseline: query the project, sort in memory",
-            measure(&env.meter, heavy, |_| base.scan_and_sort(&env)).await?,
-        );
-        timed!(
-            rows,
-            "baseline: one query per issue (classic design)",
-            measure(&env.meter, heavy, |_| base.classic(&env)).await?,
-        );
-        timed!(
-            rows,
-            "baseline: GSI + FilterExpression, page of missing values",
-            measure(&env.meter, s.min(10), |_| base.gsi_missing_page(&env)).await?,
-        );
-        timed!(
-            rows,
-            "grid page of missing values (same position)",
-            base.grid_missing_page(&env, s.min(10)).await?,
-        );
+        let mut rows = list_patterns(&env, args.samples).await?;
+        issue_patterns(&env, n, args.samples, &mut rows).await?;
+        other_designs(&env, n, args.samples, &mut rows).await?;
         results.patterns.push((n, rows));
         eprintln!(
             "   index: {} records in {:.1} s",
             env.stream_records, env.index_seconds
         );
-        drop(base);
         drop(env);
         remove_db(&db);
     }
@@ -451,5 +331,155 @@ async fn main() -> Result<()> {
     results.binaries = report::binaries(&args.binaries).await?;
     report::write(&results, &args.out, &args.plot)?;
     eprintln!("wrote {} and {}", args.out.display(), args.plot.display());
+    Ok(())
+}
+
+/// The seeded project, its Points field, and the caller (the first user, in every team).
+fn project_points_caller(env: &Env) -> (&str, &str, &str) {
+    (
+        &env.seeded.project_id,
+        &env.seeded.fields["Points"],
+        &env.seeded.users[0],
+    )
+}
+
+/// The product's lists through the API: grid pages and inbox pages, cursor after cursor.
+async fn list_patterns(env: &Env, s: usize) -> Result<BTreeMap<&'static str, Stat>> {
+    let (p, points, me) = project_points_caller(env);
+    let mut rows: BTreeMap<&'static str, Stat> = BTreeMap::new();
+    timed!(
+        rows,
+        "grid page by custom field",
+        pages(
+            env,
+            me,
+            format!("/projects/{p}/issues?sort={points}&order=desc&limit=50"),
+            s,
+        )
+        .await?,
+    );
+    timed!(
+        rows,
+        "grid page with a range",
+        pages(
+            env,
+            me,
+            format!("/projects/{p}/issues?sort={points}&gte=100&lte=500&limit=50"),
+            s,
+        )
+        .await?,
+    );
+    timed!(
+        rows,
+        "my issues",
+        pages(env, me, "/me/issues?limit=50".into(), s).await?,
+    );
+    timed!(
+        rows,
+        "my teams' issues (5 teams)",
+        pages(env, me, "/me/teams/issues?limit=50".into(), s).await?,
+    );
+    Ok(rows)
+}
+
+/// One issue through the API: read, created and patched (random issues, seeded by `n`).
+async fn issue_patterns(
+    env: &Env,
+    n: u64,
+    s: usize,
+    rows: &mut BTreeMap<&'static str, Stat>,
+) -> Result<()> {
+    let (p, points, me) = project_points_caller(env);
+    let ids = &env.issue_ids;
+    let mut rng = StdRng::seed_from_u64(n);
+    timed!(
+        rows,
+        "get issue",
+        measure(&env.meter, s, |_| {
+            let path = format!("/issues/{}", ids[rng.gen_range(0..ids.len())]);
+            async move { request(env, me, Method::GET, path, None, 200).await }
+        })
+        .await?,
+    );
+    timed!(
+        rows,
+        "create issue",
+        measure(&env.meter, s, |i| {
+            let path = format!("/projects/{p}/issues");
+            let body = json!({"title": format!("bench {i}"), "fields": {points: i}});
+            async move { request(env, me, Method::POST, path, Some(body), 201).await }
+        })
+        .await?,
+    );
+    let mut rng = StdRng::seed_from_u64(n + 1);
+    timed!(
+        rows,
+        "patch issue",
+        measure(&env.meter, s, |i| {
+            let path = format!("/issues/{}", ids[rng.gen_range(0..ids.len())]);
+            let body = json!({"title": format!("patched {i}"), "fields": {points: i}});
+            async move { request(env, me, Method::PATCH, path, Some(body), 200).await }
+        })
+        .await?,
+    );
+    Ok(())
+}
+
+/// One request of a single-issue pattern, which must answer `expect`: one row.
+async fn request(
+    env: &Env,
+    user: &str,
+    method: Method,
+    path: String,
+    body: Option<Value>,
+    expect: u16,
+) -> Result<usize> {
+    let (status, reply) = env.call(user, method, &path, body).await?;
+    anyhow::ensure!(status == expect, "{path}: {status} {reply}");
+    Ok(1)
+}
+
+/// The three other designs for the grid's sorted page (see `baselines`), on the same engine
+/// and data, and the grid's page at the position where the GSI design is weakest.
+async fn other_designs(
+    env: &Env,
+    n: u64,
+    s: usize,
+    rows: &mut BTreeMap<&'static str, Stat>,
+) -> Result<()> {
+    let started = Instant::now();
+    let base = baselines::Baselines::build(env).await?;
+    eprintln!(
+        "   baselines built in {:.1} s",
+        started.elapsed().as_secs_f64()
+    );
+    // Reading every issue costs seconds per sample at 10k and more: fewer samples there.
+    let heavy = if n >= 100_000 {
+        1
+    } else if n >= 10_000 {
+        3
+    } else {
+        s.min(10)
+    };
+    timed!(
+        rows,
+        baselines::SORT_IN_MEMORY,
+        measure(&env.meter, heavy, |_| base.sort_in_memory(env)).await?,
+    );
+    timed!(
+        rows,
+        baselines::VALUES_TABLE,
+        measure(&env.meter, heavy, |_| base.values_table(env)).await?,
+    );
+    timed!(
+        rows,
+        baselines::GSI_WITH_FILTER,
+        measure(&env.meter, s.min(10), |_| base.gsi_missing_page(env)).await?,
+    );
+    timed!(
+        rows,
+        "grid page of missing values (same position)",
+        base.grid_missing_page(env, s.min(10)).await?,
+    );
     Ok(())
 }

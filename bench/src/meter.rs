@@ -17,6 +17,7 @@ use aws_sdk_dynamodb::operation::{
     update_item::UpdateItemOutput,
 };
 use aws_sdk_dynamodb::types::ConsumedCapacity;
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
 use aws_smithy_types::body::SdkBody;
 use serde_json::Value;
 
@@ -56,12 +57,7 @@ impl Meter {
 
     /// A client like `client` whose calls are counted here.
     pub fn client(self: &Arc<Self>, client: &aws_sdk_dynamodb::Client) -> aws_sdk_dynamodb::Client {
-        let config = client
-            .config()
-            .to_builder()
-            .interceptor(Handle(self.clone()))
-            .build();
-        aws_sdk_dynamodb::Client::from_conf(config)
+        gridline_local::with_interceptor(client, Handle(self.clone()))
     }
 
     fn add(&self, f: impl FnOnce(&mut Counts)) {
@@ -123,6 +119,48 @@ fn measure_output(
     (0.0, 0)
 }
 
+/// Adds `ReturnConsumedCapacity: TOTAL` to a request's body; the write requests it sends (a
+/// batch's or transaction's items, or one for a single write).
+fn ask_for_capacity(request: &mut HttpRequest) -> Result<u64, BoxError> {
+    let target = request
+        .headers()
+        .get("x-amz-target")
+        .unwrap_or_default()
+        .to_string();
+    let single_write = ["PutItem", "UpdateItem", "DeleteItem"]
+        .iter()
+        .any(|op| target.ends_with(&format!(".{op}")));
+    let Some(bytes) = request.body().bytes() else {
+        return Ok(0);
+    };
+    let mut body: Value = serde_json::from_slice(bytes)?;
+    let writes = match body.get("RequestItems") {
+        Some(Value::Object(tables)) => tables
+            .values()
+            .filter_map(Value::as_array)
+            .map(|a| a.len() as u64)
+            .sum(),
+        _ => 0,
+    } + body
+        .get("TransactItems")
+        .and_then(Value::as_array)
+        .map_or(0, |a| a.len() as u64)
+        + u64::from(single_write);
+    if let Value::Object(o) = &mut body {
+        o.insert(
+            "ReturnConsumedCapacity".into(),
+            Value::String("TOTAL".into()),
+        );
+    }
+    let bytes = serde_json::to_vec(&body)?;
+    request
+        .headers_mut()
+        .insert("content-length", bytes.len().to_string());
+    *request.body_mut() = SdkBody::from(bytes);
+    Ok(writes)
+}
+
+/// Interceptors are registered by value; the handle shares one `Meter` with the bench.
 #[derive(Debug, Clone)]
 struct Handle(Arc<Meter>);
 
@@ -137,42 +175,7 @@ impl Intercept for Handle {
         _: &RuntimeComponents,
         _: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let request = ctx.request_mut();
-        let target = request
-            .headers()
-            .get("x-amz-target")
-            .unwrap_or_default()
-            .to_string();
-        let single_write = ["PutItem", "UpdateItem", "DeleteItem"]
-            .iter()
-            .any(|op| target.ends_with(&format!(".{op}")));
-        let Some(bytes) = request.body().bytes() else {
-            return Ok(());
-        };
-        let mut body: Value = serde_json::from_slice(bytes)?;
-        let writes = match body.get("RequestItems") {
-            Some(Value::Object(tables)) => tables
-                .values()
-                .filter_map(Value::as_array)
-                .map(|a| a.len() as u64)
-                .sum(),
-            _ => 0,
-        } + body
-            .get("TransactItems")
-            .and_then(Value::as_array)
-            .map_or(0, |a| a.len() as u64)
-            + u64::from(single_write);
-        if let Value::Object(o) = &mut body {
-            o.insert(
-                "ReturnConsumedCapacity".into(),
-                Value::String("TOTAL".into()),
-            );
-        }
-        let bytes = serde_json::to_vec(&body)?;
-        request
-            .headers_mut()
-            .insert("content-length", bytes.len().to_string());
-        *request.body_mut() = SdkBody::from(bytes);
+        let writes = ask_for_capacity(ctx.request_mut())?;
         self.0.add(|c| {
             c.calls += 1;
             c.write_requests += writes;

@@ -15,8 +15,8 @@ use http::Method;
 use indicatif::ProgressBar;
 use serde_json::json;
 
-use crate::Stat;
 use crate::meter::Meter;
+use crate::{Stat, baselines};
 
 #[derive(Default)]
 pub struct Results {
@@ -48,12 +48,11 @@ fn spec(issues: u64, extra_fields: usize) -> gridctl::seed::Spec {
     }
 }
 
-/// The pure core on real stream records: `plan` groups them, `entries` computes each issue's
-/// entries; no I/O.
-pub async fn indexer_core(issues: u64) -> Result<(usize, f64)> {
-    let stack = stack().await?;
-    let seeded =
-        gridctl::seed::seed(&stack.state.store, &spec(issues, 0), &ProgressBar::hidden()).await?;
+/// Every record of the records table's stream so far, every shard from its start, and the
+/// stream's ARN.
+async fn stream_history(
+    stack: &Stack,
+) -> Result<(Vec<aws_sdk_dynamodbstreams::types::Record>, String)> {
     let streams = gridline_local::stream::streams_client(&stack.endpoint).await;
     let arn = stack
         .client
@@ -94,6 +93,16 @@ pub async fn indexer_core(issues: u64) -> Result<(usize, f64)> {
             it = out.next_shard_iterator;
         }
     }
+    Ok((records, arn))
+}
+
+/// The pure core on real stream records: `plan` groups them, `entries` computes each issue's
+/// entries; no I/O.
+pub async fn indexer_core(issues: u64) -> Result<(usize, f64)> {
+    let stack = stack().await?;
+    let seeded =
+        gridctl::seed::seed(&stack.state.store, &spec(issues, 0), &ProgressBar::hidden()).await?;
+    let (records, arn) = stream_history(&stack).await?;
     let event = gridline_local::stream::to_event(&records, &arn)?;
     let defs = stack
         .state
@@ -160,26 +169,7 @@ pub async fn write_amplification() -> Result<Vec<(usize, f64, f64)>> {
     let mut out = Vec::new();
     for (round, k) in [1usize, 5, 50].into_iter().enumerate() {
         for id in &ids {
-            // Values of the field's own type: the extra fields alternate number, text, date.
-            let mut fields = serde_json::Map::new();
-            for (j, f) in numbers.iter().take(k).enumerate() {
-                let name = seeded
-                    .fields
-                    .iter()
-                    .find(|(_, v)| *v == f)
-                    .map(|(n, _)| n.clone())
-                    .unwrap_or_default();
-                let kind = name
-                    .strip_prefix("Extra ")
-                    .and_then(|i| i.parse::<usize>().ok())
-                    .map_or(0, |i| i % 3);
-                let v = match kind {
-                    0 => json!(round * 1000 + j),
-                    1 => json!(format!("text {round} {j}")),
-                    _ => json!(format!("2027-0{}-1{}", 1 + round, j % 10)),
-                };
-                fields.insert(f.clone(), v);
-            }
+            let fields = new_values(&seeded, &numbers[..k.min(numbers.len())], round);
             let reply = gridline_local::testing::send(
                 router.clone(),
                 Method::PATCH,
@@ -201,6 +191,35 @@ pub async fn write_amplification() -> Result<Vec<(usize, f64, f64)>> {
         ));
     }
     Ok(out)
+}
+
+/// New values for `fields` in update round `round`, each of the field's own type: the extra
+/// fields alternate number, text, date.
+fn new_values(
+    seeded: &gridctl::seed::Seeded,
+    fields: &[String],
+    round: usize,
+) -> serde_json::Map<String, serde_json::Value> {
+    let mut values = serde_json::Map::new();
+    for (j, f) in fields.iter().enumerate() {
+        let name = seeded
+            .fields
+            .iter()
+            .find(|(_, v)| *v == f)
+            .map(|(n, _)| n.clone())
+            .unwrap_or_default();
+        let kind = name
+            .strip_prefix("Extra ")
+            .and_then(|i| i.parse::<usize>().ok())
+            .map_or(0, |i| i % 3);
+        let v = match kind {
+            0 => json!(round * 1000 + j),
+            1 => json!(format!("text {round} {j}")),
+            _ => json!(format!("2027-0{}-1{}", 1 + round, j % 10)),
+        };
+        values.insert(f.clone(), v);
+    }
+    values
 }
 
 const FUNCTIONS: [(&str, &str); 6] = [
@@ -288,15 +307,26 @@ fn mib(b: u64) -> String {
     format!("{:.1} MiB", b as f64 / 1_048_576.0)
 }
 
+/// Writes BENCHMARKS.md from the results, and its plot.
 pub fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
     let mut md = String::new();
-    let sizes: Vec<u64> = r.patterns.iter().map(|(n, _)| *n).collect();
     let host = std::process::Command::new("uname")
         .arg("-m")
         .output()
         .ok()
         .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_string())
         .unwrap_or_default();
+    write_preamble(&mut md, &host)?;
+    write_patterns(&mut md, r)?;
+    write_other_designs(&mut md, r)?;
+    write_indexer(&mut md, r)?;
+    write_functions(&mut md, r, &host)?;
+    std::fs::write(out, md)?;
+    plot_svg(r, plot)
+}
+
+/// How the figures were made: the command, the machine, the data.
+fn write_preamble(md: &mut String, host: &str) -> Result<()> {
     writeln!(md, "# Benchmarks\n")?;
     writeln!(
         md,
@@ -308,27 +338,50 @@ pub fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
         "Data: one project per size, made by `gridctl seed` (five typed custom fields — number, select, date, text, datetime — about 20% of values missing; 50 users, 5 teams; each issue has a reporter, an assignee and sometimes a team watcher). Pages hold 50 issues. The caller of the inbox rows is in all 5 teams.\n"
     )?;
     writeln!(md, "![capacity and calls per page](benchmarks.svg)\n")?;
+    Ok(())
+}
+
+/// A table's two header lines: `first`, then `columns` under each project size.
+fn table_head(md: &mut String, first: &str, sizes: &[u64], columns: &[&str]) -> Result<()> {
+    write!(md, "| {first} |")?;
+    for n in sizes {
+        write!(md, " {n}: {} |", columns.join(" | "))?;
+    }
+    writeln!(md)?;
+    write!(md, "|---|")?;
+    for _ in sizes {
+        write!(md, "{}", "---:|".repeat(columns.len()))?;
+    }
+    writeln!(md)?;
+    Ok(())
+}
+
+fn sizes(r: &Results) -> Vec<u64> {
+    r.patterns.iter().map(|(n, _)| *n).collect()
+}
+
+/// The patterns' names, in the table's order.
+fn pattern_names(r: &Results) -> Vec<&'static str> {
+    r.patterns
+        .first()
+        .map(|(_, m)| m.keys().copied().collect())
+        .unwrap_or_default()
+}
+
+/// Every access pattern's figures at every size.
+fn write_patterns(md: &mut String, r: &Results) -> Result<()> {
     writeln!(md, "## Per access pattern\n")?;
     writeln!(
         md,
         "Per operation (a page, for lists): DynamoDB calls, capacity units (read + write), items read, and latency.\n"
     )?;
-    let names: Vec<&str> = r
-        .patterns
-        .first()
-        .map(|(_, m)| m.keys().copied().collect())
-        .unwrap_or_default();
-    write!(md, "| pattern |")?;
-    for n in &sizes {
-        write!(md, " {n}: calls | CU | items | p50 / p99 ms |")?;
-    }
-    writeln!(md)?;
-    write!(md, "|---|")?;
-    for _ in &sizes {
-        write!(md, "---:|---:|---:|---:|")?;
-    }
-    writeln!(md)?;
-    for name in &names {
+    table_head(
+        md,
+        "pattern",
+        &sizes(r),
+        &["calls", "CU", "items", "p50 / p99 ms"],
+    )?;
+    for name in pattern_names(r) {
         write!(md, "| {name} |")?;
         for (_, m) in &r.patterns {
             let s = &m[name];
@@ -340,25 +393,24 @@ pub fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
         }
         writeln!(md)?;
     }
+    Ok(())
+}
+
+/// The baselines as multiples of the grid's page, and what each one is.
+fn write_other_designs(md: &mut String, r: &Results) -> Result<()> {
     writeln!(
         md,
-        "\n## The grid against the designs the seeds moved away from\n"
+        "\n## The grid against three other designs: sort in memory, a table of field values, a GSI with a filter\n"
     )?;
     writeln!(
         md,
         "Capacity units and calls of one page of 50 sorted by a custom field, as a multiple of the grid's page (`grid page by custom field`).\n"
     )?;
-    write!(md, "| design |")?;
-    for n in &sizes {
-        write!(md, " {n}: × CU | × calls |")?;
-    }
-    writeln!(md)?;
-    write!(md, "|---|")?;
-    for _ in &sizes {
-        write!(md, "---:|---:|")?;
-    }
-    writeln!(md)?;
-    for name in names.iter().filter(|n| n.starts_with("baseline")) {
+    table_head(md, "design", &sizes(r), &["× CU", "× calls"])?;
+    for name in pattern_names(r)
+        .into_iter()
+        .filter(|n| n.starts_with("baseline"))
+    {
         write!(md, "| {name} |")?;
         for (_, m) in &r.patterns {
             let g = &m["grid page by custom field"];
@@ -374,16 +426,21 @@ pub fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
     }
     writeln!(
         md,
-        "\n- *query the project, sort in memory*: every issue of the project is read (one Query of the project's issue listing, paginated by DynamoDB's 1 MB pages), sorted, and the first 50 kept."
+        "\n- *query the project, sort in memory*: every issue of the project is read (one Query of a partition holding the project's issues in full, paginated by DynamoDB's 1 MB pages), sorted, and the first 50 kept."
     )?;
     writeln!(
         md,
-        "- *one query per issue (classic design)*: seed 003's normalised tables: the project's issue ids, then one Query per issue of its field values, a sort, and one BatchGetItem of the page."
+        "- *one query per issue (a table of field values)*: field values normalised into a table of their own, an item per issue and field (seed 003's design): the project's issue ids, then one Query per issue of its field values, a sort, and one BatchGetItem of the page."
     )?;
     writeln!(
         md,
         "- *GSI + FilterExpression*: a GSI keyed on the value serves the issues that have one, but cannot hold those that do not (its key attribute is missing), so their page is read from the base partition with `attribute_not_exists`, `Limit` 50 per call: the filter runs after the read, so every issue read costs whether it matches or not. With about 20% of values missing this reads about five issues per match, whatever the project's size; the rarer missing values are, the more it reads. The grid's page at the same position (`grid page of missing values`) reads only the page.\n"
     )?;
+    Ok(())
+}
+
+/// The indexer's throughput, pure and end to end, and its write amplification.
+fn write_indexer(md: &mut String, r: &Results) -> Result<()> {
     writeln!(md, "## The indexer\n")?;
     let (recs, secs) = r.indexer_core;
     writeln!(
@@ -414,6 +471,11 @@ pub fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
         md,
         "\nEach changed column moves in two partitions (`all` and the state's), a delete and a put each; `updated_at` always changes, and so do the participation copies (their sort key is `updated_at`); plus the watermark's read, the intent and the watermark itself. WCU counts item sizes in 1 KB units: the watermark (its intent and its final put) lists every entry key of the issue, so with 55 fields it is several KB and costs more WCU than the entries themselves.\n"
     )?;
+    Ok(())
+}
+
+/// Each function's binary sizes and init time.
+fn write_functions(md: &mut String, r: &Results, host: &str) -> Result<()> {
     writeln!(md, "## Functions\n")?;
     writeln!(
         md,
@@ -435,91 +497,93 @@ pub fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
         md,
         "\nThe HTTP functions' init reads the cursor key from the environment here; in AWS it reads it from Secrets Manager in parallel with the warm-up, which adds one HTTPS round trip."
     )?;
-    std::fs::write(out, md)?;
-    plot_svg(r, plot)
+    Ok(())
 }
 
+/// The plot's lines: the grid's two pages and the three other designs.
+const SERIES: [(&str, (u8, u8, u8)); 5] = [
+    ("grid page by custom field", (31, 119, 180)),
+    ("grid page of missing values (same position)", (44, 160, 44)),
+    (baselines::SORT_IN_MEMORY, (214, 39, 40)),
+    (baselines::VALUES_TABLE, (148, 103, 189)),
+    (baselines::GSI_WITH_FILTER, (255, 127, 14)),
+];
+
+/// Two log-log panels side by side: capacity units per page, and calls per page.
 fn plot_svg(r: &Results, path: &Path) -> Result<()> {
     use plotters::prelude::*;
-    let series = [
-        ("grid page by custom field", RGBColor(31, 119, 180)),
-        (
-            "grid page of missing values (same position)",
-            RGBColor(44, 160, 44),
-        ),
-        (
-            "baseline: query the project, sort in memory",
-            RGBColor(214, 39, 40),
-        ),
-        (
-            "baseline: one query per issue (classic design)",
-            RGBColor(148, 103, 189),
-        ),
-        (
-            "baseline: GSI + FilterExpression, page of missing values",
-            RGBColor(255, 127, 14),
-        ),
-    ];
     let root = SVGBackend::new(path, (1100, 480)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| anyhow::anyhow!("{e}"))?;
     let (left, right) = root.split_horizontally(550);
+    draw_panel(&left, r, "capacity units per page", |s| s.capacity, true)?;
+    draw_panel(&right, r, "DynamoDB calls per page", |s| s.calls, false)?;
+    root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
+    Ok(())
+}
+
+/// One panel: `value` of each series against the project's size; the legend when `legend`.
+fn draw_panel(
+    area: &plotters::drawing::DrawingArea<
+        plotters::prelude::SVGBackend<'_>,
+        plotters::coord::Shift,
+    >,
+    r: &Results,
+    title: &str,
+    value: fn(&Stat) -> f64,
+    legend: bool,
+) -> Result<()> {
+    use plotters::prelude::*;
     let xs: Vec<f64> = r.patterns.iter().map(|(n, _)| *n as f64).collect();
     let (xmin, xmax) = (
         xs.first().copied().unwrap_or(1.0) * 0.8,
         xs.last().copied().unwrap_or(10.0) * 1.25,
     );
-    for (area, title, pick) in [
-        (&left, "capacity units per page", 0usize),
-        (&right, "DynamoDB calls per page", 1usize),
-    ] {
-        let value = |s: &Stat| if pick == 0 { s.capacity } else { s.calls };
-        let ymax = r
+    let ymax = r
+        .patterns
+        .iter()
+        .flat_map(|(_, m)| m.values().map(value))
+        .fold(1.0, f64::max)
+        * 2.0;
+    let mut chart = ChartBuilder::on(area)
+        .caption(title, ("sans-serif", 18))
+        .margin(12)
+        .x_label_area_size(36)
+        .y_label_area_size(56)
+        .build_cartesian_2d((xmin..xmax).log_scale(), (0.1..ymax).log_scale())
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    chart
+        .configure_mesh()
+        .x_desc("issues in the project")
+        .x_label_formatter(&|x| format!("{:.0}", x))
+        .draw()
+        .map_err(|e| anyhow::anyhow!("{e}"))?;
+    for (name, (red, green, blue)) in SERIES {
+        let color = RGBColor(red, green, blue);
+        let points: Vec<(f64, f64)> = r
             .patterns
             .iter()
-            .flat_map(|(_, m)| m.values().map(value))
-            .fold(1.0, f64::max)
-            * 2.0;
-        let mut chart = ChartBuilder::on(area)
-            .caption(title, ("sans-serif", 18))
-            .margin(12)
-            .x_label_area_size(36)
-            .y_label_area_size(56)
-            .build_cartesian_2d((xmin..xmax).log_scale(), (0.1..ymax).log_scale())
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            .filter_map(|(n, m)| m.get(name).map(|s| (*n as f64, value(s).max(0.1))))
+            .collect();
         chart
-            .configure_mesh()
-            .x_desc("issues in the project")
-            .x_label_formatter(&|x| format!("{:.0}", x))
+            .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
+            .map_err(|e| anyhow::anyhow!("{e}"))?
+            .label(name.trim_start_matches("baseline: "))
+            .legend(move |(x, y)| {
+                PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
+            });
+        chart
+            .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    if legend {
+        chart
+            .configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(BLACK)
+            .position(SeriesLabelPosition::UpperLeft)
+            .label_font(("sans-serif", 11))
             .draw()
             .map_err(|e| anyhow::anyhow!("{e}"))?;
-        for (name, color) in series {
-            let points: Vec<(f64, f64)> = r
-                .patterns
-                .iter()
-                .filter_map(|(n, m)| m.get(name).map(|s| (*n as f64, value(s).max(0.1))))
-                .collect();
-            chart
-                .draw_series(LineSeries::new(points.clone(), color.stroke_width(2)))
-                .map_err(|e| anyhow::anyhow!("{e}"))?
-                .label(name.trim_start_matches("baseline: "))
-                .legend(move |(x, y)| {
-                    PathElement::new(vec![(x, y), (x + 16, y)], color.stroke_width(2))
-                });
-            chart
-                .draw_series(points.iter().map(|p| Circle::new(*p, 3, color.filled())))
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-        }
-        if pick == 0 {
-            chart
-                .configure_series_labels()
-                .background_style(WHITE.mix(0.85))
-                .border_style(BLACK)
-                .position(SeriesLabelPosition::UpperLeft)
-                .label_font(("sans-serif", 11))
-                .draw()
-                .map_err(|e| anyhow::anyhow!("{e}"))?;
-        }
     }
-    root.present().map_err(|e| anyhow::anyhow!("{e}"))?;
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::time::Duration;
 use anyhow::Result;
 use clap::{Parser, Subcommand};
 use gridctl::{ops, replay, seed};
+use gridline::index::Entry;
 use gridline::index::indexer::Indexer;
 use gridline::store::{Store, connect, sdk_config};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
@@ -136,130 +137,13 @@ async fn run(cli: Cli) -> Result<i32> {
     let store = Store::new(client, &cli.records_table, &cli.index_table);
     let json = cli.json;
     match cli.command {
-        Command::Verify { show } => {
-            let progress = bar(json, "scanning", 0);
-            let report = ops::verify(&store, cli.segments, &progress).await?;
-            progress.finish_and_clear();
-            if json {
-                print_json(&report)?;
-            } else {
-                println!(
-                    "scanned {} records and {} index items: {} issues",
-                    report.records_scanned, report.index_scanned, report.issues
-                );
-                println!(
-                    "missing {}, extra {}, stale {} entries, in {} issues",
-                    report.missing, report.extra, report.stale, report.drifted_issues
-                );
-                if report.parked > 0 {
-                    println!(
-                        "parked {} units (the indexer could not index them; see each reason)",
-                        report.parked
-                    );
-                }
-                for p in report.drift.parked.iter().take(show) {
-                    println!(
-                        "  parked   tenant {} | {}  at {} ({}): {}",
-                        p.tenant, p.subject, p.sequence_number, p.parked_at, p.reason
-                    );
-                }
-                for e in report.drift.missing.iter().take(show) {
-                    println!(
-                        "  missing  {} | {}  (issue {})",
-                        e.pk,
-                        e.sk.escape_debug(),
-                        e.issue_id
-                    );
-                }
-                for e in report.drift.extra.iter().take(show) {
-                    println!(
-                        "  extra    {} | {}  (issue {})",
-                        e.pk,
-                        e.sk.escape_debug(),
-                        e.issue_id
-                    );
-                }
-                for s in report.drift.stale.iter().take(show) {
-                    println!(
-                        "  stale    {} | {}  (issue {})",
-                        s.actual.pk,
-                        s.actual.sk.escape_debug(),
-                        s.actual.issue_id
-                    );
-                }
-                println!(
-                    "{}",
-                    if report.is_clean() {
-                        "clean"
-                    } else {
-                        "DRIFT: run `gridctl repair`"
-                    }
-                );
-            }
-            Ok(if report.is_clean() { 0 } else { 1 })
-        }
-        Command::Repair { rounds } => {
-            let report = ops::repair(&store, cli.segments, rounds, &|what, len| {
-                bar(json, what, len)
-            })
-            .await?;
-            if json {
-                print_json(&report)?;
-            } else {
-                println!(
-                    "{} round(s): fixed {} issues ({} entries written, {} deleted), {} already right, {} in flight",
-                    report.rounds,
-                    report.fixed,
-                    report.puts,
-                    report.deletes,
-                    report.already_right,
-                    report.in_flight
-                );
-                println!(
-                    "{}",
-                    if report.clean {
-                        "clean"
-                    } else {
-                        "drift remains: run again once writes settle"
-                    }
-                );
-            }
-            Ok(if report.clean { 0 } else { 1 })
-        }
+        Command::Verify { show } => run_verify(&store, cli.segments, json, show).await,
+        Command::Repair { rounds } => run_repair(&store, cli.segments, json, rounds).await,
         Command::Replay {
             queue_url,
             file,
             keep,
-        } => {
-            let config = sdk_config(cli.endpoint.as_deref()).await;
-            let streams = aws_sdk_dynamodbstreams::Client::new(&config);
-            let indexer = Indexer::new(store.clone());
-            let mut report = replay::ReplayReport::default();
-            match (queue_url, file) {
-                (Some(url), _) => {
-                    let sqs = aws_sdk_sqs::Client::new(&sdk_config(None).await);
-                    replay::from_queue(&sqs, &url, &streams, &indexer, keep, &mut report).await?;
-                }
-                (None, Some(path)) => {
-                    for body in replay::messages_from_file(&path)? {
-                        let batch = replay::parse_message(&body)?;
-                        let touched = replay::touched_by(&streams, &batch).await?;
-                        replay::redrive(&indexer, &touched, &mut report).await?;
-                        report.messages += 1;
-                    }
-                }
-                (None, None) => replay::no_source()?,
-            }
-            if json {
-                print_json(&report)?;
-            } else {
-                println!(
-                    "{} message(s): re-indexed {} issues and {} projects ({} index writes)",
-                    report.messages, report.issues, report.projects, report.index_writes
-                );
-            }
-            Ok(0)
-        }
+        } => run_replay(&store, cli.endpoint.as_deref(), json, queue_url, file, keep).await,
         Command::Seed {
             tenant,
             project,
@@ -278,23 +162,155 @@ async fn run(cli: Cli) -> Result<i32> {
                 teams,
                 rng_seed,
             };
-            let progress = bar(json, "seeding", issues.max(1));
-            let seeded = seed::seed(&store, &spec, &progress).await?;
-            progress.finish_and_clear();
-            if json {
-                print_json(&seeded)?;
-            } else {
-                println!(
-                    "project {} in tenant {}: {} issues, {} fields, {} users, {} teams",
-                    seeded.project_id,
-                    seeded.tenant,
-                    seeded.issues,
-                    seeded.fields.len(),
-                    seeded.users.len(),
-                    seeded.teams.len()
-                );
-            }
-            Ok(0)
+            run_seed(&store, json, &spec).await
         }
     }
+}
+
+/// `verify`: exit 0 when clean, 1 on any drift.
+async fn run_verify(store: &Store, segments: u32, json: bool, show: usize) -> Result<i32> {
+    let progress = bar(json, "scanning", 0);
+    let report = ops::verify(store, segments, &progress).await?;
+    progress.finish_and_clear();
+    if json {
+        print_json(&report)?;
+    } else {
+        print_verify(&report, show);
+    }
+    Ok(if report.is_clean() { 0 } else { 1 })
+}
+
+fn print_verify(report: &ops::VerifyReport, show: usize) {
+    println!(
+        "scanned {} records and {} index items: {} issues",
+        report.records_scanned, report.index_scanned, report.issues
+    );
+    println!(
+        "missing {}, extra {}, stale {} entries, in {} issues",
+        report.missing, report.extra, report.stale, report.drifted_issues
+    );
+    if report.parked > 0 {
+        println!(
+            "parked {} units (the indexer could not index them; see each reason)",
+            report.parked
+        );
+    }
+    for p in report.drift.parked.iter().take(show) {
+        println!(
+            "  parked   tenant {} | {}  at {} ({}): {}",
+            p.tenant, p.subject, p.sequence_number, p.parked_at, p.reason
+        );
+    }
+    let drift = &report.drift;
+    let stale = drift.stale.iter().map(|s| &s.actual);
+    print_entries("missing", drift.missing.iter().take(show));
+    print_entries("extra", drift.extra.iter().take(show));
+    print_entries("stale", stale.take(show));
+    println!(
+        "{}",
+        if report.is_clean() {
+            "clean"
+        } else {
+            "DRIFT: run `gridctl repair`"
+        }
+    );
+}
+
+/// One line per index entry, under a label padded so the keys line up.
+fn print_entries<'a>(label: &str, entries: impl Iterator<Item = &'a Entry>) {
+    for e in entries {
+        println!(
+            "  {label:<8} {} | {}  (issue {})",
+            e.pk,
+            e.sk.escape_debug(),
+            e.issue_id
+        );
+    }
+}
+
+/// `repair`: exit 0 when the last verify is clean, 1 when drift remains.
+async fn run_repair(store: &Store, segments: u32, json: bool, rounds: u32) -> Result<i32> {
+    let report = ops::repair(store, segments, rounds, &|what, len| bar(json, what, len)).await?;
+    if json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "{} round(s): fixed {} issues ({} entries written, {} deleted), {} already right, {} in flight",
+            report.rounds,
+            report.fixed,
+            report.puts,
+            report.deletes,
+            report.already_right,
+            report.in_flight
+        );
+        println!(
+            "{}",
+            if report.clean {
+                "clean"
+            } else {
+                "drift remains: run again once writes settle"
+            }
+        );
+    }
+    Ok(if report.clean { 0 } else { 1 })
+}
+
+/// `replay`: from the on-failure queue or a file of its messages.
+async fn run_replay(
+    store: &Store,
+    endpoint: Option<&str>,
+    json: bool,
+    queue_url: Option<String>,
+    file: Option<PathBuf>,
+    keep: bool,
+) -> Result<i32> {
+    let config = sdk_config(endpoint).await;
+    let streams = aws_sdk_dynamodbstreams::Client::new(&config);
+    let indexer = Indexer::new(store.clone());
+    let mut report = replay::ReplayReport::default();
+    match (queue_url, file) {
+        (Some(url), _) => {
+            let sqs = aws_sdk_sqs::Client::new(&sdk_config(None).await);
+            replay::from_queue(&sqs, &url, &streams, &indexer, keep, &mut report).await?;
+        }
+        (None, Some(path)) => {
+            for body in replay::messages_from_file(&path)? {
+                let batch = replay::parse_message(&body)?;
+                let touched = replay::touched_by(&streams, &batch).await?;
+                replay::redrive(&indexer, &touched, &mut report).await?;
+                report.messages += 1;
+            }
+        }
+        (None, None) => replay::no_source()?,
+    }
+    if json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "{} message(s): re-indexed {} issues and {} projects ({} index writes)",
+            report.messages, report.issues, report.projects, report.index_writes
+        );
+    }
+    Ok(0)
+}
+
+/// `seed`: one project with its fields, users, teams and issues.
+async fn run_seed(store: &Store, json: bool, spec: &seed::Spec) -> Result<i32> {
+    let progress = bar(json, "seeding", spec.issues.max(1));
+    let seeded = seed::seed(store, spec, &progress).await?;
+    progress.finish_and_clear();
+    if json {
+        print_json(&seeded)?;
+    } else {
+        println!(
+            "project {} in tenant {}: {} issues, {} fields, {} users, {} teams",
+            seeded.project_id,
+            seeded.tenant,
+            seeded.issues,
+            seeded.fields.len(),
+            seeded.users.len(),
+            seeded.teams.len()
+        );
+    }
+    Ok(0)
 }

@@ -4,7 +4,10 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
+use gridline::index::Parked;
 use gridline::index::drift::{self, Drift, Repaired};
+use gridline::index::indexer::{IndexError, Indexer};
+use gridline::keys::index::parked_other;
 use gridline::store::Store;
 use indicatif::ProgressBar;
 use serde::Serialize;
@@ -94,39 +97,7 @@ pub async fn repair(
             report.clean = true;
             return Ok(report);
         }
-        // A parked issue is re-indexed from its current record, a parked project whole; on
-        // success the marker goes. A parked unreadable record is acknowledged.
-        let indexer = gridline::index::indexer::Indexer::new(store.clone());
-        for p in &found.drift.parked {
-            let result = match gridline::keys::index::parked_other(&p.subject) {
-                None => indexer
-                    .reindex_issue(&p.tenant, &p.subject)
-                    .await
-                    .map(|_| ()),
-                Some(("project", project)) => {
-                    match indexer.reindex_whole_project(&p.tenant, project).await {
-                        Ok(_) => {
-                            report.projects_reindexed += 1;
-                            store
-                                .unpark(&p.tenant, &p.subject)
-                                .await
-                                .map_err(Into::into)
-                        }
-                        Err(e) => Err(e),
-                    }
-                }
-                Some(_) => {
-                    report.records_acknowledged += 1;
-                    store
-                        .unpark(&p.tenant, &p.subject)
-                        .await
-                        .map_err(Into::into)
-                }
-            };
-            if let Err(e) = result {
-                tracing::warn!(unit = %p.subject, error = %e, "a parked unit still fails");
-            }
-        }
+        settle_parked(store, &found.drift.parked, &mut report).await;
         let issues = found.drift.issues();
         let bar = progress("repairing", issues.len() as u64);
         for issue in &issues {
@@ -151,4 +122,42 @@ pub async fn repair(
     report.remaining = remaining(&found);
     report.clean = found.is_clean();
     Ok(report)
+}
+
+/// A parked issue is re-indexed from its current record, a parked project whole; on success
+/// the marker goes. A parked unreadable record is acknowledged. A unit that still fails stays
+/// parked (and is logged), so the next verify reports it again.
+async fn settle_parked(store: &Store, parked: &[Parked], report: &mut RepairReport) {
+    let indexer = Indexer::new(store.clone());
+    for p in parked {
+        let result = match parked_other(&p.subject) {
+            None => indexer
+                .reindex_issue(&p.tenant, &p.subject)
+                .await
+                .map(|_| ()),
+            Some(("project", project)) => {
+                match indexer.reindex_whole_project(&p.tenant, project).await {
+                    Ok(_) => {
+                        report.projects_reindexed += 1;
+                        unpark(store, p).await
+                    }
+                    Err(e) => Err(e),
+                }
+            }
+            Some(_) => {
+                report.records_acknowledged += 1;
+                unpark(store, p).await
+            }
+        };
+        if let Err(e) = result {
+            tracing::warn!(unit = %p.subject, error = %e, "a parked unit still fails");
+        }
+    }
+}
+
+async fn unpark(store: &Store, p: &Parked) -> Result<(), IndexError> {
+    store
+        .unpark(&p.tenant, &p.subject)
+        .await
+        .map_err(Into::into)
 }

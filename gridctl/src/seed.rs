@@ -130,105 +130,17 @@ pub async fn seed(store: &Store, spec: &Spec, progress: &ProgressBar) -> Result<
         created_at: now.clone(),
     };
     store.create_project(t, &project).await?;
-
-    let mut defs = vec![
-        def("Points", FieldType::Number, None),
-        def(
-            "Priority",
-            FieldType::Select,
-            Some(PRIORITIES.iter().map(|s| s.to_string()).collect()),
-        ),
-        def("Due", FieldType::Date, None),
-        def("Component", FieldType::Text, None),
-        def("Last seen", FieldType::Datetime, None),
-    ];
-    for i in 0..spec.extra_fields {
-        let kind = [FieldType::Number, FieldType::Text, FieldType::Date][i % 3];
-        defs.push(def(&format!("Extra {i}"), kind, None));
-    }
-    for d in &defs {
-        store
-            .create_field(t, &project.id, d)
-            .await
-            .with_context(|| format!("creating field {}", d.name))?;
-    }
-
-    let users: Vec<String> = (0..spec.users.max(1))
-        .map(|i| format!("user-{i:04}"))
-        .collect();
-    for u in &users {
-        store
-            .put_profile(
-                t,
-                &Profile {
-                    id: u.clone(),
-                    display_name: Some(format!("User {u}")),
-                },
-            )
-            .await?;
-    }
-    let mut teams = Vec::new();
-    for i in 0..spec.teams {
-        let team = Team {
-            id: new_id(),
-            name: format!("Team {i}"),
-            created_at: now.clone(),
-        };
-        store.create_team(t, &team).await?;
-        // Every user is in a team; user-0000 (the benchmarks' caller) is in every team, up to
-        // the 50 a user may belong to.
-        for (n, u) in users.iter().enumerate() {
-            if (n == 0 && i < gridline::domain::MAX_TEAMS_PER_USER) || n % spec.teams.max(1) == i {
-                store.add_member(t, &team, u).await?;
-            }
-        }
-        teams.push(team.id);
-    }
+    let defs = create_fields(store, t, &project.id, spec.extra_fields).await?;
+    let users = create_users(store, t, spec.users).await?;
+    let teams = create_teams(store, t, spec.teams, &users, &now).await?;
 
     progress.set_length(spec.issues);
+    let people = People {
+        users: &users,
+        teams: &teams,
+    };
     for n in 0..spec.issues {
-        let mut fields = BTreeMap::new();
-        for d in &defs {
-            if let Some(v) = value(d, &mut rng)? {
-                fields.insert(d.id.clone(), v);
-            }
-        }
-        let mut participants = vec![Participant {
-            kind: ParticipantKind::User,
-            id: users[rng.gen_range(0..users.len())].clone(),
-            role: Role::Reporter,
-        }];
-        let assignee = &users[rng.gen_range(0..users.len())];
-        if !participants.iter().any(|p| &p.id == assignee) {
-            participants.push(Participant {
-                kind: ParticipantKind::User,
-                id: assignee.clone(),
-                role: Role::Assignee,
-            });
-        }
-        if !teams.is_empty() && rng.gen_bool(0.3) {
-            participants.push(Participant {
-                kind: ParticipantKind::Team,
-                id: teams[rng.gen_range(0..teams.len())].clone(),
-                role: Role::Watcher,
-            });
-        }
-        let new = NewIssue {
-            title: format!(
-                "{} {} {}",
-                WORDS[rng.gen_range(0..WORDS.len())],
-                WORDS[rng.gen_range(0..WORDS.len())],
-                n + 1
-            ),
-            state: if rng.gen_bool(0.3) {
-                IssueState::Closed
-            } else {
-                IssueState::Open
-            },
-            description: None,
-            fields,
-            participants,
-        };
+        let new = random_issue(&mut rng, &defs, &people, n)?;
         store
             .create_issue(t, &project.id, n, new, new_id(), now.clone())
             .await
@@ -242,5 +154,141 @@ pub async fn seed(store: &Store, spec: &Spec, progress: &ProgressBar) -> Result<
         users,
         teams,
         issues: spec.issues,
+    })
+}
+
+/// The five typed fields every seeded project has, then `extra` more (number, text, date in
+/// turn).
+async fn create_fields(
+    store: &Store,
+    t: &str,
+    project_id: &str,
+    extra: usize,
+) -> Result<Vec<FieldDef>> {
+    let mut defs = vec![
+        def("Points", FieldType::Number, None),
+        def(
+            "Priority",
+            FieldType::Select,
+            Some(PRIORITIES.iter().map(|s| s.to_string()).collect()),
+        ),
+        def("Due", FieldType::Date, None),
+        def("Component", FieldType::Text, None),
+        def("Last seen", FieldType::Datetime, None),
+    ];
+    for i in 0..extra {
+        let kind = [FieldType::Number, FieldType::Text, FieldType::Date][i % 3];
+        defs.push(def(&format!("Extra {i}"), kind, None));
+    }
+    for d in &defs {
+        store
+            .create_field(t, project_id, d)
+            .await
+            .with_context(|| format!("creating field {}", d.name))?;
+    }
+    Ok(defs)
+}
+
+/// `user-0000` .. : at least one, since every issue needs a reporter.
+async fn create_users(store: &Store, t: &str, count: usize) -> Result<Vec<String>> {
+    let users: Vec<String> = (0..count.max(1)).map(|i| format!("user-{i:04}")).collect();
+    for u in &users {
+        store
+            .put_profile(
+                t,
+                &Profile {
+                    id: u.clone(),
+                    display_name: Some(format!("User {u}")),
+                },
+            )
+            .await?;
+    }
+    Ok(users)
+}
+
+/// `count` teams; returns their ids.
+async fn create_teams(
+    store: &Store,
+    t: &str,
+    count: usize,
+    users: &[String],
+    now: &str,
+) -> Result<Vec<String>> {
+    let mut teams = Vec::new();
+    for i in 0..count {
+        let team = Team {
+            id: new_id(),
+            name: format!("Team {i}"),
+            created_at: now.to_string(),
+        };
+        store.create_team(t, &team).await?;
+        // Every user is in a team; user-0000 (the benchmarks' caller) is in every team, up to
+        // the 50 a user may belong to.
+        for (n, u) in users.iter().enumerate() {
+            if (n == 0 && i < gridline::domain::MAX_TEAMS_PER_USER) || n % count.max(1) == i {
+                store.add_member(t, &team, u).await?;
+            }
+        }
+        teams.push(team.id);
+    }
+    Ok(teams)
+}
+
+/// Who an issue can involve.
+struct People<'a> {
+    users: &'a [String],
+    teams: &'a [String],
+}
+
+/// Issue `n` (0-based): a title of two words, three in ten closed, a value per field (or
+/// none), a reporter, an assignee and now and then a watching team.
+fn random_issue(
+    rng: &mut StdRng,
+    defs: &[FieldDef],
+    people: &People<'_>,
+    n: u64,
+) -> Result<NewIssue> {
+    let mut fields = BTreeMap::new();
+    for d in defs {
+        if let Some(v) = value(d, rng)? {
+            fields.insert(d.id.clone(), v);
+        }
+    }
+    let (users, teams) = (people.users, people.teams);
+    let mut participants = vec![Participant {
+        kind: ParticipantKind::User,
+        id: users[rng.gen_range(0..users.len())].clone(),
+        role: Role::Reporter,
+    }];
+    let assignee = &users[rng.gen_range(0..users.len())];
+    if !participants.iter().any(|p| &p.id == assignee) {
+        participants.push(Participant {
+            kind: ParticipantKind::User,
+            id: assignee.clone(),
+            role: Role::Assignee,
+        });
+    }
+    if !teams.is_empty() && rng.gen_bool(0.3) {
+        participants.push(Participant {
+            kind: ParticipantKind::Team,
+            id: teams[rng.gen_range(0..teams.len())].clone(),
+            role: Role::Watcher,
+        });
+    }
+    Ok(NewIssue {
+        title: format!(
+            "{} {} {}",
+            WORDS[rng.gen_range(0..WORDS.len())],
+            WORDS[rng.gen_range(0..WORDS.len())],
+            n + 1
+        ),
+        state: if rng.gen_bool(0.3) {
+            IssueState::Closed
+        } else {
+            IssueState::Open
+        },
+        description: None,
+        fields,
+        participants,
     })
 }

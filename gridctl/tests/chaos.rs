@@ -64,6 +64,12 @@ async fn call(stack: &Stack, user: &str, method: Method, path: &str, body: Optio
 }
 
 /// Polls until the stream is drained or `max` batches were handled.
+/// Alice creates something; its id.
+async fn create(stack: &Stack, path: &str, body: Value) -> String {
+    let r = call(stack, "alice", Method::POST, path, Some(body)).await;
+    r.body["id"].as_str().unwrap().to_string()
+}
+
 async fn poll(poller: &mut Poller, max: usize) {
     for _ in 0..max {
         if poller.poll_once().await.expect("polling") == 0 {
@@ -97,25 +103,9 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
         let mut poller = faulty_poller(&stack, &chaos).await;
         let mut dead_letters: Vec<Value> = Vec::new();
 
-        let p = call(
-            &stack,
-            "alice",
-            Method::POST,
-            "/projects",
-            Some(json!({"name": "chaos"})),
-        )
-        .await;
-        let project = p.body["id"].as_str().unwrap().to_string();
+        let project = create(&stack, "/projects", json!({"name": "chaos"})).await;
         let mut fields: Vec<String> = Vec::new();
-        let team = call(
-            &stack,
-            "alice",
-            Method::POST,
-            "/teams",
-            Some(json!({"name": "ops"})),
-        )
-        .await;
-        let team = team.body["id"].as_str().unwrap().to_string();
+        let team = create(&stack, "/teams", json!({"name": "ops"})).await;
         let mut model: BTreeMap<String, Expect> = BTreeMap::new();
         let mut deleted: Vec<String> = Vec::new();
 

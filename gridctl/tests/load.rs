@@ -25,31 +25,39 @@ const OPS_PER_CLIENT: usize = 60;
 
 type Http = Client<HttpConnector, Full<axum::body::Bytes>>;
 
-async fn request(
-    http: &Http,
-    base: &str,
-    token: &str,
-    method: http::Method,
-    path: &str,
-    body: Option<Value>,
-) -> (u16, Value, Duration) {
-    let started = Instant::now();
-    let req = http::Request::builder()
-        .method(method)
-        .uri(format!("{base}{path}"))
-        .header("authorization", format!("Bearer {token}"))
-        .header("content-type", "application/json")
-        .body(Full::from(body.map(|b| b.to_string()).unwrap_or_default()))
-        .unwrap();
-    let res = http.request(req).await.expect("the server answers");
-    let status = res.status().as_u16();
-    let bytes = res.into_body().collect().await.unwrap().to_bytes();
-    let elapsed = started.elapsed();
-    (
-        status,
-        serde_json::from_slice(&bytes).unwrap_or(Value::Null),
-        elapsed,
-    )
+/// A client of the served API, signed in as one user.
+#[derive(Clone)]
+struct Api {
+    http: Http,
+    base: String,
+    token: String,
+}
+
+impl Api {
+    async fn request(
+        &self,
+        method: http::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value, Duration) {
+        let started = Instant::now();
+        let req = http::Request::builder()
+            .method(method)
+            .uri(format!("{}{path}", self.base))
+            .header("authorization", format!("Bearer {}", self.token))
+            .header("content-type", "application/json")
+            .body(Full::from(body.map(|b| b.to_string()).unwrap_or_default()))
+            .unwrap();
+        let res = self.http.request(req).await.expect("the server answers");
+        let status = res.status().as_u16();
+        let bytes = res.into_body().collect().await.unwrap().to_bytes();
+        let elapsed = started.elapsed();
+        (
+            status,
+            serde_json::from_slice(&bytes).unwrap_or(Value::Null),
+            elapsed,
+        )
+    }
 }
 
 fn percentile(sorted: &[Duration], p: f64) -> f64 {
@@ -69,40 +77,33 @@ async fn concurrent_clients_get_no_5xx_and_lose_no_write() {
     let poller = stack.poller(stack.indexer()).await;
     let indexer = tokio::spawn(poller.run(Duration::from_millis(50)));
 
-    let http: Http = Client::builder(TokioExecutor::new()).build_http();
-    let token = TestApi::token("alice", "acme");
-    let (s, project, _) = request(
-        &http,
-        &base,
-        &token,
-        http::Method::POST,
-        "/projects",
-        Some(json!({"name": "load"})),
-    )
-    .await;
+    let api = Api {
+        http: Client::builder(TokioExecutor::new()).build_http(),
+        base,
+        token: TestApi::token("alice", "acme"),
+    };
+    let (s, project, _) = api
+        .request(
+            http::Method::POST,
+            "/projects",
+            Some(json!({"name": "load"})),
+        )
+        .await;
     assert_eq!(s, 201);
     let project = project["id"].as_str().unwrap().to_string();
-    let (_, field, _) = request(
-        &http,
-        &base,
-        &token,
-        http::Method::POST,
-        &format!("/projects/{project}/fields"),
-        Some(json!({"name": "Points", "type": "number"})),
-    )
-    .await;
+    let (_, field, _) = api
+        .request(
+            http::Method::POST,
+            &format!("/projects/{project}/fields"),
+            Some(json!({"name": "Points", "type": "number"})),
+        )
+        .await;
     let field = field["id"].as_str().unwrap().to_string();
 
     let started = Instant::now();
     let mut tasks = Vec::new();
     for c in 0..CLIENTS {
-        let (http, base, token, project, field) = (
-            http.clone(),
-            base.clone(),
-            token.clone(),
-            project.clone(),
-            field.clone(),
-        );
+        let (api, project, field) = (api.clone(), project.clone(), field.clone());
         tasks.push(tokio::spawn(async move {
             let mut latencies: BTreeMap<&'static str, Vec<Duration>> = BTreeMap::new();
             let mut server_errors = 0;
@@ -116,7 +117,7 @@ async fn concurrent_clients_get_no_5xx_and_lose_no_write() {
                 };
                 let (status, body, took) = match kind {
                     "create" => {
-                        let r = request(&http, &base, &token, http::Method::POST, &format!("/projects/{project}/issues"),
+                        let r = api.request(http::Method::POST, &format!("/projects/{project}/issues"),
                             Some(json!({"title": format!("c{c} op{op}"), "fields": {field.clone(): op}}))).await;
                         if r.0 == 201 {
                             mine.push((r.1["id"].as_str().unwrap().to_string(), op as i64));
@@ -126,14 +127,14 @@ async fn concurrent_clients_get_no_5xx_and_lose_no_write() {
                     "patch" => {
                         let i = op % mine.len();
                         let value = (c * 1000 + op) as i64;
-                        let r = request(&http, &base, &token, http::Method::PATCH, &format!("/issues/{}", mine[i].0),
+                        let r = api.request(http::Method::PATCH, &format!("/issues/{}", mine[i].0),
                             Some(json!({"fields": {field.clone(): value}}))).await;
                         if r.0 == 200 {
                             mine[i].1 = value;
                         }
                         r
                     }
-                    _ => request(&http, &base, &token, http::Method::GET,
+                    _ => api.request(http::Method::GET,
                         &format!("/projects/{project}/issues?sort={field}&order=desc&limit=25"), None).await,
                 };
                 if status >= 500 {
@@ -161,15 +162,9 @@ async fn concurrent_clients_get_no_5xx_and_lose_no_write() {
 
     // No lost write: every acknowledged create and patch is in the records.
     for (id, value) in &written {
-        let (s, issue, _) = request(
-            &http,
-            &base,
-            &token,
-            http::Method::GET,
-            &format!("/issues/{id}"),
-            None,
-        )
-        .await;
+        let (s, issue, _) = api
+            .request(http::Method::GET, &format!("/issues/{id}"), None)
+            .await;
         assert_eq!(s, 200);
         assert_eq!(issue["fields"][&field], json!(value), "issue {id}");
     }

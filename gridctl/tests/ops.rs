@@ -2,6 +2,7 @@
 
 mod support;
 
+use std::collections::HashMap;
 use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
@@ -13,6 +14,14 @@ use gridline_local::testing::{ALICE, TestApi};
 use http::Method;
 use indicatif::ProgressBar;
 use serde_json::json;
+
+/// Seeds a project of `issues` issues as `gridctl seed` would.
+async fn seed_project(api: &TestApi, issues: u64) -> seed::Seeded {
+    let store = support::store(&api.stack, "Seed");
+    seed::seed(&store, &spec(issues), &ProgressBar::hidden())
+        .await
+        .unwrap()
+}
 
 fn spec(issues: u64) -> seed::Spec {
     seed::Spec {
@@ -40,13 +49,20 @@ fn hidden(_: &str, _: u64) -> ProgressBar {
     ProgressBar::hidden()
 }
 
+/// An index-table item's key.
+fn index_key(pk: &str, sk: &str) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        ("PK".to_string(), AttributeValue::S(pk.into())),
+        ("SK".to_string(), AttributeValue::S(sk.into())),
+    ])
+}
+
 async fn delete_index_item(api: &TestApi, pk: &str, sk: &str) {
     api.stack
         .client
         .delete_item()
         .table_name(&api.stack.tables.index)
-        .key("PK", AttributeValue::S(pk.into()))
-        .key("SK", AttributeValue::S(sk.into()))
+        .set_key(Some(index_key(pk, sk)))
         .send()
         .await
         .unwrap();
@@ -70,13 +86,7 @@ async fn put_index_item(api: &TestApi, pk: &str, sk: &str, issue_id: &str, role:
 #[tokio::test]
 async fn verify_finds_each_kind_of_drift_and_repair_removes_it() {
     let api = TestApi::start().await;
-    let seeded = seed::seed(
-        &support::store(&api.stack, "Seed"),
-        &spec(40),
-        &ProgressBar::hidden(),
-    )
-    .await
-    .unwrap();
+    let seeded = seed_project(&api, 40).await;
     api.sync().await;
     let clean = verify(&api).await;
     assert!(clean.is_clean(), "{:?}", clean.drift);
@@ -148,13 +158,7 @@ async fn verify_finds_each_kind_of_drift_and_repair_removes_it() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn repair_is_safe_while_writes_and_the_indexer_run() {
     let api = std::sync::Arc::new(TestApi::start().await);
-    let seeded = seed::seed(
-        &support::store(&api.stack, "Seed"),
-        &spec(30),
-        &ProgressBar::hidden(),
-    )
-    .await
-    .unwrap();
+    let seeded = seed_project(&api, 30).await;
     api.sync().await;
     // Damage: drop a tenth of the entries.
     for (n, e) in api.index_entries().await.iter().enumerate() {
@@ -226,13 +230,7 @@ async fn repair_is_safe_while_writes_and_the_indexer_run() {
 #[tokio::test]
 async fn replay_redrives_what_the_on_failure_queue_names() {
     let api = TestApi::start().await;
-    let seeded = seed::seed(
-        &support::store(&api.stack, "Seed"),
-        &spec(10),
-        &ProgressBar::hidden(),
-    )
-    .await
-    .unwrap();
+    let seeded = seed_project(&api, 10).await;
     api.sync().await;
 
     // An outage of the index table outlasts the retries: the batch goes to the on-failure
@@ -319,8 +317,7 @@ async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombst
         .client
         .get_item()
         .table_name(&api.stack.tables.index)
-        .key("PK", AttributeValue::S(pk.clone()))
-        .key("SK", AttributeValue::S(sk.clone()))
+        .set_key(Some(index_key(&pk, &sk)))
         .send()
         .await
         .unwrap()

@@ -41,6 +41,30 @@ pub struct ManifestEntry {
     pub units: Option<usize>,
 }
 
+impl ManifestEntry {
+    /// What the manifest expects that `outcome` does not give (its status, or its batch item
+    /// failures), if anything.
+    pub fn mismatch(&self, outcome: &Outcome) -> Option<String> {
+        match outcome {
+            Outcome::Api(reply) => self
+                .status
+                .filter(|s| *s != reply.status.as_u16())
+                .map(|s| format!("status {s}")),
+            Outcome::Stream { response, .. } => {
+                let got: Vec<String> = response
+                    .batch_item_failures
+                    .iter()
+                    .filter_map(|f| f.item_identifier.clone())
+                    .collect();
+                self.batch_item_failures
+                    .as_ref()
+                    .filter(|want| **want != got)
+                    .map(|want| format!("batch item failures {want:?}"))
+            }
+        }
+    }
+}
+
 /// `events/` of this checkout.
 pub fn events_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../events")

@@ -24,6 +24,20 @@ use gridline::http::{AppState, Function};
 use gridline::store::Store;
 use tokio::sync::oneshot;
 
+/// `client` (its endpoint, credentials, HTTP client) with `interceptor` added (the bench's
+/// meter sees every call through one).
+pub fn with_interceptor(
+    client: &Client,
+    interceptor: impl aws_sdk_dynamodb::config::Intercept + 'static,
+) -> Client {
+    let config = client
+        .config()
+        .to_builder()
+        .interceptor(interceptor)
+        .build();
+    Client::from_conf(config)
+}
+
 /// Logical ids of the template's tables.
 pub const RECORDS_TABLE_ID: &str = "RecordsTable";
 pub const INDEX_TABLE_ID: &str = "IndexTable";

@@ -196,21 +196,9 @@ async fn invoke(
     function: Option<String>,
     endpoint: Option<String>,
 ) -> Result<usize> {
-    use gridline_local::invoke::{Outcome, events_dir, invoke, manifest};
+    use gridline_local::invoke::{events_dir, invoke, manifest};
     let manifest = manifest()?;
-    let function = function.map(|f| {
-        gridline::http::Function::ALL
-            .into_iter()
-            .find(|g| g.name() == f)
-            .map_or(f.clone(), |g| g.function_logical_id().to_string())
-    });
-    let function = function.map(|f| {
-        if f == "indexer" {
-            gridline_local::invoke::INDEXER_FUNCTION.to_string()
-        } else {
-            f
-        }
-    });
+    let function = function.map(logical_id);
     // No files: every sample event (of the function, when one is named).
     let files: Vec<PathBuf> = if events.is_empty() {
         manifest
@@ -234,21 +222,7 @@ async fn invoke(
             .with_context(|| format!("{name} is not in events/manifest.json: pass --function"))?;
         let text = std::fs::read_to_string(&file)
             .with_context(|| format!("reading {}", file.display()))?;
-        let stack = Stack::start(StackOptions {
-            data: match &endpoint {
-                Some(url) => Data::External(url.clone()),
-                None => Data::Memory,
-            },
-            engine_port: 0,
-            tables: TableNames::default(),
-            jwt_secret: LOCAL_JWT_SECRET.as_bytes().to_vec(),
-            cursor_key: LOCAL_CURSOR_KEY.as_bytes().to_vec(),
-            cors: gridline::http::cors::Cors::parse(gridline_local::fixtures::ORIGIN),
-        })
-        .await?;
-        if endpoint.is_none() {
-            gridline_local::fixtures::seed(&stack.state.store).await?;
-        }
+        let stack = invoke_stack(endpoint.as_deref()).await?;
         println!("\n=== {name} → {function}");
         if let Some(e) = entry {
             println!("    {}", e.purpose);
@@ -262,23 +236,7 @@ async fn invoke(
             "{}",
             serde_json::to_string_pretty(&outcome.to_lambda_json())?
         );
-        let expected = entry.and_then(|e| match &outcome {
-            Outcome::Api(reply) => e
-                .status
-                .filter(|s| *s != reply.status.as_u16())
-                .map(|s| format!("status {s}")),
-            Outcome::Stream { response, .. } => {
-                let got: Vec<String> = response
-                    .batch_item_failures
-                    .iter()
-                    .filter_map(|f| f.item_identifier.clone())
-                    .collect();
-                e.batch_item_failures
-                    .as_ref()
-                    .filter(|want| **want != got)
-                    .map(|want| format!("batch item failures {want:?}"))
-            }
-        });
+        let expected = entry.and_then(|e| e.mismatch(&outcome));
         if endpoint.is_none()
             && let Some(expected) = expected
         {
@@ -287,4 +245,39 @@ async fn invoke(
         }
     }
     Ok(failures)
+}
+
+/// A function's logical id from what `--function` may say: a route function's name
+/// (`grid`), `indexer`, or the logical id itself.
+fn logical_id(f: String) -> String {
+    let f = gridline::http::Function::ALL
+        .into_iter()
+        .find(|g| g.name() == f)
+        .map_or(f.clone(), |g| g.function_logical_id().to_string());
+    if f == "indexer" {
+        gridline_local::invoke::INDEXER_FUNCTION.to_string()
+    } else {
+        f
+    }
+}
+
+/// A fresh stack for one event: on `endpoint`'s engine, or in memory with the fixtures the
+/// sample events name.
+async fn invoke_stack(endpoint: Option<&str>) -> Result<Stack> {
+    let stack = Stack::start(StackOptions {
+        data: match endpoint {
+            Some(url) => Data::External(url.to_string()),
+            None => Data::Memory,
+        },
+        engine_port: 0,
+        tables: TableNames::default(),
+        jwt_secret: LOCAL_JWT_SECRET.as_bytes().to_vec(),
+        cursor_key: LOCAL_CURSOR_KEY.as_bytes().to_vec(),
+        cors: gridline::http::cors::Cors::parse(gridline_local::fixtures::ORIGIN),
+    })
+    .await?;
+    if endpoint.is_none() {
+        gridline_local::fixtures::seed(&stack.state.store).await?;
+    }
+    Ok(stack)
 }

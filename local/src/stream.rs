@@ -145,26 +145,7 @@ impl Poller {
         let mut delivered = 0;
         let ids: Vec<String> = self.shards.keys().cloned().collect();
         for id in ids {
-            let (started, done) = {
-                let s = &self.shards[&id];
-                (s.started, s.done)
-            };
-            if done {
-                continue;
-            }
-            if !started {
-                let it = self
-                    .iterator(&arn, &id, ShardIteratorType::TrimHorizon, None)
-                    .await?;
-                if let Some(s) = self.shards.get_mut(&id) {
-                    s.iterator = it;
-                    s.started = true;
-                }
-            }
-            let Some(iterator) = self.shards.get(&id).and_then(|s| s.iterator.clone()) else {
-                if let Some(s) = self.shards.get_mut(&id) {
-                    s.done = true;
-                }
+            let Some(iterator) = self.current_iterator(&arn, &id).await? else {
                 continue;
             };
             let out = self
@@ -184,48 +165,7 @@ impl Poller {
                     failed = self.invoke(&event).await;
                 }
                 if let Some(seq) = failed {
-                    let attempts = {
-                        let s = self.shards.entry(id.clone()).or_default();
-                        let a = s.attempts.entry(seq.clone()).or_default();
-                        *a += 1;
-                        *a
-                    };
-                    next = if attempts > self.max_retries {
-                        // Like the mapping's on-failure destination: the batch being retried
-                        // (the failed record and every one after it in the batch) is described
-                        // to the queue and the shard moves past all of it.
-                        let from = event
-                            .records
-                            .iter()
-                            .position(|r| r.change.sequence_number.as_deref() == Some(seq.as_str()))
-                            .unwrap_or(0);
-                        let range = &event.records[from..];
-                        let last = range
-                            .last()
-                            .and_then(|r| r.change.sequence_number.clone())
-                            .unwrap_or_else(|| seq.clone());
-                        tracing::error!(start = %seq, end = %last, records = range.len(), shard = %id, "batch sent to the on-failure queue");
-                        let message = on_failure_message(&arn, &id, attempts, range);
-                        if let Some((policy, queue)) = &self.on_failure_policy {
-                            policy.check("sqs:SendMessage", queue).map_err(|d| {
-                                anyhow::anyhow!("AccessDeniedException: {}", d.message())
-                            })?;
-                        }
-                        if let Some(path) = &self.on_failure_file {
-                            append_line(path, &message);
-                        }
-                        self.dead_letters.push(message);
-                        self.iterator(
-                            &arn,
-                            &id,
-                            ShardIteratorType::AfterSequenceNumber,
-                            Some(&last),
-                        )
-                        .await?
-                    } else {
-                        self.iterator(&arn, &id, ShardIteratorType::AtSequenceNumber, Some(&seq))
-                            .await?
-                    };
+                    next = self.after_failure(&arn, &id, &event, seq).await?;
                 }
             }
             if let Some(s) = self.shards.get_mut(&id) {
@@ -234,6 +174,82 @@ impl Poller {
             }
         }
         Ok(delivered)
+    }
+
+    /// The shard's iterator, from its start the first time; `None` (and the shard marked
+    /// done) once it is closed and read to its end.
+    async fn current_iterator(&mut self, arn: &str, id: &str) -> Result<Option<String>> {
+        let (started, done) = {
+            let s = &self.shards[id];
+            (s.started, s.done)
+        };
+        if done {
+            return Ok(None);
+        }
+        if !started {
+            let it = self
+                .iterator(arn, id, ShardIteratorType::TrimHorizon, None)
+                .await?;
+            if let Some(s) = self.shards.get_mut(id) {
+                s.iterator = it;
+                s.started = true;
+            }
+        }
+        let iterator = self.shards.get(id).and_then(|s| s.iterator.clone());
+        if iterator.is_none()
+            && let Some(s) = self.shards.get_mut(id)
+        {
+            s.done = true;
+        }
+        Ok(iterator)
+    }
+
+    /// Where the shard goes on after the batch failed at `seq`: back to `seq` for a retry, or
+    /// past the batch once its retries are spent.
+    async fn after_failure(
+        &mut self,
+        arn: &str,
+        id: &str,
+        event: &Event,
+        seq: String,
+    ) -> Result<Option<String>> {
+        let attempts = {
+            let s = self.shards.entry(id.to_string()).or_default();
+            let a = s.attempts.entry(seq.clone()).or_default();
+            *a += 1;
+            *a
+        };
+        if attempts <= self.max_retries {
+            return self
+                .iterator(arn, id, ShardIteratorType::AtSequenceNumber, Some(&seq))
+                .await;
+        }
+        // Like the mapping's on-failure destination: the batch being retried (the failed
+        // record and every one after it in the batch) is described to the queue and the shard
+        // moves past all of it.
+        let from = event
+            .records
+            .iter()
+            .position(|r| r.change.sequence_number.as_deref() == Some(seq.as_str()))
+            .unwrap_or(0);
+        let range = &event.records[from..];
+        let last = range
+            .last()
+            .and_then(|r| r.change.sequence_number.clone())
+            .unwrap_or_else(|| seq.clone());
+        tracing::error!(start = %seq, end = %last, records = range.len(), shard = %id, "batch sent to the on-failure queue");
+        let message = on_failure_message(arn, id, attempts, range);
+        if let Some((policy, queue)) = &self.on_failure_policy {
+            policy
+                .check("sqs:SendMessage", queue)
+                .map_err(|d| anyhow::anyhow!("AccessDeniedException: {}", d.message()))?;
+        }
+        if let Some(path) = &self.on_failure_file {
+            append_line(path, &message);
+        }
+        self.dead_letters.push(message);
+        self.iterator(arn, id, ShardIteratorType::AfterSequenceNumber, Some(&last))
+            .await
     }
 
     /// Invokes the handler once: `None` on success, else the sequence number to retry from

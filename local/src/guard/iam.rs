@@ -11,6 +11,32 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result, bail};
 use serde_yaml_ng::{Mapping, Value};
 
+/// The actions of SAM's DynamoDB policy templates, as policy_templates.json lists them.
+const SAM_DYNAMODB_READ: [&str; 5] = [
+    "dynamodb:GetItem",
+    "dynamodb:Scan",
+    "dynamodb:Query",
+    "dynamodb:BatchGetItem",
+    "dynamodb:DescribeTable",
+];
+const SAM_DYNAMODB_CRUD: [&str; 10] = [
+    "dynamodb:GetItem",
+    "dynamodb:DeleteItem",
+    "dynamodb:PutItem",
+    "dynamodb:Scan",
+    "dynamodb:Query",
+    "dynamodb:UpdateItem",
+    "dynamodb:BatchWriteItem",
+    "dynamodb:BatchGetItem",
+    "dynamodb:DescribeTable",
+    "dynamodb:ConditionCheckItem",
+];
+const SAM_DYNAMODB_WRITE: [&str; 3] = [
+    "dynamodb:PutItem",
+    "dynamodb:UpdateItem",
+    "dynamodb:BatchWriteItem",
+];
+
 /// The account and region every local ARN names.
 pub const ACCOUNT: &str = "123456789012";
 pub const REGION: &str = "us-east-1";
@@ -394,56 +420,24 @@ impl Resolver<'_> {
             let arn = table_arn(t);
             vec![arn.clone(), format!("{arn}/index/*")]
         };
-        let origin = format!("{name} (SAM policy template)");
-        let read = [
-            "dynamodb:GetItem",
-            "dynamodb:Scan",
-            "dynamodb:Query",
-            "dynamodb:BatchGetItem",
-            "dynamodb:DescribeTable",
-        ];
-        Ok(match name {
-            "DynamoDBReadPolicy" => vec![allow(&read, table(&arg("TableName")?), &origin)],
-            "DynamoDBCrudPolicy" => vec![allow(
-                &[
-                    "dynamodb:GetItem",
-                    "dynamodb:DeleteItem",
-                    "dynamodb:PutItem",
-                    "dynamodb:Scan",
-                    "dynamodb:Query",
-                    "dynamodb:UpdateItem",
-                    "dynamodb:BatchWriteItem",
-                    "dynamodb:BatchGetItem",
-                    "dynamodb:DescribeTable",
-                    "dynamodb:ConditionCheckItem",
-                ],
-                table(&arg("TableName")?),
-                &origin,
-            )],
-            "DynamoDBWritePolicy" => vec![allow(
-                &[
-                    "dynamodb:PutItem",
-                    "dynamodb:UpdateItem",
-                    "dynamodb:BatchWriteItem",
-                ],
-                table(&arg("TableName")?),
-                &origin,
-            )],
-            "SQSSendMessagePolicy" => vec![allow(
+        let (actions, resources): (&[&str], Vec<String>) = match name {
+            "DynamoDBReadPolicy" => (&SAM_DYNAMODB_READ, table(&arg("TableName")?)),
+            "DynamoDBCrudPolicy" => (&SAM_DYNAMODB_CRUD, table(&arg("TableName")?)),
+            "DynamoDBWritePolicy" => (&SAM_DYNAMODB_WRITE, table(&arg("TableName")?)),
+            "SQSSendMessagePolicy" => (
                 &["sqs:SendMessage*"],
                 vec![format!(
                     "arn:aws:sqs:{REGION}:{ACCOUNT}:{}",
                     arg("QueueName")?
                 )],
-                &origin,
-            )],
-            "AWSSecretsManagerGetSecretValuePolicy" => vec![allow(
-                &["secretsmanager:GetSecretValue"],
-                vec![arg("SecretArn")?],
-                &origin,
-            )],
+            ),
+            "AWSSecretsManagerGetSecretValuePolicy" => {
+                (&["secretsmanager:GetSecretValue"], vec![arg("SecretArn")?])
+            }
             other => bail!("SAM policy template {other} is not implemented by the local guard"),
-        })
+        };
+        let origin = format!("{name} (SAM policy template)");
+        Ok(vec![allow(actions, resources, &origin)])
     }
 
     fn resource(&self, id: &str) -> Option<&Value> {
@@ -540,6 +534,9 @@ impl Resolver<'_> {
                 .context("a condition's arguments")?
                 .clone())
         };
+        let truths = |conditions: Vec<Value>| -> Result<Vec<bool>> {
+            conditions.iter().map(|c| self.truth(c)).collect()
+        };
         Ok(match f.as_str() {
             "Equals" => {
                 let a = list(args)?;
@@ -547,18 +544,9 @@ impl Resolver<'_> {
                 scalar(&self.value(&a[0])?) == scalar(&self.value(&a[1])?)
             }
             "Not" => !self.truth(list(args)?.first().context("Not takes one")?)?,
-            "And" => list(args)?
-                .iter()
-                .map(|c| self.truth(c))
-                .collect::<Result<Vec<_>>>()?
-                .into_iter()
-                .all(|b| b),
-            "Or" => list(args)?
-                .iter()
-                .map(|c| self.truth(c))
-                .collect::<Result<Vec<_>>>()?
-                .into_iter()
-                .any(|b| b),
+            // Every operand is evaluated before combining, so an error in any one is reported.
+            "And" => truths(list(args)?)?.into_iter().all(|b| b),
+            "Or" => truths(list(args)?)?.into_iter().any(|b| b),
             "Condition" => self.condition(args.as_str().context("Condition's name")?)?,
             other => bail!("{other} is not a condition function"),
         })
@@ -567,49 +555,7 @@ impl Resolver<'_> {
     /// A value with every intrinsic function resolved.
     fn value(&self, v: &Value) -> Result<Value> {
         if let Some((f, args)) = intrinsic(v) {
-            return match f.as_str() {
-                "Ref" => self.reference(args.as_str().context("!Ref takes a name")?),
-                "GetAtt" => {
-                    let (id, attribute) = match args {
-                        Value::String(s) => s.split_once('.').context("!GetAtt X.Attribute")?,
-                        Value::Sequence(a) if a.len() == 2 => (
-                            a[0].as_str().context("!GetAtt")?,
-                            a[1].as_str().context("!GetAtt")?,
-                        ),
-                        _ => bail!("!GetAtt {args:?}"),
-                    };
-                    Ok(Value::String(self.get_att(id, attribute)?))
-                }
-                "Sub" => {
-                    let (text, vars) = match args {
-                        Value::String(s) => (s.clone(), Mapping::new()),
-                        Value::Sequence(a) if a.len() == 2 => (
-                            a[0].as_str().context("!Sub's string")?.to_string(),
-                            a[1].as_mapping().cloned().unwrap_or_default(),
-                        ),
-                        _ => bail!("!Sub {args:?}"),
-                    };
-                    Ok(Value::String(self.sub(&text, &vars)?))
-                }
-                "If" => {
-                    let a = args.as_sequence().context("!If takes a list")?;
-                    anyhow::ensure!(a.len() == 3, "!If takes three values");
-                    let cond = self.condition(a[0].as_str().context("!If's condition")?)?;
-                    self.value(if cond { &a[1] } else { &a[2] })
-                }
-                "Join" => {
-                    let a = args.as_sequence().context("!Join takes a list")?;
-                    anyhow::ensure!(a.len() == 2, "!Join takes two values");
-                    let sep = a[0].as_str().context("!Join's separator")?;
-                    let parts = match self.value(&a[1])? {
-                        Value::Sequence(p) => p,
-                        other => bail!("!Join of {other:?}"),
-                    };
-                    let parts = parts.iter().map(scalar).collect::<Vec<_>>();
-                    Ok(Value::String(parts.join(sep)))
-                }
-                other => bail!("!{other} is not implemented by the local guard"),
-            };
+            return self.resolve(&f, args);
         }
         match v {
             Value::Sequence(items) => Ok(Value::Sequence(
@@ -629,6 +575,53 @@ impl Resolver<'_> {
                 Ok(Value::Mapping(out))
             }
             other => Ok(other.clone()),
+        }
+    }
+
+    /// The intrinsic function `f` (`Ref`, `GetAtt`, `Sub`, `If`, `Join`) applied to `args`.
+    fn resolve(&self, f: &str, args: &Value) -> Result<Value> {
+        match f {
+            "Ref" => self.reference(args.as_str().context("!Ref takes a name")?),
+            "GetAtt" => {
+                let (id, attribute) = match args {
+                    Value::String(s) => s.split_once('.').context("!GetAtt X.Attribute")?,
+                    Value::Sequence(a) if a.len() == 2 => (
+                        a[0].as_str().context("!GetAtt")?,
+                        a[1].as_str().context("!GetAtt")?,
+                    ),
+                    _ => bail!("!GetAtt {args:?}"),
+                };
+                Ok(Value::String(self.get_att(id, attribute)?))
+            }
+            "Sub" => {
+                let (text, vars) = match args {
+                    Value::String(s) => (s.clone(), Mapping::new()),
+                    Value::Sequence(a) if a.len() == 2 => (
+                        a[0].as_str().context("!Sub's string")?.to_string(),
+                        a[1].as_mapping().cloned().unwrap_or_default(),
+                    ),
+                    _ => bail!("!Sub {args:?}"),
+                };
+                Ok(Value::String(self.sub(&text, &vars)?))
+            }
+            "If" => {
+                let a = args.as_sequence().context("!If takes a list")?;
+                anyhow::ensure!(a.len() == 3, "!If takes three values");
+                let cond = self.condition(a[0].as_str().context("!If's condition")?)?;
+                self.value(if cond { &a[1] } else { &a[2] })
+            }
+            "Join" => {
+                let a = args.as_sequence().context("!Join takes a list")?;
+                anyhow::ensure!(a.len() == 2, "!Join takes two values");
+                let sep = a[0].as_str().context("!Join's separator")?;
+                let parts = match self.value(&a[1])? {
+                    Value::Sequence(p) => p,
+                    other => bail!("!Join of {other:?}"),
+                };
+                let parts = parts.iter().map(scalar).collect::<Vec<_>>();
+                Ok(Value::String(parts.join(sep)))
+            }
+            other => bail!("!{other} is not implemented by the local guard"),
         }
     }
 

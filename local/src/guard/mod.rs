@@ -39,34 +39,34 @@ pub fn base_http_client(endpoint: &str) -> SharedHttpClient {
     }
 }
 
-/// `client` (its endpoint, credentials, interceptors) with every request checked against
-/// `policy` and DynamoDB's limits.
-pub fn dynamodb(
-    client: &aws_sdk_dynamodb::Client,
-    http: &SharedHttpClient,
-    policy: Arc<Policy>,
-) -> aws_sdk_dynamodb::Client {
-    let config = client
-        .config()
-        .to_builder()
-        .http_client(Guard::new(http, policy))
-        .build();
-    aws_sdk_dynamodb::Client::from_conf(config)
+/// A function `$name(client, http, policy)`: `client` of SDK `$sdk` (its endpoint,
+/// credentials, interceptors) with every request sent through a [`Guard`]. The SDKs' clients
+/// share no trait to be generic over, hence the macro.
+macro_rules! guarded_client {
+    ($(#[$doc:meta])* $name:ident, $sdk:ident) => {
+        $(#[$doc])*
+        pub fn $name(client: &$sdk::Client, http: &SharedHttpClient, policy: Arc<Policy>) -> $sdk::Client {
+            let config = client
+                .config()
+                .to_builder()
+                .http_client(Guard::new(http, policy))
+                .build();
+            $sdk::Client::from_conf(config)
+        }
+    };
 }
 
-/// A DynamoDB Streams client checked against `policy`.
-pub fn streams(
-    client: &aws_sdk_dynamodbstreams::Client,
-    http: &SharedHttpClient,
-    policy: Arc<Policy>,
-) -> aws_sdk_dynamodbstreams::Client {
-    let config = client
-        .config()
-        .to_builder()
-        .http_client(Guard::new(http, policy))
-        .build();
-    aws_sdk_dynamodbstreams::Client::from_conf(config)
-}
+guarded_client!(
+    /// `client` (its endpoint, credentials, interceptors) with every request checked against
+    /// `policy` and DynamoDB's limits.
+    dynamodb,
+    aws_sdk_dynamodb
+);
+guarded_client!(
+    /// A DynamoDB Streams client checked against `policy`.
+    streams,
+    aws_sdk_dynamodbstreams
+);
 
 /// Shard iterator → the stream it reads: GetRecords names no stream, but IAM authorizes it on
 /// the stream the iterator was issued for.
@@ -223,65 +223,83 @@ impl HttpConnector for GuardConnector {
             .bytes()
             .and_then(|b| serde_json::from_slice(b).ok())
             .unwrap_or(Value::Null);
+        if let Some(refused) = self.refusal_for(service, &operation, &body) {
+            return HttpConnectorFuture::ready(Ok(refused));
+        }
+        if service == Service::Streams
+            && !matches!(operation.as_str(), "GetShardIterator" | "GetRecords")
+        {
+            return self.inner.call(request);
+        }
+        let sent = self.inner.call(request);
+        let iterators = self.iterators.clone();
+        HttpConnectorFuture::new(answer(sent, service, operation, body, iterators))
+    }
+}
+
+impl GuardConnector {
+    /// What AWS would answer instead of serving the request: an action the policy denies, or
+    /// a DynamoDB request over DynamoDB's limits.
+    fn refusal_for(&self, service: Service, operation: &str, body: &Value) -> Option<HttpResponse> {
         let stream_of = |iterator: &str| {
             let map = self.iterators.lock().ok()?;
             map.get(iterator).cloned()
         };
-        for (action, resource) in requested(service, &operation, &body, stream_of) {
+        for (action, resource) in requested(service, operation, body, stream_of) {
             if let Err(denied) = self.policy.check(&action, &resource) {
                 // On stderr, so a failing test shows what was refused.
                 eprintln!(
                     "local IAM guard: AccessDeniedException: {}",
                     denied.message()
                 );
-                return HttpConnectorFuture::ready(Ok(refusal(
-                    "AccessDeniedException",
-                    denied.message(),
-                )));
+                return Some(refusal("AccessDeniedException", denied.message()));
             }
         }
-        if service == Service::Streams {
-            if !matches!(operation.as_str(), "GetShardIterator" | "GetRecords") {
-                return self.inner.call(request);
-            }
-        } else if let Err(r) = limits::check_request(&operation, &body) {
-            return HttpConnectorFuture::ready(Ok(refusal(r.code, r.message)));
+        if service == Service::DynamoDb {
+            return limits::check_request(operation, body)
+                .err()
+                .map(|r| refusal(r.code, r.message));
         }
-        let sent = self.inner.call(request);
-        let iterators = self.iterators.clone();
-        HttpConnectorFuture::new(async move {
-            let mut response = sent.await?;
-            if !response.status().is_success() {
-                return Ok(response);
-            }
-            let bytes = ByteStream::new(response.take_body())
-                .collect()
-                .await
-                .map_err(|e| {
-                    aws_smithy_runtime_api::client::result::ConnectorError::io(Box::new(e))
-                })?
-                .into_bytes();
-            let answer = serde_json::from_slice::<Value>(&bytes).ok();
-            if service == Service::Streams {
-                remember_iterator(&iterators, &operation, &body, answer.as_ref());
-                *response.body_mut() = SdkBody::from(bytes);
-                return Ok(response);
-            }
-            let limited =
-                answer.and_then(|answer| limits::limit_response(&operation, &body, &answer));
-            match limited {
-                Some(answer) => {
-                    let text = answer.to_string();
-                    let headers = response.headers_mut();
-                    headers.remove("x-amz-crc32");
-                    headers.insert("content-length", text.len().to_string());
-                    *response.body_mut() = SdkBody::from(text);
-                }
-                None => *response.body_mut() = SdkBody::from(bytes),
-            }
-            Ok(response)
-        })
+        None
     }
+}
+
+/// The engine's answer as AWS would give it: a stream's iterators remembered (to authorize
+/// the GetRecords that use them), a DynamoDB answer cut to DynamoDB's limits.
+async fn answer(
+    sent: HttpConnectorFuture,
+    service: Service,
+    operation: String,
+    body: Value,
+    iterators: Iterators,
+) -> Result<HttpResponse, aws_smithy_runtime_api::client::result::ConnectorError> {
+    let mut response = sent.await?;
+    if !response.status().is_success() {
+        return Ok(response);
+    }
+    let bytes = ByteStream::new(response.take_body())
+        .collect()
+        .await
+        .map_err(|e| aws_smithy_runtime_api::client::result::ConnectorError::io(Box::new(e)))?
+        .into_bytes();
+    let answer = serde_json::from_slice::<Value>(&bytes).ok();
+    if service == Service::Streams {
+        remember_iterator(&iterators, &operation, &body, answer.as_ref());
+        *response.body_mut() = SdkBody::from(bytes);
+        return Ok(response);
+    }
+    let limited = answer.and_then(|answer| limits::limit_response(&operation, &body, &answer));
+    match limited {
+        Some(answer) => {
+            let text = answer.to_string();
+            let headers = response.headers_mut();
+            headers.remove("x-amz-crc32");
+            headers.insert("content-length", text.len().to_string());
+            *response.body_mut() = SdkBody::from(text);
+        }
+        None => *response.body_mut() = SdkBody::from(bytes),
+    }
+    Ok(response)
 }
 
 /// Notes which stream the iterator a GetShardIterator or GetRecords answer holds reads.
