@@ -198,6 +198,8 @@ pub struct Stack {
     pub policies: BTreeMap<String, Arc<guard::Policy>>,
     /// The HTTP client every guarded client forwards through.
     http: SharedHttpClient,
+    /// Each principal's DynamoDB requests in flight (see [`guard::InFlight`]).
+    in_flight: std::sync::Mutex<BTreeMap<String, guard::InFlight>>,
 }
 
 pub struct StackOptions {
@@ -246,6 +248,7 @@ impl Stack {
         Ok(Self {
             engine,
             http: guard::base_http_client(&endpoint),
+            in_flight: Default::default(),
             endpoint,
             client,
             tables: opts.tables,
@@ -272,7 +275,8 @@ impl Stack {
 
     /// A DynamoDB client checked against `policy` (gridctl's tests: one command's statements).
     pub fn guarded(&self, policy: Arc<guard::Policy>) -> aws_sdk_dynamodb::Client {
-        guard::dynamodb(&self.client, &self.http, policy)
+        let in_flight = self.in_flight(&policy.principal);
+        guard::dynamodb(&self.client, &self.http, policy, in_flight)
     }
 
     /// A store on the function's guarded client.
@@ -312,7 +316,16 @@ impl Stack {
             &stream::streams_client(&self.endpoint).await,
             &self.http,
             policy,
+            guard::InFlight::default(),
         )
+    }
+
+    /// The DynamoDB requests `principal` (a function's logical id) has in flight.
+    pub fn in_flight(&self, principal: &str) -> guard::InFlight {
+        match self.in_flight.lock() {
+            Ok(mut map) => map.entry(principal.to_string()).or_default().clone(),
+            Err(_) => guard::InFlight::default(),
+        }
     }
 
     /// The records table's stream on this engine.
@@ -335,6 +348,7 @@ impl Stack {
         // As Lambda: the invocation is cut at the function's Timeout, and the on-failure
         // send is made with the function's role.
         poller.invocation_timeout = gateway::function_timeout(INDEXER_FUNCTION).ok();
+        poller.in_flight = Some(self.in_flight(INDEXER_FUNCTION));
         poller.on_failure_policy = Some((
             self.policy(INDEXER_FUNCTION),
             guard::iam::queue_arn("IndexerFailureQueue"),

@@ -49,10 +49,13 @@ pub struct Poller {
     /// The function's policy and its on-failure queue: the send is checked against
     /// `sqs:SendMessage` as AWS checks the function's role.
     pub on_failure_policy: Option<(std::sync::Arc<crate::guard::Policy>, String)>,
+    /// The indexer's DynamoDB requests in flight, awaited after a timed-out invocation.
+    pub in_flight: Option<crate::guard::InFlight>,
 }
 
-/// How long a batch whose invocation timed out waits before it is delivered again.
-const RETRY_AFTER_TIMEOUT: std::time::Duration = std::time::Duration::from_millis(200);
+/// The longest a batch whose invocation timed out waits for the invocation's requests to land
+/// before it is delivered again.
+const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A streams client for the same endpoint and credentials as the DynamoDB client.
 pub async fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
@@ -81,6 +84,7 @@ impl Poller {
             duplicate_delivery: false,
             invocation_timeout: None,
             on_failure_policy: None,
+            in_flight: None,
         }
     }
 
@@ -273,9 +277,12 @@ impl Poller {
                     // Lambda stops a timed-out invocation and retries the batch later, by
                     // which time what the invocation had sent has landed (DynamoDB applies a
                     // write within milliseconds). The local engine may still be applying a
-                    // request the abandoned invocation sent; retrying at once would let it
-                    // land after the retry's own writes, which no Lambda retry sees.
-                    tokio::time::sleep(RETRY_AFTER_TIMEOUT).await;
+                    // request the abandoned invocation sent (on a busy machine, for longer
+                    // than any fixed pause); retrying first would let it land after the
+                    // retry's own writes, which no Lambda retry sees.
+                    if let Some(in_flight) = &self.in_flight {
+                        in_flight.settled(SETTLE_LIMIT).await;
+                    }
                     return event
                         .records
                         .first()

@@ -45,11 +45,16 @@ pub fn base_http_client(endpoint: &str) -> SharedHttpClient {
 macro_rules! guarded_client {
     ($(#[$doc:meta])* $name:ident, $sdk:ident) => {
         $(#[$doc])*
-        pub fn $name(client: &$sdk::Client, http: &SharedHttpClient, policy: Arc<Policy>) -> $sdk::Client {
+        pub fn $name(
+            client: &$sdk::Client,
+            http: &SharedHttpClient,
+            policy: Arc<Policy>,
+            in_flight: InFlight,
+        ) -> $sdk::Client {
             let config = client
                 .config()
                 .to_builder()
-                .http_client(Guard::new(http, policy))
+                .http_client(Guard::new(http, policy, in_flight))
                 .build();
             $sdk::Client::from_conf(config)
         }
@@ -68,6 +73,56 @@ guarded_client!(
     aws_sdk_dynamodbstreams
 );
 
+/// The DynamoDB requests a principal has sent that the engine has not answered yet. A request
+/// that has left runs to its end even when the caller is dropped (an invocation cut at its
+/// timeout), as a request that reached DynamoDB is applied whatever becomes of its sender; the
+/// stream poller waits for them to settle before it delivers a timed-out batch again, so no
+/// abandoned write lands after the retry's own.
+#[derive(Debug, Clone, Default)]
+pub struct InFlight(Arc<(std::sync::atomic::AtomicUsize, tokio::sync::Notify)>);
+
+impl InFlight {
+    /// Sends `sent` to its end on its own task, counted while it runs.
+    fn track(&self, sent: HttpConnectorFuture) -> HttpConnectorFuture {
+        let Ok(runtime) = tokio::runtime::Handle::try_current() else {
+            return sent;
+        };
+        let count = self.clone();
+        count.0.0.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+        let task = runtime.spawn(async move {
+            let answer = sent.await;
+            if count.0.0.fetch_sub(1, std::sync::atomic::Ordering::SeqCst) == 1 {
+                count.0.1.notify_waiters();
+            }
+            answer
+        });
+        HttpConnectorFuture::new(async move {
+            task.await.unwrap_or_else(|e| {
+                Err(
+                    aws_smithy_runtime_api::client::result::ConnectorError::other(
+                        Box::new(e),
+                        None,
+                    ),
+                )
+            })
+        })
+    }
+
+    /// Waits until nothing is in flight, or `limit` has passed.
+    pub async fn settled(&self, limit: std::time::Duration) {
+        let idle = async {
+            loop {
+                let notified = self.0.1.notified();
+                if self.0.0.load(std::sync::atomic::Ordering::SeqCst) == 0 {
+                    return;
+                }
+                notified.await;
+            }
+        };
+        let _ = tokio::time::timeout(limit, idle).await;
+    }
+}
+
 /// Shard iterator → the stream it reads: GetRecords names no stream, but IAM authorizes it on
 /// the stream the iterator was issued for.
 type Iterators = Arc<Mutex<HashMap<String, String>>>;
@@ -77,14 +132,16 @@ struct Guard {
     inner: SharedHttpClient,
     policy: Arc<Policy>,
     iterators: Iterators,
+    in_flight: InFlight,
 }
 
 impl Guard {
-    fn new(inner: &SharedHttpClient, policy: Arc<Policy>) -> Self {
+    fn new(inner: &SharedHttpClient, policy: Arc<Policy>, in_flight: InFlight) -> Self {
         Self {
             inner: inner.clone(),
             policy,
             iterators: Iterators::default(),
+            in_flight,
         }
     }
 }
@@ -99,6 +156,7 @@ impl HttpClient for Guard {
             inner: self.inner.http_connector(settings, components),
             policy: self.policy.clone(),
             iterators: self.iterators.clone(),
+            in_flight: self.in_flight.clone(),
         })
     }
 }
@@ -108,6 +166,7 @@ struct GuardConnector {
     inner: SharedHttpConnector,
     policy: Arc<Policy>,
     iterators: Iterators,
+    in_flight: InFlight,
 }
 
 /// The service a request is for, from its `X-Amz-Target` prefix.
@@ -231,7 +290,10 @@ impl HttpConnector for GuardConnector {
         {
             return self.inner.call(request);
         }
-        let sent = self.inner.call(request);
+        let sent = match service {
+            Service::DynamoDb => self.in_flight.track(self.inner.call(request)),
+            Service::Streams => self.inner.call(request),
+        };
         let iterators = self.iterators.clone();
         HttpConnectorFuture::new(answer(sent, service, operation, body, iterators))
     }
