@@ -4,7 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gridline_local::testing::{ALICE, TestApi};
+use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -24,9 +24,7 @@ fn participants(users: impl IntoIterator<Item = String>) -> Value {
 }
 
 async fn put_participant(api: &TestApi, issue: &str, id: &str, role: &str) -> StatusCode {
-    api.call(
-        ALICE,
-        Method::PUT,
+    api.put(
         &format!("/issues/{issue}/participants/user/{id}"),
         Some(json!({"role": role})),
     )
@@ -42,11 +40,9 @@ async fn an_issue_has_at_most_100_participants() {
     // A create listing 101 is 400, naming `participants`, and writes nothing.
     let before = api.record_count().await;
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
+        .post(
             &format!("/projects/{p}/issues"),
-            Some(json!({"title": "t", "participants": participants((0..101).map(user))})),
+            json!({"title": "t", "participants": participants((0..101).map(user))}),
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
@@ -54,11 +50,9 @@ async fn an_issue_has_at_most_100_participants() {
     assert_eq!(api.record_count().await, before);
     // 100 listed plus the caller would make 101 too.
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
+        .post(
             &format!("/projects/{p}/issues"),
-            Some(json!({"title": "t", "participants": participants((0..100).map(user))})),
+            json!({"title": "t", "participants": participants((0..100).map(user))}),
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
@@ -82,12 +76,7 @@ async fn an_issue_has_at_most_100_participants() {
         StatusCode::OK
     );
     let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/issues/{id}/participants/user/{}", user(4)),
-            None,
-        )
+        .delete(&format!("/issues/{id}/participants/user/{}", user(4)))
         .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     assert_eq!(
@@ -98,9 +87,7 @@ async fn an_issue_has_at_most_100_participants() {
     assert_eq!(r.body["participants"].as_array().unwrap().len(), 100);
     // A participant PUT on a missing issue is still 404.
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
+        .put(
             "/issues/01ARZ3NDEKTSV4RRFFQ69G5FAV/participants/user/x",
             Some(json!({"role": "watcher"})),
         )
@@ -161,52 +148,36 @@ async fn field_definitions_are_capped_at_64_kb_per_project() {
     // One byte more is 409, and writes nothing.
     let before = api.record_count().await;
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
+        .post(
             &format!("/projects/{p}/fields"),
-            Some(json!({"name": "x", "type": "number"})),
+            json!({"name": "x", "type": "number"}),
         )
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
     assert_eq!(api.record_count().await, before);
     // Names count in UTF-8 bytes: a 1-character name of 4 bytes does not fit either.
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
+        .post(
             &format!("/projects/{p}/fields"),
-            Some(json!({"name": "\u{1F600}", "type": "number"})),
+            json!({"name": "\u{1F600}", "type": "number"}),
         )
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
 
     // A deleted field gives its bytes back.
     let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/projects/{p}/fields/{}", ids[0]),
-            None,
-        )
+        .delete(&format!("/projects/{p}/fields/{}", ids[0]))
         .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/projects/{p}/fields/{}", ids[0]),
-            None,
-        )
+        .delete(&format!("/projects/{p}/fields/{}", ids[0]))
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     api.field(&p, select(&name, 100, 100, 'h')).await;
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
+        .post(
             &format!("/projects/{p}/fields"),
-            Some(json!({"name": "x", "type": "number"})),
+            json!({"name": "x", "type": "number"}),
         )
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
@@ -223,12 +194,7 @@ async fn a_field_created_just_now_validates_in_the_next_write() {
             .field(&p, json!({"name": format!("f{i}"), "type": "number"}))
             .await;
         let r = api
-            .call(
-                ALICE,
-                Method::PATCH,
-                &format!("/issues/{id}"),
-                Some(json!({"fields": {&f: i}})),
-            )
+            .patch(&format!("/issues/{id}"), json!({"fields": {&f: i}}))
             .await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
         assert_eq!(r.body["fields"][&f], i);
@@ -253,33 +219,18 @@ async fn a_user_belongs_to_at_most_50_teams() {
     assert_eq!(api.join(&teams[0], "bob").await, StatusCode::NO_CONTENT);
     let before = api.record_count().await;
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            &format!("/teams/{}/members/bob", teams[50]),
-            None,
-        )
+        .put(&format!("/teams/{}/members/bob", teams[50]), None)
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
     assert_eq!(api.record_count().await, before);
     // Another user is not affected; leaving a team makes room.
     assert_eq!(api.join(&teams[50], "carol").await, StatusCode::NO_CONTENT);
     let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/teams/{}/members/bob", teams[7]),
-            None,
-        )
+        .delete(&format!("/teams/{}/members/bob", teams[7]))
         .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/teams/{}/members/bob", teams[7]),
-            None,
-        )
+        .delete(&format!("/teams/{}/members/bob", teams[7]))
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert_eq!(api.join(&teams[50], "bob").await, StatusCode::NO_CONTENT);
@@ -562,23 +513,16 @@ async fn a_patch_may_set_and_remove_all_400_fields() {
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let id = issue["id"].as_str().unwrap();
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
-            &format!("/issues/{id}"),
-            Some(json!({"fields": values})),
-        )
+        .patch(&format!("/issues/{id}"), json!({"fields": values}))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["fields"].as_object().unwrap().len(), 400);
     assert_eq!(r.body["version"], 2);
     let nulls: BTreeMap<&String, Value> = values.keys().map(|k| (k, Value::Null)).collect();
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
+        .patch(
             &format!("/issues/{id}"),
-            Some(json!({"title": "u", "fields": nulls})),
+            json!({"title": "u", "fields": nulls}),
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
@@ -616,7 +560,7 @@ async fn large_concurrent_patches_to_different_fields_both_survive() {
     let results = futures::future::join_all(
         halves
             .iter()
-            .map(|h| api.call(ALICE, Method::PATCH, &path, Some(json!({ "fields": h })))),
+            .map(|h| api.patch(&path, json!({ "fields": h }))),
     )
     .await;
     for r in &results {
@@ -696,15 +640,7 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
         let body = body(n);
         let api = &api;
         let p = &p;
-        async move {
-            api.call(
-                ALICE,
-                Method::POST,
-                &format!("/projects/{p}/issues"),
-                Some(body),
-            )
-            .await
-        }
+        async move { api.post(&format!("/projects/{p}/issues"), body).await }
     };
     // The largest filler accepted.
     let (mut lo, mut hi) = (1usize, 1024usize);
@@ -737,29 +673,20 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
 
     // A patch past the limit is 413 too, and so is a participant that would not fit.
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
+        .patch(
             &format!("/issues/{id}"),
-            Some(json!({"fields": {&fields[98]: "b"}})),
+            json!({"fields": {&fields[98]: "b"}}),
         )
         .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
     let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/issues/{id}/participants/user/{}", long_user(0)),
-            None,
-        )
+        .delete(&format!("/issues/{id}/participants/user/{}", long_user(0)))
         .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
+        .patch(
             &format!("/issues/{id}"),
-            Some(json!({"fields": {&fields[98]: "b".repeat(200)}})),
+            json!({"fields": {&fields[98]: "b".repeat(200)}}),
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
@@ -775,11 +702,9 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
         values.insert(f.clone(), json!(full));
     }
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
+        .post(
             &format!("/projects/{p}/issues"),
-            Some(json!({"title": "t", "fields": values})),
+            json!({"title": "t", "fields": values}),
         )
         .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
@@ -812,28 +737,14 @@ async fn deleting_a_field_of_a_project_from_before_the_byte_count_keeps_it_reada
         .send()
         .await
         .unwrap();
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/projects/{p}/fields/{f}"),
-            None,
-        )
-        .await;
+    let r = api.delete(&format!("/projects/{p}/fields/{f}")).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text);
     let r = api.get(&format!("/projects/{p}")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["fields"], json!([]));
     // And a counted project's count comes back down to where it was.
     let g = api.field(&p, json!({"name": "Size", "type": "text"})).await;
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/projects/{p}/fields/{g}"),
-            None,
-        )
-        .await;
+    let r = api.delete(&format!("/projects/{p}/fields/{g}")).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     let item = api
         .stack

@@ -9,8 +9,7 @@ use std::time::Duration;
 use gridline::index::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
-use gridline_local::testing::{ALICE, TestApi};
-use http::Method;
+use gridline_local::testing::TestApi;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -49,18 +48,15 @@ async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_rep
                         "number" => json!(rng.gen_range(-3..3)),
                         _ => json!(["x", "Y", "z"][rng.gen_range(0..3)]),
                     };
-                    api.call(
-                        ALICE,
-                        Method::PATCH,
+                    api.patch(
                         &format!("/issues/{id}"),
-                        Some(json!({"fields": {f: v}, "title": format!("p{step}")})),
+                        json!({"fields": {f: v}, "title": format!("p{step}")}),
                     )
                     .await;
                 }
                 5 if !live.is_empty() => {
                     let id = live.swap_remove(rng.gen_range(0..live.len()));
-                    api.call(ALICE, Method::DELETE, &format!("/issues/{id}"), None)
-                        .await;
+                    api.delete(&format!("/issues/{id}")).await;
                 }
                 _ => {}
             }
@@ -321,12 +317,7 @@ async fn an_issue_that_fails_for_good_is_parked_and_its_neighbours_are_indexed()
     // Once the cause is gone, the next change indexes it and removes its marker.
     poison.permanent.lock().unwrap().clear();
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
-            &format!("/issues/{bad_id}"),
-            Some(json!({"title": "fixed"})),
-        )
+        .patch(&format!("/issues/{bad_id}"), json!({"title": "fixed"}))
         .await;
     assert_eq!(r.status, http::StatusCode::OK);
     poller.drain().await.unwrap();

@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use gridline::encoding::text::fold;
-use gridline_local::testing::{ALICE, TestApi};
+use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -208,13 +208,8 @@ async fn title_prefix_and_state_filters_are_key_conditions() {
         pick(&[1, 0, 2, 3])
     );
     // Closing an issue moves it between state scopes.
-    api.call(
-        ALICE,
-        Method::PATCH,
-        &format!("/issues/{}", ids[2]),
-        Some(json!({"state": "closed"})),
-    )
-    .await;
+    api.patch(&format!("/issues/{}", ids[2]), json!({"state": "closed"}))
+        .await;
     api.sync().await;
     assert_eq!(page_all(&api, &p, "&state=closed", 10).await, pick(&[1, 2]));
 }
@@ -356,25 +351,16 @@ async fn random_histories_converge_and_page_in_reference_order() {
                     if rng.gen_bool(0.3) {
                         patch["state"] = json!(if rng.gen_bool(0.5) { "open" } else { "closed" });
                     }
-                    let r = api
-                        .call(ALICE, Method::PATCH, &format!("/issues/{id}"), Some(patch))
-                        .await;
+                    let r = api.patch(&format!("/issues/{id}"), patch).await;
                     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
                 }
                 7 if !live.is_empty() => {
                     let id = live.swap_remove(rng.gen_range(0..live.len()));
-                    api.call(ALICE, Method::DELETE, &format!("/issues/{id}"), None)
-                        .await;
+                    api.delete(&format!("/issues/{id}")).await;
                 }
                 8 if step > 30 && fields.len() > 3 => {
                     let (f, _) = fields.remove(rng.gen_range(0..fields.len()));
-                    api.call(
-                        ALICE,
-                        Method::DELETE,
-                        &format!("/projects/{p}/fields/{f}"),
-                        None,
-                    )
-                    .await;
+                    api.delete(&format!("/projects/{p}/fields/{f}")).await;
                 }
                 _ => {}
             }

@@ -76,14 +76,7 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
         t.as_str()
     );
 
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/teams/{t}/members/bob"),
-            None,
-        )
-        .await;
+    let r = api.delete(&format!("/teams/{t}/members/bob")).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     // The edges are gone; the count stays, at zero.
     assert_eq!(api.record_count().await, before + 1);
@@ -92,14 +85,7 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
         json!([])
     );
     assert_eq!(api.get("/users/bob/teams").await.body["items"], json!([]));
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/teams/{t}/members/bob"),
-            None,
-        )
-        .await;
+    let r = api.delete(&format!("/teams/{t}/members/bob")).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 
     // A team that does not exist: the transaction's condition fails and nothing is written.
@@ -119,12 +105,7 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
     );
     assert_eq!(api.records_snapshot().await, before);
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            &format!("/teams/{}/members/bob", ghost.id),
-            None,
-        )
+        .put(&format!("/teams/{}/members/bob", ghost.id), None)
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
@@ -137,12 +118,7 @@ async fn profiles_start_without_a_name() {
         json!({"id": "alice", "display_name": null})
     );
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            "/me",
-            Some(json!({"display_name": "Alice A."})),
-        )
+        .put("/me", Some(json!({"display_name": "Alice A."})))
         .await;
     assert_eq!(r.body, json!({"id": "alice", "display_name": "Alice A."}));
     assert_eq!(api.get("/me").await.body["display_name"], "Alice A.");
@@ -153,7 +129,7 @@ async fn profiles_start_without_a_name() {
         json!({"display_name": "a", "x": 1}),
     ] {
         assert_eq!(
-            api.call(ALICE, Method::PUT, "/me", Some(bad)).await.status,
+            api.put("/me", Some(bad)).await.status,
             StatusCode::BAD_REQUEST
         );
     }
@@ -166,9 +142,7 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
+        .put(
             &format!("{path}/participants/user/bob"),
             Some(json!({"role": "watcher"})),
         )
@@ -176,9 +150,7 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["version"], 2);
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
+        .put(
             &format!("{path}/participants/user/bob"),
             Some(json!({"role": "assignee"})),
         )
@@ -189,23 +161,9 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
     );
     assert_eq!(r.body["version"], 3);
     assert!(r.body["updated_at"].as_str() > issue["updated_at"].as_str());
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("{path}/participants/user/bob"),
-            None,
-        )
-        .await;
+    let r = api.delete(&format!("{path}/participants/user/bob")).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("{path}/participants/user/bob"),
-            None,
-        )
-        .await;
+    let r = api.delete(&format!("{path}/participants/user/bob")).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
     assert_eq!(
         api.get(&path).await.body["participants"]
@@ -216,36 +174,28 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
     );
     // Teams must exist; roles and kinds must be known; the issue must exist.
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
+        .put(
             &format!("{path}/participants/team/01JDQ5S0000000000000000X99"),
             Some(json!({"role": "watcher"})),
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
+        .put(
             &format!("{path}/participants/user/bob"),
             Some(json!({"role": "boss"})),
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
+        .put(
             &format!("{path}/participants/robot/x"),
             Some(json!({"role": "watcher"})),
         )
         .await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
+        .put(
             "/issues/01JDQ5S0000000000000000X99/participants/user/bob",
             Some(json!({"role": "watcher"})),
         )
@@ -257,13 +207,8 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
 async fn grid_items_show_participants_with_their_names() {
     let api = TestApi::start().await;
     let t = api.team("Platform").await;
-    api.call(
-        ALICE,
-        Method::PUT,
-        "/me",
-        Some(json!({"display_name": "Alice A."})),
-    )
-    .await;
+    api.put("/me", Some(json!({"display_name": "Alice A."})))
+        .await;
     let p = api.project("p").await;
     api.issue(&p, json!({"title": "t", "participants": [{"kind": "team", "id": t, "role": "watcher"}, {"kind": "user", "id": "nobody", "role": "assignee"}]}))
         .await;
@@ -285,13 +230,7 @@ async fn grid_items_show_participants_with_their_names() {
         json!({"kind": "team", "id": t, "role": "watcher", "display_name": "Platform"})
     );
     // A rename shows at once.
-    api.call(
-        ALICE,
-        Method::PUT,
-        "/me",
-        Some(json!({"display_name": "Al"})),
-    )
-    .await;
+    api.put("/me", Some(json!({"display_name": "Al"}))).await;
     let r = api.get(&format!("/projects/{p}/issues")).await;
     assert_eq!(r.body["items"][0]["participants"][0]["display_name"], "Al");
 }
@@ -462,45 +401,31 @@ async fn random_histories_give_exact_inboxes() {
                     let path = format!("/issues/{id}/participants/{kind}/{who}");
                     if rng.gen_bool(0.7) {
                         let r = api
-                            .call(
-                                ALICE,
-                                Method::PUT,
-                                &path,
-                                Some(json!({"role": roles[rng.gen_range(0..3)]})),
-                            )
+                            .put(&path, Some(json!({"role": roles[rng.gen_range(0..3)]})))
                             .await;
                         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
                     } else {
-                        api.call(ALICE, Method::DELETE, &path, None).await;
+                        api.delete(&path).await;
                     }
                 }
                 6 if !live.is_empty() => {
                     let id = &live[rng.gen_range(0..live.len())];
                     let state = if rng.gen_bool(0.5) { "open" } else { "closed" };
-                    api.call(
-                        ALICE,
-                        Method::PATCH,
+                    api.patch(
                         &format!("/issues/{id}"),
-                        Some(json!({"state": state, "title": format!("s{step}")})),
+                        json!({"state": state, "title": format!("s{step}")}),
                     )
                     .await;
                 }
                 7 if !live.is_empty() => {
                     let id = live.swap_remove(rng.gen_range(0..live.len()));
-                    api.call(ALICE, Method::DELETE, &format!("/issues/{id}"), None)
-                        .await;
+                    api.delete(&format!("/issues/{id}")).await;
                 }
                 _ => {
                     let t = teams[rng.gen_range(0..3)].clone();
                     let u = users[rng.gen_range(0..2)].to_string();
                     if members.contains(&(t.clone(), u.clone())) {
-                        api.call(
-                            ALICE,
-                            Method::DELETE,
-                            &format!("/teams/{t}/members/{u}"),
-                            None,
-                        )
-                        .await;
+                        api.delete(&format!("/teams/{t}/members/{u}")).await;
                         members.remove(&(t, u));
                     } else {
                         join(&api, &t, &u).await;

@@ -1,6 +1,6 @@
 //! Issues through the real router against the embedded engine.
 
-use gridline_local::testing::{ALICE, TestApi};
+use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -183,12 +183,7 @@ async fn patch_is_a_json_merge_patch() {
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
 
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
-            &path,
-            Some(json!({"title": "new", "fields": {text: null}})),
-        )
+        .patch(&path, json!({"title": "new", "fields": {text: null}}))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     assert_eq!(r.body["title"], "new");
@@ -199,24 +194,17 @@ async fn patch_is_a_json_merge_patch() {
     assert!(r.body["updated_at"].as_str() >= issue["updated_at"].as_str());
 
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
-            &path,
-            Some(json!({"description": null, "state": "closed"})),
-        )
+        .patch(&path, json!({"description": null, "state": "closed"}))
         .await;
     assert_eq!(r.body["description"], Value::Null);
     assert_eq!(r.body["state"], "closed");
     assert_eq!(r.body["version"], 3);
 
-    let r = api
-        .call(ALICE, Method::PATCH, &path, Some(json!({"fields": null})))
-        .await;
+    let r = api.patch(&path, json!({"fields": null})).await;
     assert_eq!(r.body["fields"], json!({}));
 
     // An empty patch changes nothing, not even the version.
-    let r = api.call(ALICE, Method::PATCH, &path, Some(json!({}))).await;
+    let r = api.patch(&path, json!({})).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["version"], 4);
 }
@@ -277,20 +265,12 @@ async fn deleting_an_issue_removes_it_and_its_description() {
         .await;
     let before = api.record_count().await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
-    assert_eq!(
-        api.call(ALICE, Method::DELETE, &path, None).await.status,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(api.delete(&path).await.status, StatusCode::NO_CONTENT);
     assert_eq!(api.record_count().await, before - 2);
     assert_eq!(api.get(&path).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(api.delete(&path).await.status, StatusCode::NOT_FOUND);
     assert_eq!(
-        api.call(ALICE, Method::DELETE, &path, None).await.status,
-        StatusCode::NOT_FOUND
-    );
-    assert_eq!(
-        api.call(ALICE, Method::PATCH, &path, Some(json!({"title": "x"})))
-            .await
-            .status,
+        api.patch(&path, json!({"title": "x"})).await.status,
         StatusCode::NOT_FOUND
     );
 }
@@ -320,24 +300,11 @@ async fn a_deleted_fields_values_disappear_from_issues_at_once() {
         .issue(&p, json!({"title": "t", "fields": {&f: 1, &g: "kept"}}))
         .await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
-    api.call(
-        ALICE,
-        Method::DELETE,
-        &format!("/projects/{p}/fields/{f}"),
-        None,
-    )
-    .await;
+    api.delete(&format!("/projects/{p}/fields/{f}")).await;
     let r = api.get(&path).await;
     assert_eq!(r.body["fields"], json!({&g: "kept"}));
     // And it can no longer be set.
-    let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
-            &path,
-            Some(json!({"fields": {&f: 2}})),
-        )
-        .await;
+    let r = api.patch(&path, json!({"fields": {&f: 2}})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
 
