@@ -7,6 +7,8 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::put_item::{PutItemError, PutItemOutput};
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeValue, KeysAndAttributes, Put, PutRequest, TransactWriteItem, WriteRequest,
 };
@@ -79,14 +81,54 @@ fn refused<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug>(
     )
 }
 
-async fn put(db: &Db, item: HashMap<String, AttributeValue>) {
-    db.client
+/// PutItem of `item` into `table` through `client`.
+async fn put_into(
+    client: &Client,
+    table: &str,
+    item: HashMap<String, AttributeValue>,
+) -> Result<PutItemOutput, SdkError<PutItemError>> {
+    client
         .put_item()
-        .table_name(TABLE)
+        .table_name(table)
         .set_item(Some(item))
         .send()
         .await
-        .expect("put");
+}
+
+async fn put(db: &Db, item: HashMap<String, AttributeValue>) {
+    put_into(&db.client, TABLE, item).await.expect("put");
+}
+
+/// A Query of partition `p` of `table`.
+fn query_p(client: &Client, table: &str) -> QueryFluentBuilder {
+    client
+        .query()
+        .table_name(table)
+        .key_condition_expression("PK = :p")
+        .expression_attribute_values(":p", s("p"))
+}
+
+/// Items `000`, `001`, … of partition `p`, of `size` bytes each.
+fn numbered(n: usize, size: usize) -> impl Iterator<Item = HashMap<String, AttributeValue>> {
+    (0..n).map(move |i| item_of_size("p", &format!("{i:03}"), size))
+}
+
+fn put_request(item: HashMap<String, AttributeValue>) -> WriteRequest {
+    WriteRequest::builder()
+        .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
+        .build()
+}
+
+fn transact_put(item: HashMap<String, AttributeValue>) -> TransactWriteItem {
+    TransactWriteItem::builder()
+        .put(
+            Put::builder()
+                .table_name(TABLE)
+                .set_item(Some(item))
+                .build()
+                .unwrap(),
+        )
+        .build()
 }
 
 // ---- item size: 400 KB ------------------------------------------------------------------
@@ -101,14 +143,8 @@ async fn put_item_over_400_kb_is_refused_by_the_engine() {
         ITEM_LIMIT
     );
     put(&db, at_limit).await;
-    let (code, message) = refused(
-        db.client
-            .put_item()
-            .table_name(TABLE)
-            .set_item(Some(item_of_size("p", "b", ITEM_LIMIT + 1)))
-            .send()
-            .await,
-    );
+    let (code, message) =
+        refused(put_into(&db.client, TABLE, item_of_size("p", "b", ITEM_LIMIT + 1)).await);
     assert_eq!(code, "ValidationException");
     assert_eq!(message, "Item size has exceeded the maximum allowed size");
 }
@@ -154,16 +190,7 @@ async fn batch_write_item_with_an_item_over_400_kb_is_refused_by_the_engine() {
             .batch_write_item()
             .request_items(
                 TABLE,
-                vec![
-                    WriteRequest::builder()
-                        .put_request(
-                            PutRequest::builder()
-                                .set_item(Some(item_of_size("p", "b", ITEM_LIMIT + 1)))
-                                .build()
-                                .unwrap(),
-                        )
-                        .build(),
-                ],
+                vec![put_request(item_of_size("p", "b", ITEM_LIMIT + 1))],
             )
             .send()
             .await,
@@ -178,17 +205,7 @@ async fn transact_write_items_with_an_item_over_400_kb_is_refused_by_the_engine(
     let (code, message) = refused(
         db.client
             .transact_write_items()
-            .transact_items(
-                TransactWriteItem::builder()
-                    .put(
-                        Put::builder()
-                            .table_name(TABLE)
-                            .set_item(Some(item_of_size("p", "b", ITEM_LIMIT + 1)))
-                            .build()
-                            .unwrap(),
-                    )
-                    .build(),
-            )
+            .transact_items(transact_put(item_of_size("p", "b", ITEM_LIMIT + 1)))
             .send()
             .await,
     );
@@ -203,12 +220,12 @@ async fn partition_key_over_2048_bytes_is_refused_by_the_engine() {
     let db = db().await;
     put(&db, item_of_size(&"k".repeat(2048), "a", 3 * KB)).await;
     let (code, message) = refused(
-        db.client
-            .put_item()
-            .table_name(TABLE)
-            .set_item(Some(item_of_size(&"k".repeat(2049), "a", 3 * KB)))
-            .send()
-            .await,
+        put_into(
+            &db.client,
+            TABLE,
+            item_of_size(&"k".repeat(2049), "a", 3 * KB),
+        )
+        .await,
     );
     assert_eq!(code, "ValidationException");
     assert_eq!(
@@ -233,12 +250,12 @@ async fn sort_key_over_1024_bytes_is_refused_by_the_engine() {
     let db = db().await;
     put(&db, item_of_size("p", &"k".repeat(1024), 3 * KB)).await;
     let (code, message) = refused(
-        db.client
-            .put_item()
-            .table_name(TABLE)
-            .set_item(Some(item_of_size("p", &"k".repeat(1025), 3 * KB)))
-            .send()
-            .await,
+        put_into(
+            &db.client,
+            TABLE,
+            item_of_size("p", &"k".repeat(1025), 3 * KB),
+        )
+        .await,
     );
     assert_eq!(code, "ValidationException");
     assert_eq!(
@@ -255,11 +272,7 @@ async fn index_key_over_its_limit_is_stored_by_the_engine_and_refused_by_the_gua
     let mut item = item_of_size("p", "a", 8 * KB);
     item.insert("GSI1PK".into(), s("g".repeat(2049)));
     item.insert("GSI1SK".into(), s("x"));
-    db.client
-        .put_item()
-        .table_name(TABLE)
-        .set_item(Some(item.clone()))
-        .send()
+    put_into(&db.client, TABLE, item.clone())
         .await
         .expect("the engine does not check an index key's size");
 
@@ -297,6 +310,17 @@ fn long_condition(len: usize) -> String {
     format!("{:len$}", "a = :v")
 }
 
+/// `head`, then `term(length so far)` while more than `room` bytes are left, then spaces up to
+/// 4,097 bytes: one byte over the limit, made of real terms.
+fn grown_to_4097(head: &str, term: impl Fn(usize) -> String, room: usize) -> String {
+    let mut out = head.to_string();
+    while out.len() < 4097 - room {
+        let n = out.len();
+        out.push_str(&term(n));
+    }
+    format!("{out:4097}")
+}
+
 const EXPRESSION_TOO_LARGE: &str = "Expression size has exceeded the maximum allowed size";
 
 #[tokio::test]
@@ -331,12 +355,8 @@ async fn expressions_over_4_kb_are_refused_by_the_engine() {
             .await,
     );
     let filter = refused(
-        db.client
-            .query()
-            .table_name(TABLE)
-            .key_condition_expression("PK = :p")
+        query_p(&db.client, TABLE)
             .filter_expression(long_condition(4097))
-            .expression_attribute_values(":p", s("p"))
             .expression_attribute_values(":v", s("z"))
             .send()
             .await,
@@ -350,8 +370,7 @@ async fn expressions_over_4_kb_are_refused_by_the_engine() {
             .send()
             .await,
     );
-    let mut key_condition = "PK = :p".to_string();
-    key_condition.push_str(&" ".repeat(4097 - key_condition.len()));
+    let key_condition = format!("{:4097}", "PK = :p");
     let key_condition = refused(
         db.client
             .query()
@@ -361,12 +380,7 @@ async fn expressions_over_4_kb_are_refused_by_the_engine() {
             .send()
             .await,
     );
-    let mut update = "SET a = :v".to_string();
-    while update.len() < 4097 - 12 {
-        let n = update.len();
-        update.push_str(&format!(", a{n} = :v"));
-    }
-    update.push_str(&" ".repeat(4097 - update.len()));
+    let update = grown_to_4097("SET a = :v", |n| format!(", a{n} = :v"), 12);
     let update = refused(
         db.client
             .update_item()
@@ -378,12 +392,7 @@ async fn expressions_over_4_kb_are_refused_by_the_engine() {
             .send()
             .await,
     );
-    let mut projection = "PK".to_string();
-    while projection.len() < 4097 - 8 {
-        let n = projection.len();
-        projection.push_str(&format!(", a{n}"));
-    }
-    projection.push_str(&" ".repeat(4097 - projection.len()));
+    let projection = grown_to_4097("PK", |n| format!(", a{n}"), 8);
     let projection = refused(
         db.client
             .get_item()
@@ -410,20 +419,10 @@ async fn expressions_over_4_kb_are_refused_by_the_engine() {
 
 // ---- BatchWriteItem: 25 items / 16 MB -------------------------------------------------------
 
-fn put_request(item: HashMap<String, AttributeValue>) -> WriteRequest {
-    WriteRequest::builder()
-        .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
-        .build()
-}
-
 #[tokio::test]
 async fn batch_write_item_over_25_items_is_refused_by_the_engine() {
     let db = db().await;
-    let batch = |n: usize| {
-        (0..n)
-            .map(|i| put_request(item_of_size("p", &format!("{i:03}"), 100)))
-            .collect::<Vec<_>>()
-    };
+    let batch = |n: usize| numbered(n, 100).map(put_request).collect::<Vec<_>>();
     db.client
         .batch_write_item()
         .request_items(TABLE, batch(25))
@@ -450,8 +449,8 @@ async fn batch_write_item_over_25_items_is_refused_by_the_engine() {
 #[tokio::test]
 async fn batch_write_item_of_25_items_at_400_kb_is_accepted() {
     let db = db().await;
-    let batch = (0..25)
-        .map(|i| put_request(item_of_size("p", &format!("{i:03}"), ITEM_LIMIT)))
+    let batch = numbered(25, ITEM_LIMIT)
+        .map(put_request)
         .collect::<Vec<_>>();
     let out = db
         .client
@@ -500,11 +499,11 @@ async fn batch_get_item_over_100_keys_is_refused_by_the_engine() {
 #[tokio::test]
 async fn batch_get_item_over_16_mb_returns_unprocessed_keys_from_the_engine() {
     let db = db().await;
-    for chunk in (0..50).collect::<Vec<_>>().chunks(25) {
-        let batch = chunk
-            .iter()
-            .map(|i| put_request(item_of_size("p", &format!("{i:03}"), ITEM_LIMIT)))
-            .collect::<Vec<_>>();
+    let items = numbered(50, ITEM_LIMIT)
+        .map(put_request)
+        .collect::<Vec<_>>();
+    for batch in items.chunks(25) {
+        let batch = batch.to_vec();
         db.client
             .batch_write_item()
             .request_items(TABLE, batch)
@@ -544,26 +543,10 @@ async fn batch_get_item_over_16_mb_returns_unprocessed_keys_from_the_engine() {
 
 // ---- TransactWriteItems: 100 items / 4 MB ---------------------------------------------------
 
-fn transact_put(item: HashMap<String, AttributeValue>) -> TransactWriteItem {
-    TransactWriteItem::builder()
-        .put(
-            Put::builder()
-                .table_name(TABLE)
-                .set_item(Some(item))
-                .build()
-                .unwrap(),
-        )
-        .build()
-}
-
 #[tokio::test]
 async fn transact_write_items_over_100_items_is_refused_by_the_engine() {
     let db = db().await;
-    let items = |n: usize| {
-        (0..n)
-            .map(|i| transact_put(item_of_size("p", &format!("{i:03}"), 100)))
-            .collect::<Vec<_>>()
-    };
+    let items = |n: usize| numbered(n, 100).map(transact_put).collect::<Vec<_>>();
     db.client
         .transact_write_items()
         .set_transact_items(Some(items(100)))
@@ -588,8 +571,8 @@ async fn transact_write_items_over_100_items_is_refused_by_the_engine() {
 async fn transact_write_items_over_4_mb_is_refused_by_the_engine() {
     let db = db().await;
     let items = |n: usize| {
-        (0..n)
-            .map(|i| transact_put(item_of_size("p", &format!("{i:03}"), ITEM_LIMIT)))
+        numbered(n, ITEM_LIMIT)
+            .map(transact_put)
             .collect::<Vec<_>>()
     };
     db.client
@@ -617,29 +600,16 @@ async fn transact_write_items_over_4_mb_is_refused_by_the_engine() {
 #[tokio::test]
 async fn a_query_or_scan_page_stops_at_1_mb_in_the_engine() {
     let db = db().await;
-    for i in 0..4 {
-        put(&db, item_of_size("p", &format!("{i:03}"), 300 * KB)).await;
+    for item in numbered(4, 300 * KB) {
+        put(&db, item).await;
     }
-    let first = db
-        .client
-        .query()
-        .table_name(TABLE)
-        .key_condition_expression("PK = :p")
-        .expression_attribute_values(":p", s("p"))
-        .send()
-        .await
-        .expect("query");
+    let first = query_p(&db.client, TABLE).send().await.expect("query");
     assert_eq!(first.count, 3);
     assert_eq!(
         first.last_evaluated_key.as_ref().and_then(|k| k.get("SK")),
         Some(&s("002"))
     );
-    let second = db
-        .client
-        .query()
-        .table_name(TABLE)
-        .key_condition_expression("PK = :p")
-        .expression_attribute_values(":p", s("p"))
+    let second = query_p(&db.client, TABLE)
         .set_exclusive_start_key(first.last_evaluated_key)
         .send()
         .await
@@ -648,13 +618,8 @@ async fn a_query_or_scan_page_stops_at_1_mb_in_the_engine() {
     assert!(second.last_evaluated_key.is_none());
 
     // A filter does not lift the limit: items are counted as read.
-    let filtered = db
-        .client
-        .query()
-        .table_name(TABLE)
-        .key_condition_expression("PK = :p")
+    let filtered = query_p(&db.client, TABLE)
         .filter_expression("attribute_exists(nothing)")
-        .expression_attribute_values(":p", s("p"))
         .send()
         .await
         .expect("query");
@@ -694,14 +659,7 @@ async fn a_function_cannot_write_an_index_key_over_its_limit() {
     let mut item = item_of_size("p", "a", 8 * KB);
     item.insert("GSI1PK".into(), s("g".repeat(2049)));
     item.insert("GSI1SK".into(), s("x"));
-    let (code, message) = refused(
-        client
-            .put_item()
-            .table_name(&table)
-            .set_item(Some(item.clone()))
-            .send()
-            .await,
-    );
+    let (code, message) = refused(put_into(&client, &table, item.clone()).await);
     assert_eq!(code, "ValidationException");
     assert_eq!(
         message,
@@ -741,11 +699,7 @@ async fn a_function_cannot_write_an_index_key_over_its_limit() {
     // At the limits the write goes through.
     item.insert("GSI1PK".into(), s("g".repeat(2048)));
     item.insert("GSI1SK".into(), s("k".repeat(1024)));
-    client
-        .put_item()
-        .table_name(&table)
-        .set_item(Some(item))
-        .send()
+    put_into(&client, &table, item)
         .await
         .expect("index keys at their limits");
 }
@@ -764,23 +718,9 @@ async fn a_functions_query_page_stops_at_1_mb_with_dynamodbs_counts() {
         let mut item = item_of_size("p", &format!("{i:03}"), 300 * KB - 20);
         item.insert("GSI1PK".into(), s("g"));
         item.insert("GSI1SK".into(), s(format!("{i:03}")));
-        stack
-            .client
-            .put_item()
-            .table_name(&table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .expect("put");
+        put_into(&stack.client, &table, item).await.expect("put");
     }
-    let query = |client: &Client| {
-        client
-            .query()
-            .table_name(&table)
-            .key_condition_expression("PK = :p")
-            .expression_attribute_values(":p", s("p"))
-            .send()
-    };
+    let query = |client: &Client| query_p(client, &table).send();
     let raw = query(&stack.client).await.expect("query");
     assert_eq!(
         (raw.count, raw.scanned_count),
