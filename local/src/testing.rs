@@ -277,6 +277,18 @@ fn created_id(r: Reply) -> String {
 
 /// Requests as [`ALICE`], one method each, and the resources tests create as her.
 impl TestApi {
+    /// Sends a request as [`ALICE`]; `body` is sent verbatim when given.
+    pub async fn send_as_alice(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let token = Self::token(ALICE.0, ALICE.1);
+        self.send(method, path, Some(&token), body, headers).await
+    }
+
     /// `GET path` as [`ALICE`].
     pub async fn get(&self, path: &str) -> Reply {
         self.call(ALICE, Method::GET, path, None).await

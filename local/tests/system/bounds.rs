@@ -531,10 +531,9 @@ async fn a_patch_may_set_and_remove_all_400_fields() {
     assert_eq!(r.body["version"], 3);
     // With If-Match too: a stale version is 412 and changes nothing.
     let r = api
-        .send(
+        .send_as_alice(
             Method::PATCH,
             &format!("/issues/{id}"),
-            Some(&TestApi::token("alice", "acme")),
             Some(&json!({"fields": values}).to_string()),
             &[("if-match", "\"2\"")],
         )

@@ -59,12 +59,10 @@ async fn field_values_of_every_type_are_stored_exactly() {
         f["datetime"].as_str().unwrap(),
         f["select"].as_str().unwrap()
     );
-    let token = TestApi::token("alice", "acme");
     let r = api
-        .send(
+        .send_as_alice(
             Method::POST,
             &format!("/projects/{p}/issues"),
-            Some(&token),
             Some(&body),
             &[],
         )
@@ -74,13 +72,7 @@ async fn field_values_of_every_type_are_stored_exactly() {
 
     // Read the raw text to see the number's digits, not a float's.
     let r = api
-        .send(
-            Method::GET,
-            &format!("/issues/{id}"),
-            Some(&token),
-            None,
-            &[],
-        )
+        .send_as_alice(Method::GET, &format!("/issues/{id}"), None, &[])
         .await;
     assert!(
         r.text.contains(":123456789012345678901234567890.12345678"),
@@ -101,7 +93,6 @@ async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() 
     let api = TestApi::start().await;
     let p = api.project("p").await;
     let n = api.field(&p, json!({"name": "n", "type": "number"})).await;
-    let token = TestApi::token("alice", "acme");
     for (input, expected) in [
         (
             "9.9999999999999999999999999999999999999E+125",
@@ -127,10 +118,9 @@ async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() 
     ] {
         let body = format!(r#"{{"title":"t","fields":{{"{n}":{input}}}}}"#);
         let r = api
-            .send(
+            .send_as_alice(
                 Method::POST,
                 &format!("/projects/{p}/issues"),
-                Some(&token),
                 Some(&body),
                 &[],
             )
@@ -138,13 +128,7 @@ async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() 
         assert_eq!(r.status, StatusCode::CREATED, "{input}: {:?}", r.body);
         let id = r.body["id"].as_str().unwrap();
         let r = api
-            .send(
-                Method::GET,
-                &format!("/issues/{id}"),
-                Some(&token),
-                None,
-                &[],
-            )
+            .send_as_alice(Method::GET, &format!("/issues/{id}"), None, &[])
             .await;
         assert!(
             r.text.contains(&format!("\"{n}\":{expected}")),
@@ -215,13 +199,11 @@ async fn a_stale_if_match_is_412_and_changes_nothing() {
     let p = api.project("p").await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
-    let token = TestApi::token("alice", "acme");
 
     let r = api
-        .send(
+        .send_as_alice(
             Method::PATCH,
             &path,
-            Some(&token),
             Some(r#"{"title":"a"}"#),
             &[("if-match", "\"1\"")],
         )
@@ -230,10 +212,9 @@ async fn a_stale_if_match_is_412_and_changes_nothing() {
     let before = api.records_snapshot().await;
     for stale in ["\"1\"", "1", "W/\"1\"", "garbage"] {
         let r = api
-            .send(
+            .send_as_alice(
                 Method::PATCH,
                 &path,
-                Some(&token),
                 Some(r#"{"title":"b"}"#),
                 &[("if-match", stale)],
             )
@@ -244,10 +225,9 @@ async fn a_stale_if_match_is_412_and_changes_nothing() {
     assert_eq!(api.records_snapshot().await, before);
     // Bare current version works too.
     let r = api
-        .send(
+        .send_as_alice(
             Method::PATCH,
             &path,
-            Some(&token),
             Some(r#"{"title":"c"}"#),
             &[("if-match", "2")],
         )
