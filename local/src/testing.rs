@@ -187,6 +187,28 @@ impl TestApi {
         }
     }
 
+    /// Writes `item` straight into the records table, as an admin would (no Gridline check).
+    pub async fn put_record(&self, item: Item) -> Result<(), aws_sdk_dynamodb::Error> {
+        self.stack
+            .client
+            .put_item()
+            .table_name(&self.stack.tables.records)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(aws_sdk_dynamodb::Error::from)
+    }
+
+    /// Creates `n` teams as [`ALICE`], named `t0`, `t1`, …, and returns their ids.
+    pub async fn teams(&self, n: usize) -> Vec<String> {
+        let mut teams = Vec::new();
+        for i in 0..n {
+            teams.push(self.team(&format!("t{i}")).await);
+        }
+        teams
+    }
+
     /// Counts the items in the records table: tests use it to prove a rejected request wrote nothing.
     pub async fn record_count(&self) -> usize {
         self.scan_all(&self.stack.tables.records).await.len()

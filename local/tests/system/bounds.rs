@@ -208,10 +208,7 @@ async fn a_field_created_just_now_validates_in_the_next_write() {
 #[tokio::test]
 async fn a_user_belongs_to_at_most_50_teams() {
     let api = TestApi::start().await;
-    let mut teams = Vec::new();
-    for i in 0..52 {
-        teams.push(api.team(&format!("t{i}")).await);
-    }
+    let teams = api.teams(52).await;
     for t in &teams[..50] {
         assert_eq!(api.join(t, "bob").await, StatusCode::NO_CONTENT);
     }
@@ -249,10 +246,7 @@ async fn a_user_belongs_to_at_most_50_teams() {
 #[tokio::test]
 async fn concurrent_memberships_never_exceed_50() {
     let api = TestApi::start().await;
-    let mut teams = Vec::new();
-    for i in 0..60 {
-        teams.push(api.team(&format!("t{i}")).await);
-    }
+    let teams = api.teams(60).await;
     for t in &teams[..45] {
         assert_eq!(api.join(t, "bob").await, StatusCode::NO_CONTENT);
     }
@@ -272,11 +266,9 @@ async fn concurrent_memberships_never_exceed_50() {
 async fn my_teams_issues_cursors_stay_under_2_kb_with_50_teams() {
     let api = TestApi::start().await;
     let p = api.project("p").await;
-    let mut teams = Vec::new();
-    for i in 0..50 {
-        let t = api.team(&format!("t{i}")).await;
-        assert_eq!(api.join(&t, "alice").await, StatusCode::NO_CONTENT);
-        teams.push(t);
+    let teams = api.teams(50).await;
+    for t in &teams {
+        assert_eq!(api.join(t, "alice").await, StatusCode::NO_CONTENT);
     }
     let mut rng = StdRng::seed_from_u64(11);
     let mut expected = BTreeSet::new();
@@ -598,15 +590,7 @@ async fn rewrite_with(api: &TestApi, id: &str, field: &str, extra: &str) -> Resu
         panic!("the filler")
     };
     text.push_str(extra);
-    api.stack
-        .client
-        .put_item()
-        .table_name(&api.stack.tables.records)
-        .set_item(Some(item))
-        .send()
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("{:?}", aws_sdk_dynamodb::Error::from(e)))
+    api.put_record(item).await.map_err(|e| format!("{e:?}"))
 }
 
 #[tokio::test]

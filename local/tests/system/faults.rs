@@ -114,14 +114,7 @@ async fn a_malformed_record_is_parked_and_does_not_block_the_shard() {
             aws_sdk_dynamodb::types::AttributeValue::S(v.into()),
         );
     }
-    api.stack
-        .client
-        .put_item()
-        .table_name(&api.stack.tables.records)
-        .set_item(Some(item))
-        .send()
-        .await
-        .unwrap();
+    api.put_record(item).await.unwrap();
     let good = api.issue(&p, json!({"title": "after the poison"})).await;
     api.sync().await;
     assert_eq!(
