@@ -209,6 +209,19 @@ impl TestApi {
         teams
     }
 
+    /// The records table as the engine describes it.
+    pub async fn records_table(&self) -> aws_sdk_dynamodb::types::TableDescription {
+        self.stack
+            .client
+            .describe_table()
+            .table_name(&self.stack.tables.records)
+            .send()
+            .await
+            .expect("describe the records table")
+            .table
+            .expect("the records table")
+    }
+
     /// Counts the items in the records table: tests use it to prove a rejected request wrote nothing.
     pub async fn record_count(&self) -> usize {
         self.scan_all(&self.stack.tables.records).await.len()

@@ -10,6 +10,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
+use crate::support::delete_twice;
+
 const KB64: usize = 64 * 1024;
 
 fn user(i: usize) -> String {
@@ -165,14 +167,7 @@ async fn field_definitions_are_capped_at_64_kb_per_project() {
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
 
     // A deleted field gives its bytes back.
-    let r = api
-        .delete(&format!("/projects/{p}/fields/{}", ids[0]))
-        .await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT);
-    let r = api
-        .delete(&format!("/projects/{p}/fields/{}", ids[0]))
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    delete_twice(&api, &format!("/projects/{p}/fields/{}", ids[0])).await;
     api.field(&p, select(&name, 100, 100, 'h')).await;
     let r = api
         .post(
@@ -222,14 +217,7 @@ async fn a_user_belongs_to_at_most_50_teams() {
     assert_eq!(api.record_count().await, before);
     // Another user is not affected; leaving a team makes room.
     assert_eq!(api.join(&teams[50], "carol").await, StatusCode::NO_CONTENT);
-    let r = api
-        .delete(&format!("/teams/{}/members/bob", teams[7]))
-        .await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT);
-    let r = api
-        .delete(&format!("/teams/{}/members/bob", teams[7]))
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    delete_twice(&api, &format!("/teams/{}/members/bob", teams[7])).await;
     assert_eq!(api.join(&teams[50], "bob").await, StatusCode::NO_CONTENT);
     assert_eq!(api.join(&teams[51], "bob").await, StatusCode::CONFLICT);
     let r = api

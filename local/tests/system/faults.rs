@@ -416,17 +416,7 @@ async fn read_stream(
     only_issues: bool,
 ) -> Vec<aws_sdk_dynamodbstreams::types::Record> {
     let streams = gridline_local::stream::streams_client(&api.stack.endpoint).await;
-    let arn = api
-        .stack
-        .client
-        .describe_table()
-        .table_name(&api.stack.tables.records)
-        .send()
-        .await
-        .unwrap()
-        .table
-        .and_then(|t| t.latest_stream_arn)
-        .unwrap();
+    let arn = api.records_table().await.latest_stream_arn.unwrap();
     let desc = streams
         .describe_stream()
         .stream_arn(&arn)

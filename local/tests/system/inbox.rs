@@ -9,6 +9,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
+use crate::support::delete_twice;
+
 const BOB: (&str, &str) = ("bob", "acme");
 
 /// Adds `user` to `team`, which must succeed.
@@ -161,10 +163,7 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
     );
     assert_eq!(r.body["version"], 3);
     assert!(r.body["updated_at"].as_str() > issue["updated_at"].as_str());
-    let r = api.delete(&format!("{path}/participants/user/bob")).await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT);
-    let r = api.delete(&format!("{path}/participants/user/bob")).await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    delete_twice(&api, &format!("{path}/participants/user/bob")).await;
     assert_eq!(
         api.get(&path).await.body["participants"]
             .as_array()

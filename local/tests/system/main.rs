@@ -22,5 +22,6 @@ mod limits;
 mod observability;
 mod projects;
 mod secret;
+mod support;
 mod tenancy;
 mod text;
