@@ -116,6 +116,14 @@ impl TestApi {
         }
     }
 
+    /// A fresh engine with fresh tables and one project of Alice's, named `name`: the stack
+    /// and the project's id.
+    pub async fn with_project(name: &str) -> (Self, String) {
+        let api = Self::start().await;
+        let project = api.project(name).await;
+        (api, project)
+    }
+
     /// Runs the indexer over everything the stream holds, as the event source mapping would.
     pub async fn sync(&self) {
         self.poller

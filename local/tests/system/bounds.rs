@@ -36,8 +36,7 @@ async fn put_participant(api: &TestApi, issue: &str, id: &str, role: &str) -> St
 
 #[tokio::test]
 async fn an_issue_has_at_most_100_participants() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
 
     // A create listing 101 is 400, naming `participants`, and writes nothing.
     let before = api.record_count().await;
@@ -99,8 +98,7 @@ async fn an_issue_has_at_most_100_participants() {
 
 #[tokio::test]
 async fn concurrent_participant_puts_never_make_101() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api
         .issue(
             &p,
@@ -134,8 +132,7 @@ fn select(name: &str, n: usize, len: usize, tag: char) -> Value {
 
 #[tokio::test]
 async fn field_definitions_are_capped_at_64_kb_per_project() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     // Six fields of 128 + 100 × 100 bytes, then one filling the rest exactly.
     let name = "n".repeat(128);
     let mut ids = Vec::new();
@@ -180,8 +177,7 @@ async fn field_definitions_are_capped_at_64_kb_per_project() {
 
 #[tokio::test]
 async fn a_field_created_just_now_validates_in_the_next_write() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let id = issue["id"].as_str().unwrap();
     for i in 0..5 {
@@ -252,8 +248,7 @@ async fn concurrent_memberships_never_exceed_50() {
 
 #[tokio::test]
 async fn my_teams_issues_cursors_stay_under_2_kb_with_50_teams() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let teams = api.teams(50).await;
     for t in &teams {
         assert_eq!(api.join(t, "alice").await, StatusCode::NO_CONTENT);
@@ -332,8 +327,7 @@ async fn pages(api: &TestApi, path: &str, limit: usize) -> Vec<Vec<Value>> {
 
 #[tokio::test]
 async fn display_name_lookups_are_bounded_per_page() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     // Some users have names; each issue has 100 participants, 99 of them its own.
     for i in [0usize, 150, 399, 1100] {
         let who = user(i);
@@ -415,8 +409,7 @@ async fn display_name_lookups_are_bounded_per_page() {
 
 #[tokio::test]
 async fn the_grid_prefix_is_1_to_256_characters() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let f = api.field(&p, json!({"name": "t", "type": "text"})).await;
     let long = "\u{1F600}".repeat(256);
     api.issue(&p, json!({"title": &long, "fields": {&f: &long}}))
@@ -487,8 +480,7 @@ async fn four_hundred_fields(api: &TestApi, p: &str) -> BTreeMap<String, Value> 
 
 #[tokio::test]
 async fn a_patch_may_set_and_remove_all_400_fields() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let values = four_hundred_fields(&api, &p).await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let id = issue["id"].as_str().unwrap();
@@ -525,8 +517,7 @@ async fn a_patch_may_set_and_remove_all_400_fields() {
 
 #[tokio::test]
 async fn large_concurrent_patches_to_different_fields_both_survive() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let values = four_hundred_fields(&api, &p).await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let id = issue["id"].as_str().unwrap();
@@ -583,8 +574,7 @@ async fn rewrite_with(api: &TestApi, id: &str, field: &str, extra: &str) -> Resu
 
 #[tokio::test]
 async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let mut fields = Vec::new();
     for i in 0..100 {
         fields.push(
@@ -685,8 +675,7 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
 async fn deleting_a_field_of_a_project_from_before_the_byte_count_keeps_it_readable() {
     // A project deployed before the byte count existed has none: deleting its fields must not
     // drive a count below zero (which would no longer read back as a project).
-    let api = TestApi::start().await;
-    let p = api.project("legacy").await;
+    let (api, p) = TestApi::with_project("legacy").await;
     let f = api
         .field(&p, json!({"name": "Points", "type": "number"}))
         .await;

@@ -99,8 +99,7 @@ async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_rep
 
 #[tokio::test]
 async fn a_malformed_record_is_parked_and_does_not_block_the_shard() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     // An issue item the API would never write (no version): the indexer cannot read it.
     let mut item = std::collections::HashMap::new();
     for (k, v) in [
@@ -268,8 +267,7 @@ async fn poisoned(
 
 #[tokio::test]
 async fn an_issue_that_fails_for_good_is_parked_and_its_neighbours_are_indexed() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let poison = std::sync::Arc::new(Poison::default());
     let mut poller = poisoned(&api, &poison).await;
     poller.emit_metrics = false;
@@ -327,8 +325,7 @@ use serde_json::Value;
 #[tokio::test]
 async fn a_transient_failure_is_reported_at_its_sequence_number_and_the_rest_dead_letters_as_lambda_does()
  {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let poison = std::sync::Arc::new(Poison::default());
     let store = Store::new(
         poison.client(&api.stack.function_client("IndexerFunction")),

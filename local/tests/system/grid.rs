@@ -120,8 +120,7 @@ async fn current_issues(api: &TestApi, project: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn issues_sort_by_a_custom_field_with_missing_values_last_in_both_orders() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let pts = api
         .field(&p, json!({"name": "points", "type": "number"}))
         .await;
@@ -176,8 +175,7 @@ async fn issues_sort_by_a_custom_field_with_missing_values_last_in_both_orders()
 
 #[tokio::test]
 async fn title_prefix_and_state_filters_are_key_conditions() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let mut ids = Vec::new();
     for (title, state) in [
         ("Apple", "open"),
@@ -216,8 +214,7 @@ async fn title_prefix_and_state_filters_are_key_conditions() {
 
 #[tokio::test]
 async fn bad_grid_parameters_are_rejected() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let n = api.field(&p, json!({"name": "n", "type": "number"})).await;
     for q in [
         "sort=nope".to_string(),
@@ -252,8 +249,7 @@ async fn bad_grid_parameters_are_rejected() {
 
 #[tokio::test]
 async fn a_grid_cursor_is_bound_to_its_parameters_and_tenant() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     for i in 0..3 {
         api.issue(&p, json!({"title": format!("t{i}")})).await;
     }
@@ -292,8 +288,7 @@ async fn a_grid_cursor_is_bound_to_its_parameters_and_tenant() {
 async fn random_histories_converge_and_page_in_reference_order() {
     for seed in [1u64, 2, 3] {
         let mut rng = StdRng::seed_from_u64(seed);
-        let api = TestApi::start().await;
-        let p = api.project("p").await;
+        let (api, p) = TestApi::with_project("p").await;
         let options: Vec<String> = vec!["low".into(), "mid".into(), "high".into()];
         let mut fields: Vec<(String, &str)> = Vec::new();
         for t in ["text", "number", "date", "datetime", "select", "number"] {

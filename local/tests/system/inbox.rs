@@ -139,8 +139,7 @@ async fn profiles_start_without_a_name() {
 
 #[tokio::test]
 async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
     let r = api
@@ -363,8 +362,7 @@ struct P {
 async fn random_histories_give_exact_inboxes() {
     for seed in [5u64, 6, 7] {
         let mut rng = StdRng::seed_from_u64(seed);
-        let api = TestApi::start().await;
-        let p = api.project("p").await;
+        let (api, p) = TestApi::with_project("p").await;
         let teams = [
             api.team("T1").await,
             api.team("T2").await,

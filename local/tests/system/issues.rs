@@ -25,8 +25,7 @@ async fn project_with_fields(api: &TestApi) -> (String, Value) {
 
 #[tokio::test]
 async fn an_issue_is_created_with_the_next_number_and_the_caller_as_reporter() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let first = api.issue(&p, json!({"title": "one"})).await;
     let second = api
         .issue(&p, json!({"title": "two", "state": "closed"}))
@@ -90,8 +89,7 @@ async fn field_values_of_every_type_are_stored_exactly() {
 
 #[tokio::test]
 async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let n = api.field(&p, json!({"name": "n", "type": "number"})).await;
     for (input, expected) in [
         (
@@ -140,8 +138,7 @@ async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() 
 
 #[tokio::test]
 async fn get_returns_an_etag_of_the_version() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api
         .issue(&p, json!({"title": "t", "description": "long text"}))
         .await;
@@ -195,8 +192,7 @@ async fn patch_is_a_json_merge_patch() {
 
 #[tokio::test]
 async fn a_stale_if_match_is_412_and_changes_nothing() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
 
@@ -238,8 +234,7 @@ async fn a_stale_if_match_is_412_and_changes_nothing() {
 
 #[tokio::test]
 async fn deleting_an_issue_removes_it_and_its_description() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api
         .issue(&p, json!({"title": "t", "description": "d"}))
         .await;
@@ -257,8 +252,7 @@ async fn deleting_an_issue_removes_it_and_its_description() {
 
 #[tokio::test]
 async fn the_description_lives_in_its_own_item() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let before = api.record_count().await;
     api.issue(&p, json!({"title": "no description"})).await;
     assert_eq!(api.record_count().await, before + 1);
@@ -272,8 +266,7 @@ async fn the_description_lives_in_its_own_item() {
 
 #[tokio::test]
 async fn a_deleted_fields_values_disappear_from_issues_at_once() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let f = api.field(&p, json!({"name": "n", "type": "number"})).await;
     let g = api.field(&p, json!({"name": "t", "type": "text"})).await;
     let issue = api
@@ -290,8 +283,7 @@ async fn a_deleted_fields_values_disappear_from_issues_at_once() {
 
 #[tokio::test]
 async fn participants_in_the_create_body_are_kept_and_the_creator_can_choose_a_role() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api
         .issue(
             &p,

@@ -32,8 +32,7 @@ fn records(buffer: &Buffer) -> Vec<Value> {
 
 #[tokio::test]
 async fn each_request_logs_its_route_tenant_and_calls_and_no_secrets() {
-    let api = TestApi::start().await;
-    let project = api.project("Observed").await;
+    let (api, project) = TestApi::with_project("Observed").await;
     let field = api
         .field(&project, json!({"name": "Secret", "type": "text"}))
         .await;

@@ -74,8 +74,7 @@ async fn limit_outside_one_to_a_hundred_is_rejected() {
 
 #[tokio::test]
 async fn fields_of_every_type_are_created_listed_and_deleted() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let mut ids = Vec::new();
     for t in ["text", "number", "date", "datetime"] {
         ids.push(api.field(&p, json!({"name": t, "type": t})).await);
@@ -106,8 +105,7 @@ async fn fields_of_every_type_are_created_listed_and_deleted() {
 
 #[tokio::test]
 async fn a_cursor_is_bound_to_its_route_and_parameters() {
-    let api = TestApi::start().await;
-    let p1 = api.project("one").await;
+    let (api, p1) = TestApi::with_project("one").await;
     let p2 = api.project("two").await;
     for p in [&p1, &p2] {
         for i in 0..3 {
@@ -141,8 +139,7 @@ async fn a_cursor_is_bound_to_its_route_and_parameters() {
 
 #[tokio::test]
 async fn the_four_hundred_and_first_field_is_a_conflict() {
-    let api = TestApi::start().await;
-    let p = api.project("big").await;
+    let (api, p) = TestApi::with_project("big").await;
     for i in 0..400 {
         api.field(&p, json!({"name": format!("f{i}"), "type": "number"}))
             .await;
