@@ -1,6 +1,6 @@
 //! Issues through the real router against the embedded engine.
 
-use gridline_local::testing::TestApi;
+use gridline_local::testing::{Reply, TestApi};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -21,6 +21,19 @@ async fn project_with_fields(api: &TestApi) -> (String, Value) {
         .await;
     ids.insert("select".into(), sel.into());
     (p, Value::Object(ids))
+}
+
+/// Creates an issue in project `p` as Alice from a body sent verbatim (exact digits).
+async fn create_raw(api: &TestApi, p: &str, body: &str) -> Reply {
+    let path = format!("/projects/{p}/issues");
+    api.send_as_alice(Method::POST, &path, Some(body), &[])
+        .await
+}
+
+/// Reads issue `id` as Alice; its `text` is the body as sent.
+async fn read_raw(api: &TestApi, id: &str) -> Reply {
+    api.send_as_alice(Method::GET, &format!("/issues/{id}"), None, &[])
+        .await
 }
 
 #[tokio::test]
@@ -58,21 +71,12 @@ async fn field_values_of_every_type_are_stored_exactly() {
         f["datetime"].as_str().unwrap(),
         f["select"].as_str().unwrap()
     );
-    let r = api
-        .send_as_alice(
-            Method::POST,
-            &format!("/projects/{p}/issues"),
-            Some(&body),
-            &[],
-        )
-        .await;
+    let r = create_raw(&api, &p, &body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     let id = r.body["id"].as_str().unwrap().to_string();
 
     // Read the raw text to see the number's digits, not a float's.
-    let r = api
-        .send_as_alice(Method::GET, &format!("/issues/{id}"), None, &[])
-        .await;
+    let r = read_raw(&api, &id).await;
     assert!(
         r.text.contains(":123456789012345678901234567890.12345678"),
         "{}",
@@ -115,19 +119,10 @@ async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() 
         ),
     ] {
         let body = format!(r#"{{"title":"t","fields":{{"{n}":{input}}}}}"#);
-        let r = api
-            .send_as_alice(
-                Method::POST,
-                &format!("/projects/{p}/issues"),
-                Some(&body),
-                &[],
-            )
-            .await;
+        let r = create_raw(&api, &p, &body).await;
         assert_eq!(r.status, StatusCode::CREATED, "{input}: {:?}", r.body);
         let id = r.body["id"].as_str().unwrap();
-        let r = api
-            .send_as_alice(Method::GET, &format!("/issues/{id}"), None, &[])
-            .await;
+        let r = read_raw(&api, &id).await;
         assert!(
             r.text.contains(&format!("\"{n}\":{expected}")),
             "{input} -> {}",
