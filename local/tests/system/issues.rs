@@ -122,7 +122,7 @@ async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() 
         let r = create_raw(&api, &p, &body).await;
         assert_eq!(r.status, StatusCode::CREATED, "{input}: {:?}", r.body);
         let id = r.body["id"].as_str().unwrap();
-        let r = read_raw(&api, &id).await;
+        let r = read_raw(&api, id).await;
         assert!(
             r.text.contains(&format!("\"{n}\":{expected}")),
             "{input} -> {}",
