@@ -41,8 +41,8 @@ async fn an_issue_has_at_most_100_participants() {
     // A create listing 101 is 400, naming `participants`, and writes nothing.
     let before = api.record_count().await;
     let r = api
-        .post(
-            &format!("/projects/{p}/issues"),
+        .post_issue(
+            &p,
             json!({"title": "t", "participants": participants((0..101).map(user))}),
         )
         .await;
@@ -51,8 +51,8 @@ async fn an_issue_has_at_most_100_participants() {
     assert_eq!(api.record_count().await, before);
     // 100 listed plus the caller would make 101 too.
     let r = api
-        .post(
-            &format!("/projects/{p}/issues"),
+        .post_issue(
+            &p,
             json!({"title": "t", "participants": participants((0..100).map(user))}),
         )
         .await;
@@ -601,7 +601,7 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
         let body = body(n);
         let api = &api;
         let p = &p;
-        async move { api.post(&format!("/projects/{p}/issues"), body).await }
+        async move { api.post_issue(&p, body).await }
     };
     // The largest filler accepted.
     let (mut lo, mut hi) = (1usize, 1024usize);
@@ -663,10 +663,7 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
         values.insert(f.clone(), json!(full));
     }
     let r = api
-        .post(
-            &format!("/projects/{p}/issues"),
-            json!({"title": "t", "fields": values}),
-        )
+        .post_issue(&p, json!({"title": "t", "fields": values}))
         .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
 }

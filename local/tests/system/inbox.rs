@@ -171,34 +171,31 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
         1
     );
     // Teams must exist; roles and kinds must be known; the issue must exist.
-    let r = api
-        .put(
-            &format!("{path}/participants/team/01JDQ5S0000000000000000X99"),
-            Some(json!({"role": "watcher"})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    let r = api
-        .put(
-            &format!("{path}/participants/user/bob"),
-            Some(json!({"role": "boss"})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    let r = api
-        .put(
-            &format!("{path}/participants/robot/x"),
-            Some(json!({"role": "watcher"})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    let r = api
-        .put(
-            "/issues/01JDQ5S0000000000000000X99/participants/user/bob",
-            Some(json!({"role": "watcher"})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    for (target, role, status) in [
+        (
+            format!("{path}/participants/team/01JDQ5S0000000000000000X99"),
+            "watcher",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            format!("{path}/participants/user/bob"),
+            "boss",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            format!("{path}/participants/robot/x"),
+            "watcher",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/issues/01JDQ5S0000000000000000X99/participants/user/bob".to_string(),
+            "watcher",
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let r = api.put(&target, Some(json!({"role": role}))).await;
+        assert_eq!(r.status, status, "{target}");
+    }
 }
 
 #[tokio::test]
