@@ -601,7 +601,7 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
         let body = body(n);
         let api = &api;
         let p = &p;
-        async move { api.post_issue(&p, body).await }
+        async move { api.post_issue(p, body).await }
     };
     // The largest filler accepted.
     let (mut lo, mut hi) = (1usize, 1024usize);
