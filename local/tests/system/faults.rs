@@ -165,12 +165,7 @@ impl Poison {
         self: &std::sync::Arc<Self>,
         client: &aws_sdk_dynamodb::Client,
     ) -> aws_sdk_dynamodb::Client {
-        let config = client
-            .config()
-            .to_builder()
-            .interceptor(PoisonHandle(self.clone()))
-            .build();
-        aws_sdk_dynamodb::Client::from_conf(config)
+        gridline_local::chaos::intercepted(client, PoisonHandle(self.clone()))
     }
 
     /// Whether a write touches a poisoned issue's entries or watermark (parking it, a small
@@ -197,16 +192,7 @@ impl aws_sdk_dynamodb::config::Intercept for PoisonHandle {
         _: &aws_sdk_dynamodb::config::RuntimeComponents,
         _: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        let target = ctx
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .unwrap_or_default()
-            .to_string();
-        if !(target.ends_with("BatchWriteItem")
-            || target.ends_with("PutItem")
-            || target.ends_with("UpdateItem"))
-        {
+        if !gridline_local::chaos::is_write(&gridline_local::chaos::target(ctx.request())) {
             return Ok(());
         }
         let body = ctx

@@ -38,12 +38,7 @@ async fn a_request_outside_the_functions_policy_is_refused_as_aws_does_and_write
     let api = TestApi::start().await;
     let attempts = Attempts::default();
     let grid = api.stack.function_client("GridFunction");
-    let grid = aws_sdk_dynamodb::Client::from_conf(
-        grid.config()
-            .to_builder()
-            .interceptor(attempts.clone())
-            .build(),
-    );
+    let grid = gridline_local::chaos::intercepted(&grid, attempts.clone());
     let before = api.record_count().await;
     let err = grid
         .put_item()
