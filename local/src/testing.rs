@@ -374,12 +374,15 @@ impl TestApi {
             .status
     }
 
+    /// `POST /projects/{project_id}/fields` as [`ALICE`]: a field create, whatever it answers.
+    pub async fn post_field(&self, project_id: &str, body: Value) -> Reply {
+        self.post(&format!("/projects/{project_id}/fields"), body)
+            .await
+    }
+
     /// Creates a field as [`ALICE`] and returns its id.
     pub async fn field(&self, project_id: &str, body: Value) -> String {
-        created_id(
-            self.post(&format!("/projects/{project_id}/fields"), body)
-                .await,
-        )
+        created_id(self.post_field(project_id, body).await)
     }
 
     /// `POST /projects/{project_id}/issues` as [`ALICE`]: an issue create, whatever it answers.

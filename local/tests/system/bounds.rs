@@ -25,6 +25,11 @@ fn participants(users: impl IntoIterator<Item = String>) -> Value {
         .collect()
 }
 
+/// An issue body listing `n` participants besides its creator.
+fn with_participants(n: usize) -> Value {
+    json!({"title": "t", "participants": participants((0..n).map(user))})
+}
+
 async fn put_participant(api: &TestApi, issue: &str, id: &str, role: &str) -> StatusCode {
     api.put(
         &format!("/issues/{issue}/participants/user/{id}"),
@@ -40,31 +45,16 @@ async fn an_issue_has_at_most_100_participants() {
 
     // A create listing 101 is 400, naming `participants`, and writes nothing.
     let before = api.record_count().await;
-    let r = api
-        .post_issue(
-            &p,
-            json!({"title": "t", "participants": participants((0..101).map(user))}),
-        )
-        .await;
+    let r = api.post_issue(&p, with_participants(101)).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
     assert_eq!(r.body["errors"][0]["field"], "participants", "{}", r.text);
     assert_eq!(api.record_count().await, before);
     // 100 listed plus the caller would make 101 too.
-    let r = api
-        .post_issue(
-            &p,
-            json!({"title": "t", "participants": participants((0..100).map(user))}),
-        )
-        .await;
+    let r = api.post_issue(&p, with_participants(100)).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
 
     // 99 listed plus the caller: exactly 100.
-    let issue = api
-        .issue(
-            &p,
-            json!({"title": "t", "participants": participants((0..99).map(user))}),
-        )
-        .await;
+    let issue = api.issue(&p, with_participants(99)).await;
     assert_eq!(issue["participants"].as_array().unwrap().len(), 100);
     let id = issue["id"].as_str().unwrap();
     assert_eq!(
@@ -99,12 +89,7 @@ async fn an_issue_has_at_most_100_participants() {
 #[tokio::test]
 async fn concurrent_participant_puts_never_make_101() {
     let (api, p) = TestApi::with_project("p").await;
-    let issue = api
-        .issue(
-            &p,
-            json!({"title": "t", "participants": participants((0..89).map(user))}),
-        )
-        .await;
+    let issue = api.issue(&p, with_participants(89)).await;
     let id = issue["id"].as_str().unwrap().to_string();
     let results = futures::future::join_all((0..25).map(|i| {
         let api = &api;
@@ -147,19 +132,13 @@ async fn field_definitions_are_capped_at_64_kb_per_project() {
     // One byte more is 409, and writes nothing.
     let before = api.record_count().await;
     let r = api
-        .post(
-            &format!("/projects/{p}/fields"),
-            json!({"name": "x", "type": "number"}),
-        )
+        .post_field(&p, json!({"name": "x", "type": "number"}))
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
     assert_eq!(api.record_count().await, before);
     // Names count in UTF-8 bytes: a 1-character name of 4 bytes does not fit either.
     let r = api
-        .post(
-            &format!("/projects/{p}/fields"),
-            json!({"name": "\u{1F600}", "type": "number"}),
-        )
+        .post_field(&p, json!({"name": "\u{1F600}", "type": "number"}))
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
 
@@ -167,10 +146,7 @@ async fn field_definitions_are_capped_at_64_kb_per_project() {
     delete_twice(&api, &format!("/projects/{p}/fields/{}", ids[0])).await;
     api.field(&p, select(&name, 100, 100, 'h')).await;
     let r = api
-        .post(
-            &format!("/projects/{p}/fields"),
-            json!({"name": "x", "type": "number"}),
-        )
+        .post_field(&p, json!({"name": "x", "type": "number"}))
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
 }

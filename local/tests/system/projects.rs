@@ -146,10 +146,7 @@ async fn the_four_hundred_and_first_field_is_a_conflict() {
     }
     let before = api.record_count().await;
     let r = api
-        .post(
-            &format!("/projects/{p}/fields"),
-            json!({"name": "one more", "type": "text"}),
-        )
+        .post_field(&p, json!({"name": "one more", "type": "text"}))
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT);
     assert_eq!(api.record_count().await, before);
