@@ -395,11 +395,6 @@ impl TestApi {
     pub async fn issue(&self, project_id: &str, body: Value) -> Value {
         created(self.post_issue(project_id, body).await)
     }
-
-    /// Creates an issue as [`ALICE`] and returns its id.
-    pub async fn issue_id(&self, project_id: &str, body: Value) -> String {
-        created_id(self.post_issue(project_id, body).await)
-    }
 }
 
 impl TestApi {
