@@ -12,6 +12,7 @@ use aws_sdk_dynamodb::config::interceptors::{
 };
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
+use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
 use aws_smithy_types::body::SdkBody;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -68,12 +69,7 @@ impl Chaos {
 
     /// A client like `client` whose requests pass through this chaos.
     pub fn client(self: &Arc<Self>, client: &aws_sdk_dynamodb::Client) -> aws_sdk_dynamodb::Client {
-        let config = client
-            .config()
-            .to_builder()
-            .interceptor(ChaosHandle(self.clone()))
-            .build();
-        aws_sdk_dynamodb::Client::from_conf(config)
+        intercepted(client, ChaosHandle(self.clone()))
     }
 
     fn roll(&self) -> f64 {
@@ -81,12 +77,34 @@ impl Chaos {
     }
 }
 
-fn target(ctx: &BeforeTransmitInterceptorContextRef<'_>) -> String {
-    ctx.request()
+/// A client like `client` whose requests also pass through `interceptor` (this module's
+/// faults, or a test's own).
+pub fn intercepted(
+    client: &aws_sdk_dynamodb::Client,
+    interceptor: impl Intercept + 'static,
+) -> aws_sdk_dynamodb::Client {
+    let config = client
+        .config()
+        .to_builder()
+        .interceptor(interceptor)
+        .build();
+    aws_sdk_dynamodb::Client::from_conf(config)
+}
+
+/// The operation a request calls (`DynamoDB_20120810.PutItem`), from its `x-amz-target`.
+pub fn target(request: &HttpRequest) -> String {
+    request
         .headers()
         .get("x-amz-target")
         .unwrap_or_default()
         .to_string()
+}
+
+/// Whether the operation writes items: the requests faults are injected into.
+pub fn is_write(target: &str) -> bool {
+    target.ends_with("BatchWriteItem")
+        || target.ends_with("PutItem")
+        || target.ends_with("UpdateItem")
 }
 
 /// Interceptors are registered by value; the handle shares one `Chaos` with the test.
@@ -105,10 +123,8 @@ impl Intercept for ChaosHandle {
         _: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let chaos = &self.0;
-        let op = target(ctx);
-        let is_write =
-            op.ends_with("BatchWriteItem") || op.ends_with("PutItem") || op.ends_with("UpdateItem");
-        if !is_write {
+        let op = target(ctx.request());
+        if !is_write(&op) {
             return Ok(());
         }
         if chaos.outage.load(Ordering::Relaxed) {

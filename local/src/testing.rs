@@ -5,10 +5,13 @@ use axum::Router;
 use axum::body::Body;
 use http::{HeaderMap, Method, Request, StatusCode};
 use http_body_util::BodyExt;
-use serde_json::Value;
+use serde_json::{Value, json};
 use tower::ServiceExt;
 
 use crate::{Data, Stack, StackOptions, TableNames};
+
+/// An item as the SDK returns it.
+type Item = std::collections::HashMap<String, aws_sdk_dynamodb::types::AttributeValue>;
 
 pub const TEST_JWT_SECRET: &[u8] = b"test-jwt-secret";
 pub const TEST_CURSOR_KEY: &[u8] = b"test-cursor-key-0123456789";
@@ -113,6 +116,14 @@ impl TestApi {
         }
     }
 
+    /// A fresh engine with fresh tables and one project of Alice's, named `name`: the stack
+    /// and the project's id.
+    pub async fn with_project(name: &str) -> (Self, String) {
+        let api = Self::start().await;
+        let project = api.project(name).await;
+        (api, project)
+    }
+
     /// Runs the indexer over everything the stream holds, as the event source mapping would.
     pub async fn sync(&self) {
         self.poller
@@ -162,44 +173,77 @@ impl TestApi {
             .await
     }
 
-    /// Counts the items in the records table: tests use it to prove a rejected request wrote nothing.
-    pub async fn record_count(&self) -> usize {
-        let mut count = 0;
+    /// Every item of `table`, page after page.
+    async fn scan_all(&self, table: &str) -> Vec<Item> {
+        let mut items = Vec::new();
         let mut start = None;
         loop {
-            let out = self
+            let page = self
                 .stack
                 .client
                 .scan()
-                .table_name(&self.stack.tables.records)
+                .table_name(table)
                 .set_exclusive_start_key(start)
                 .send()
                 .await
                 .expect("scan");
-            count += out.items().len();
-            start = out.last_evaluated_key;
+            items.extend(page.items().iter().cloned());
+            start = page.last_evaluated_key;
             if start.is_none() {
-                return count;
+                return items;
             }
         }
     }
 
-    /// A snapshot of every record, for comparing before and after a rejected request.
-    pub async fn records_snapshot(&self) -> Vec<String> {
-        let out = self
-            .stack
+    /// Writes `item` straight into the records table, as an admin would (no Gridline check).
+    pub async fn put_record(&self, item: Item) -> Result<(), aws_sdk_dynamodb::Error> {
+        self.stack
             .client
-            .scan()
+            .put_item()
+            .table_name(&self.stack.tables.records)
+            .set_item(Some(item))
+            .send()
+            .await
+            .map(|_| ())
+            .map_err(aws_sdk_dynamodb::Error::from)
+    }
+
+    /// Creates `n` teams as [`ALICE`], named `t0`, `t1`, …, and returns their ids.
+    pub async fn teams(&self, n: usize) -> Vec<String> {
+        let mut teams = Vec::new();
+        for i in 0..n {
+            teams.push(self.team(&format!("t{i}")).await);
+        }
+        teams
+    }
+
+    /// The records table as the engine describes it.
+    pub async fn records_table(&self) -> aws_sdk_dynamodb::types::TableDescription {
+        self.stack
+            .client
+            .describe_table()
             .table_name(&self.stack.tables.records)
             .send()
             .await
-            .expect("scan");
-        let mut items: Vec<String> = out
-            .items()
-            .iter()
+            .expect("describe the records table")
+            .table
+            .expect("the records table")
+    }
+
+    /// Counts the items in the records table: tests use it to prove a rejected request wrote nothing.
+    pub async fn record_count(&self) -> usize {
+        self.scan_all(&self.stack.tables.records).await.len()
+    }
+
+    /// A snapshot of every record, for comparing before and after a rejected request.
+    pub async fn records_snapshot(&self) -> Vec<String> {
+        let mut items: Vec<String> = self
+            .scan_all(&self.stack.tables.records)
+            .await
+            .into_iter()
             // Through JSON, whose maps are ordered, so nested maps compare reliably.
             .map(|i| {
-                serde_dynamo::from_item::<_, Value>(i.clone())
+                serde_dynamo::from_item::<_, Value>(i)
                     .expect("an item maps to JSON")
                     .to_string()
             })
@@ -263,78 +307,93 @@ pub async fn into_reply(response: http::Response<Body>) -> Reply {
 /// The default caller of the helpers below.
 pub const ALICE: (&str, &str) = ("alice", "acme");
 
+/// The body of a `201 Created`, which the request must have got.
+fn created(r: Reply) -> Value {
+    assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
+    r.body
+}
+
+/// The `id` of a created resource.
+fn created_id(r: Reply) -> String {
+    created(r)["id"].as_str().expect("id").to_string()
+}
+
+/// Requests as [`ALICE`], one method each, and the resources tests create as her.
 impl TestApi {
+    /// Sends a request as [`ALICE`]; `body` is sent verbatim when given.
+    pub async fn send_as_alice(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&str>,
+        headers: &[(&str, &str)],
+    ) -> Reply {
+        let token = Self::token(ALICE.0, ALICE.1);
+        self.send(method, path, Some(&token), body, headers).await
+    }
+
     /// `GET path` as [`ALICE`].
     pub async fn get(&self, path: &str) -> Reply {
         self.call(ALICE, Method::GET, path, None).await
     }
 
+    /// `DELETE path` as [`ALICE`].
+    pub async fn delete(&self, path: &str) -> Reply {
+        self.call(ALICE, Method::DELETE, path, None).await
+    }
+
+    /// `POST path` with a JSON body as [`ALICE`].
+    pub async fn post(&self, path: &str, body: Value) -> Reply {
+        self.call(ALICE, Method::POST, path, Some(body)).await
+    }
+
+    /// `PATCH path` with a JSON body as [`ALICE`].
+    pub async fn patch(&self, path: &str, body: Value) -> Reply {
+        self.call(ALICE, Method::PATCH, path, Some(body)).await
+    }
+
+    /// `PUT path`, with a JSON body when given, as [`ALICE`].
+    pub async fn put(&self, path: &str, body: Option<Value>) -> Reply {
+        self.call(ALICE, Method::PUT, path, body).await
+    }
+
     /// Creates a project as [`ALICE`] and returns its id.
     pub async fn project(&self, name: &str) -> String {
-        let r = self
-            .call(
-                ALICE,
-                Method::POST,
-                "/projects",
-                Some(serde_json::json!({ "name": name })),
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-        r.body["id"].as_str().expect("id").to_string()
+        created_id(self.post("/projects", json!({ "name": name })).await)
     }
 
     /// Creates a team as [`ALICE`] and returns its id.
     pub async fn team(&self, name: &str) -> String {
-        let r = self
-            .call(
-                ALICE,
-                Method::POST,
-                "/teams",
-                Some(serde_json::json!({ "name": name })),
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-        r.body["id"].as_str().expect("id").to_string()
+        created_id(self.post("/teams", json!({ "name": name })).await)
     }
 
     /// Adds `user` to `team` as [`ALICE`]; the status it got.
     pub async fn join(&self, team: &str, user: &str) -> StatusCode {
-        self.call(
-            ALICE,
-            Method::PUT,
-            &format!("/teams/{team}/members/{user}"),
-            None,
-        )
-        .await
-        .status
+        self.put(&format!("/teams/{team}/members/{user}"), None)
+            .await
+            .status
+    }
+
+    /// `POST /projects/{project_id}/fields` as [`ALICE`]: a field create, whatever it answers.
+    pub async fn post_field(&self, project_id: &str, body: Value) -> Reply {
+        self.post(&format!("/projects/{project_id}/fields"), body)
+            .await
     }
 
     /// Creates a field as [`ALICE`] and returns its id.
     pub async fn field(&self, project_id: &str, body: Value) -> String {
-        let r = self
-            .call(
-                ALICE,
-                Method::POST,
-                &format!("/projects/{project_id}/fields"),
-                Some(body),
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-        r.body["id"].as_str().expect("id").to_string()
+        created_id(self.post_field(project_id, body).await)
+    }
+
+    /// `POST /projects/{project_id}/issues` as [`ALICE`]: an issue create, whatever it answers.
+    pub async fn post_issue(&self, project_id: &str, body: Value) -> Reply {
+        self.post(&format!("/projects/{project_id}/issues"), body)
+            .await
     }
 
     /// Creates an issue as [`ALICE`] and returns it.
     pub async fn issue(&self, project_id: &str, body: Value) -> Value {
-        let r = self
-            .call(
-                ALICE,
-                Method::POST,
-                &format!("/projects/{project_id}/issues"),
-                Some(body),
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
-        r.body
+        created(self.post_issue(project_id, body).await)
     }
 }
 
@@ -342,35 +401,20 @@ impl TestApi {
     /// Every entry of the index table (watermarks aside), as the indexer wrote it.
     pub async fn index_entries(&self) -> std::collections::BTreeSet<gridline::index::Entry> {
         let mut out = std::collections::BTreeSet::new();
-        let mut start = None;
-        loop {
-            let page = self
-                .stack
-                .client
-                .scan()
-                .table_name(&self.stack.tables.index)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .expect("scan");
-            for item in page.items() {
-                let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
-                let pk = s("PK").unwrap_or_default();
-                if pk.contains("#W#") {
-                    continue;
-                }
-                out.insert(gridline::index::Entry {
-                    pk,
-                    sk: s("SK").unwrap_or_default(),
-                    issue_id: s("issue_id").unwrap_or_default(),
-                    role: s("role"),
-                });
+        for item in self.scan_all(&self.stack.tables.index).await {
+            let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
+            let pk = s("PK").unwrap_or_default();
+            if pk.contains("#W#") {
+                continue;
             }
-            start = page.last_evaluated_key;
-            if start.is_none() {
-                return out;
-            }
+            out.insert(gridline::index::Entry {
+                pk,
+                sk: s("SK").unwrap_or_default(),
+                issue_id: s("issue_id").unwrap_or_default(),
+                role: s("role"),
+            });
         }
+        out
     }
 
     /// The entries a fresh computation from the records gives for these projects.

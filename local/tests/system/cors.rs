@@ -1,7 +1,7 @@
 //! Browser clients: preflights answered without a token, CORS headers on every answer from an
 //! allowed origin (errors included), none for any other origin.
 
-use gridline_local::testing::{ALICE, TEST_ORIGIN, TestApi};
+use gridline_local::testing::{TEST_ORIGIN, TestApi};
 use http::Method;
 
 const PREFLIGHT: [(&str, &str); 3] = [
@@ -68,20 +68,19 @@ async fn a_preflight_from_another_origin_gets_no_allow_headers() {
 #[tokio::test]
 async fn every_answer_to_an_allowed_origin_carries_the_headers_errors_included() {
     let api = TestApi::start().await;
-    let token = TestApi::token(ALICE.0, ALICE.1);
     let origin = [("origin", TEST_ORIGIN)];
     let ok = api
-        .send(Method::GET, "/projects", Some(&token), None, &origin)
+        .send_as_alice(Method::GET, "/projects", None, &origin)
         .await;
     let unauthenticated = api
         .send(Method::GET, "/projects", None, None, &origin)
         .await;
     let missing = api
-        .send(Method::GET, "/nowhere", Some(&token), None, &origin)
+        .send_as_alice(Method::GET, "/nowhere", None, &origin)
         .await;
     let big = "x".repeat(gridline::http::MAX_BODY_BYTES + 1);
     let too_large = api
-        .send(Method::POST, "/projects", Some(&token), Some(&big), &origin)
+        .send_as_alice(Method::POST, "/projects", Some(&big), &origin)
         .await;
     for (reply, status) in [
         (&ok, 200),
@@ -102,15 +101,12 @@ async fn every_answer_to_an_allowed_origin_carries_the_headers_errors_included()
         );
     }
     // Without an Origin (not a browser) or from another origin: no CORS headers.
-    let plain = api
-        .send(Method::GET, "/projects", Some(&token), None, &[])
-        .await;
+    let plain = api.send_as_alice(Method::GET, "/projects", None, &[]).await;
     assert_eq!(plain.header("access-control-allow-origin"), None);
     let other = api
-        .send(
+        .send_as_alice(
             Method::GET,
             "/projects",
-            Some(&token),
             None,
             &[("origin", "https://evil.example.net")],
         )
@@ -121,12 +117,10 @@ async fn every_answer_to_an_allowed_origin_carries_the_headers_errors_included()
 #[tokio::test]
 async fn options_without_a_preflight_header_is_not_a_route() {
     let api = TestApi::start().await;
-    let token = TestApi::token(ALICE.0, ALICE.1);
     let reply = api
-        .send(
+        .send_as_alice(
             Method::OPTIONS,
             "/projects",
-            Some(&token),
             None,
             &[("origin", TEST_ORIGIN)],
         )

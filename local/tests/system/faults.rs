@@ -9,8 +9,7 @@ use std::time::Duration;
 use gridline::index::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
-use gridline_local::testing::{ALICE, TestApi};
-use http::Method;
+use gridline_local::testing::TestApi;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
@@ -49,18 +48,15 @@ async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_rep
                         "number" => json!(rng.gen_range(-3..3)),
                         _ => json!(["x", "Y", "z"][rng.gen_range(0..3)]),
                     };
-                    api.call(
-                        ALICE,
-                        Method::PATCH,
+                    api.patch(
                         &format!("/issues/{id}"),
-                        Some(json!({"fields": {f: v}, "title": format!("p{step}")})),
+                        json!({"fields": {f: v}, "title": format!("p{step}")}),
                     )
                     .await;
                 }
                 5 if !live.is_empty() => {
                     let id = live.swap_remove(rng.gen_range(0..live.len()));
-                    api.call(ALICE, Method::DELETE, &format!("/issues/{id}"), None)
-                        .await;
+                    api.delete(&format!("/issues/{id}")).await;
                 }
                 _ => {}
             }
@@ -103,8 +99,7 @@ async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_rep
 
 #[tokio::test]
 async fn a_malformed_record_is_parked_and_does_not_block_the_shard() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     // An issue item the API would never write (no version): the indexer cannot read it.
     let mut item = std::collections::HashMap::new();
     for (k, v) in [
@@ -118,14 +113,7 @@ async fn a_malformed_record_is_parked_and_does_not_block_the_shard() {
             aws_sdk_dynamodb::types::AttributeValue::S(v.into()),
         );
     }
-    api.stack
-        .client
-        .put_item()
-        .table_name(&api.stack.tables.records)
-        .set_item(Some(item))
-        .send()
-        .await
-        .unwrap();
+    api.put_record(item).await.unwrap();
     let good = api.issue(&p, json!({"title": "after the poison"})).await;
     api.sync().await;
     assert_eq!(
@@ -177,12 +165,7 @@ impl Poison {
         self: &std::sync::Arc<Self>,
         client: &aws_sdk_dynamodb::Client,
     ) -> aws_sdk_dynamodb::Client {
-        let config = client
-            .config()
-            .to_builder()
-            .interceptor(PoisonHandle(self.clone()))
-            .build();
-        aws_sdk_dynamodb::Client::from_conf(config)
+        gridline_local::chaos::intercepted(client, PoisonHandle(self.clone()))
     }
 
     /// Whether a write touches a poisoned issue's entries or watermark (parking it, a small
@@ -209,16 +192,7 @@ impl aws_sdk_dynamodb::config::Intercept for PoisonHandle {
         _: &aws_sdk_dynamodb::config::RuntimeComponents,
         _: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        let target = ctx
-            .request()
-            .headers()
-            .get("x-amz-target")
-            .unwrap_or_default()
-            .to_string();
-        if !(target.ends_with("BatchWriteItem")
-            || target.ends_with("PutItem")
-            || target.ends_with("UpdateItem"))
-        {
+        if !gridline_local::chaos::is_write(&gridline_local::chaos::target(ctx.request())) {
             return Ok(());
         }
         let body = ctx
@@ -279,8 +253,7 @@ async fn poisoned(
 
 #[tokio::test]
 async fn an_issue_that_fails_for_good_is_parked_and_its_neighbours_are_indexed() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let poison = std::sync::Arc::new(Poison::default());
     let mut poller = poisoned(&api, &poison).await;
     poller.emit_metrics = false;
@@ -321,12 +294,7 @@ async fn an_issue_that_fails_for_good_is_parked_and_its_neighbours_are_indexed()
     // Once the cause is gone, the next change indexes it and removes its marker.
     poison.permanent.lock().unwrap().clear();
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
-            &format!("/issues/{bad_id}"),
-            Some(json!({"title": "fixed"})),
-        )
+        .patch(&format!("/issues/{bad_id}"), json!({"title": "fixed"}))
         .await;
     assert_eq!(r.status, http::StatusCode::OK);
     poller.drain().await.unwrap();
@@ -343,8 +311,7 @@ use serde_json::Value;
 #[tokio::test]
 async fn a_transient_failure_is_reported_at_its_sequence_number_and_the_rest_dead_letters_as_lambda_does()
  {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let poison = std::sync::Arc::new(Poison::default());
     let store = Store::new(
         poison.client(&api.stack.function_client("IndexerFunction")),
@@ -432,17 +399,7 @@ async fn read_stream(
     only_issues: bool,
 ) -> Vec<aws_sdk_dynamodbstreams::types::Record> {
     let streams = gridline_local::stream::streams_client(&api.stack.endpoint).await;
-    let arn = api
-        .stack
-        .client
-        .describe_table()
-        .table_name(&api.stack.tables.records)
-        .send()
-        .await
-        .unwrap()
-        .table
-        .and_then(|t| t.latest_stream_arn)
-        .unwrap();
+    let arn = api.records_table().await.latest_stream_arn.unwrap();
     let desc = streams
         .describe_stream()
         .stream_arn(&arn)

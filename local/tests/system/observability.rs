@@ -32,8 +32,7 @@ fn records(buffer: &Buffer) -> Vec<Value> {
 
 #[tokio::test]
 async fn each_request_logs_its_route_tenant_and_calls_and_no_secrets() {
-    let api = TestApi::start().await;
-    let project = api.project("Observed").await;
+    let (api, project) = TestApi::with_project("Observed").await;
     let field = api
         .field(&project, json!({"name": "Secret", "type": "text"}))
         .await;
@@ -59,10 +58,9 @@ async fn each_request_logs_its_route_tenant_and_calls_and_no_secrets() {
 
     let token = TestApi::token(ALICE.0, ALICE.1);
     let got = api
-        .send(
+        .send_as_alice(
             Method::GET,
             &format!("/issues/{issue_id}"),
-            Some(&token),
             None,
             &[("x-request-id", "req-123")],
         )
@@ -70,10 +68,9 @@ async fn each_request_logs_its_route_tenant_and_calls_and_no_secrets() {
     assert_eq!(got.status, 200);
     assert_eq!(got.header("x-request-id"), Some("req-123"));
     let patched = api
-        .send(
+        .send_as_alice(
             Method::PATCH,
             &format!("/issues/{issue_id}"),
-            Some(&token),
             Some(&json!({"fields": {field.clone(): "another-hush"}}).to_string()),
             &[],
         )

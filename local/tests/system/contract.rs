@@ -188,14 +188,7 @@ fn the_indexers_stream_filter_selects_issues_and_field_definitions_by_key() {
 async fn the_local_tables_take_the_templates_stream_projection_and_ttl() {
     let api = gridline_local::testing::TestApi::start().await;
     let client = &api.stack.client;
-    let records = client
-        .describe_table()
-        .table_name(&api.stack.tables.records)
-        .send()
-        .await
-        .unwrap()
-        .table
-        .unwrap();
+    let records = api.records_table().await;
     assert_eq!(
         records
             .stream_specification()

@@ -38,12 +38,7 @@ async fn a_request_outside_the_functions_policy_is_refused_as_aws_does_and_write
     let api = TestApi::start().await;
     let attempts = Attempts::default();
     let grid = api.stack.function_client("GridFunction");
-    let grid = aws_sdk_dynamodb::Client::from_conf(
-        grid.config()
-            .to_builder()
-            .interceptor(attempts.clone())
-            .build(),
-    );
+    let grid = gridline_local::chaos::intercepted(&grid, attempts.clone());
     let before = api.record_count().await;
     let err = grid
         .put_item()
@@ -196,76 +191,74 @@ async fn every_grant_of_the_template_is_used_by_some_route_or_the_indexer() {
     );
 }
 
-async fn ok(
-    api: &TestApi,
-    user: (&str, &str),
-    method: Method,
-    path: &str,
-    body: Option<serde_json::Value>,
-) -> serde_json::Value {
-    let r = api.call(user, method.clone(), path, body).await;
-    assert!(
-        r.status.is_success(),
-        "{method} {path}: {} {}",
-        r.status,
-        r.text
-    );
-    r.body
+/// Requests as one user that must succeed, each answering with its body.
+struct Caller<'a> {
+    api: &'a TestApi,
+    user: (&'a str, &'a str),
+}
+
+impl Caller<'_> {
+    async fn ok(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<serde_json::Value>,
+    ) -> serde_json::Value {
+        let r = self.api.call(self.user, method.clone(), path, body).await;
+        assert!(
+            r.status.is_success(),
+            "{method} {path}: {} {}",
+            r.status,
+            r.text
+        );
+        r.body
+    }
+
+    async fn get(&self, path: &str) -> serde_json::Value {
+        self.ok(Method::GET, path, None).await
+    }
+
+    async fn delete(&self, path: &str) -> serde_json::Value {
+        self.ok(Method::DELETE, path, None).await
+    }
+
+    async fn post(&self, path: &str, body: serde_json::Value) -> serde_json::Value {
+        self.ok(Method::POST, path, Some(body)).await
+    }
+
+    async fn patch(&self, path: &str, body: serde_json::Value) -> serde_json::Value {
+        self.ok(Method::PATCH, path, Some(body)).await
+    }
+
+    async fn put(&self, path: &str, body: Option<serde_json::Value>) -> serde_json::Value {
+        self.ok(Method::PUT, path, body).await
+    }
 }
 
 /// Every route, the indexer over each kind of change, and the grid and inbox reads of what it
 /// wrote.
 async fn workload(api: &TestApi) {
-    const BOB: (&str, &str) = ("bob", "acme");
-    ok(
+    let alice = Caller { api, user: ALICE };
+    let bob = Caller {
         api,
-        ALICE,
-        Method::PUT,
-        "/me",
-        Some(json!({"display_name": "Alice"})),
-    )
-    .await;
-    ok(
-        api,
-        BOB,
-        Method::PUT,
-        "/me",
-        Some(json!({"display_name": "Bob"})),
-    )
-    .await;
-    ok(api, ALICE, Method::GET, "/me", None).await;
-    let team = ok(
-        api,
-        ALICE,
-        Method::POST,
-        "/teams",
-        Some(json!({"name": "core"})),
-    )
-    .await;
+        user: ("bob", "acme"),
+    };
+    alice
+        .put("/me", Some(json!({"display_name": "Alice"})))
+        .await;
+    bob.put("/me", Some(json!({"display_name": "Bob"}))).await;
+    alice.get("/me").await;
+    let team = alice.post("/teams", json!({"name": "core"})).await;
     let team = team["id"].as_str().unwrap().to_string();
-    ok(api, ALICE, Method::GET, &format!("/teams/{team}"), None).await;
-    ok(
-        api,
-        ALICE,
-        Method::PUT,
-        &format!("/teams/{team}/members/bob"),
-        None,
-    )
-    .await;
-    ok(
-        api,
-        ALICE,
-        Method::GET,
-        &format!("/teams/{team}/members"),
-        None,
-    )
-    .await;
-    ok(api, BOB, Method::GET, "/me/teams", None).await;
-    ok(api, ALICE, Method::GET, "/users/bob/teams", None).await;
+    alice.get(&format!("/teams/{team}")).await;
+    alice.put(&format!("/teams/{team}/members/bob"), None).await;
+    alice.get(&format!("/teams/{team}/members")).await;
+    bob.get("/me/teams").await;
+    alice.get("/users/bob/teams").await;
 
     let p = api.project("guarded").await;
-    ok(api, ALICE, Method::GET, "/projects", None).await;
-    ok(api, ALICE, Method::GET, &format!("/projects/{p}"), None).await;
+    alice.get("/projects").await;
+    alice.get(&format!("/projects/{p}")).await;
     let n = api
         .field(&p, json!({"name": "points", "type": "number"}))
         .await;
@@ -278,14 +271,7 @@ async fn workload(api: &TestApi) {
             json!({"name": "sev", "type": "select", "options": ["low", "high"]}),
         )
         .await;
-    ok(
-        api,
-        ALICE,
-        Method::GET,
-        &format!("/projects/{p}/fields"),
-        None,
-    )
-    .await;
+    alice.get(&format!("/projects/{p}/fields")).await;
 
     let mut issues = Vec::new();
     for i in 0..4 {
@@ -300,60 +286,40 @@ async fn workload(api: &TestApi) {
     }
     api.sync().await;
     let first = &issues[0];
-    ok(api, ALICE, Method::GET, &format!("/issues/{first}"), None).await;
-    ok(
-        api,
-        ALICE,
-        Method::PATCH,
-        &format!("/issues/{first}"),
-        Some(json!({"title": "renamed", "fields": {n.clone(): 9}})),
-    )
-    .await;
-    ok(
-        api,
-        ALICE,
-        Method::PUT,
-        &format!("/issues/{first}/participants/user/bob"),
-        Some(json!({"role": "assignee"})),
-    )
-    .await;
-    ok(
-        api,
-        ALICE,
-        Method::PUT,
-        &format!("/issues/{first}/participants/team/{team}"),
-        Some(json!({"role": "watcher"})),
-    )
-    .await;
+    alice.get(&format!("/issues/{first}")).await;
+    alice
+        .patch(
+            &format!("/issues/{first}"),
+            json!({"title": "renamed", "fields": {n.clone(): 9}}),
+        )
+        .await;
+    alice
+        .put(
+            &format!("/issues/{first}/participants/user/bob"),
+            Some(json!({"role": "assignee"})),
+        )
+        .await;
+    alice
+        .put(
+            &format!("/issues/{first}/participants/team/{team}"),
+            Some(json!({"role": "watcher"})),
+        )
+        .await;
     api.sync().await;
-    ok(
-        api,
-        ALICE,
-        Method::PATCH,
-        &format!("/issues/{}", issues[2]),
-        Some(json!({"state": "closed"})),
-    )
-    .await;
+    alice
+        .patch(
+            &format!("/issues/{}", issues[2]),
+            json!({"state": "closed"}),
+        )
+        .await;
     api.sync().await;
-    let mine = ok(api, BOB, Method::GET, "/me/issues", None).await;
+    let mine = bob.get("/me/issues").await;
     assert_eq!(mine["items"].as_array().map(Vec::len), Some(1), "{mine}");
-    ok(api, BOB, Method::GET, "/me/teams/issues", None).await;
-    ok(
-        api,
-        ALICE,
-        Method::GET,
-        &format!("/teams/{team}/issues"),
-        None,
-    )
-    .await;
-    ok(
-        api,
-        ALICE,
-        Method::DELETE,
-        &format!("/issues/{first}/participants/user/bob"),
-        None,
-    )
-    .await;
+    bob.get("/me/teams/issues").await;
+    alice.get(&format!("/teams/{team}/issues")).await;
+    alice
+        .delete(&format!("/issues/{first}/participants/user/bob"))
+        .await;
 
     for q in [
         "limit=2".to_string(),
@@ -362,58 +328,18 @@ async fn workload(api: &TestApi) {
         "state=open".into(),
         format!("sort={t}&prefix=x"),
     ] {
-        let page = ok(
-            api,
-            ALICE,
-            Method::GET,
-            &format!("/projects/{p}/issues?{q}"),
-            None,
-        )
-        .await;
+        let page = alice.get(&format!("/projects/{p}/issues?{q}")).await;
         if let Some(c) = page["next_cursor"].as_str() {
-            ok(
-                api,
-                ALICE,
-                Method::GET,
-                &format!("/projects/{p}/issues?{q}&cursor={c}"),
-                None,
-            )
-            .await;
+            alice
+                .get(&format!("/projects/{p}/issues?{q}&cursor={c}"))
+                .await;
         }
     }
-    ok(
-        api,
-        ALICE,
-        Method::DELETE,
-        &format!("/projects/{p}/fields/{t}"),
-        None,
-    )
-    .await;
-    ok(
-        api,
-        ALICE,
-        Method::DELETE,
-        &format!("/issues/{}", issues[1]),
-        None,
-    )
-    .await;
-    ok(
-        api,
-        ALICE,
-        Method::DELETE,
-        &format!("/teams/{team}/members/bob"),
-        None,
-    )
-    .await;
+    alice.delete(&format!("/projects/{p}/fields/{t}")).await;
+    alice.delete(&format!("/issues/{}", issues[1])).await;
+    alice.delete(&format!("/teams/{team}/members/bob")).await;
     api.sync().await;
-    ok(
-        api,
-        ALICE,
-        Method::GET,
-        &format!("/projects/{p}/issues?sort={n}"),
-        None,
-    )
-    .await;
+    alice.get(&format!("/projects/{p}/issues?sort={n}")).await;
     api.assert_index_matches_records("acme", &[p]).await;
     assert_eq!(api.dead_letters().await, 0);
 }

@@ -47,11 +47,11 @@ fn each_function_gets_its_timeout_from_the_template() {
     assert!(gateway::function_timeout("NoSuchFunction").is_err());
 }
 
-#[tokio::test]
-async fn a_function_past_its_timeout_is_a_502_problem() {
-    let router = gateway::with_limits(app(), limits(50, 1_000));
+/// `GET /slow` under `limits` is answered with `status` and a problem body.
+async fn slow_is_a_problem(limits: Limits, status: u16) {
+    let router = gateway::with_limits(app(), limits);
     let reply = send(router, Method::GET, "/slow", None, None, &[]).await;
-    assert_eq!(reply.status, 502, "{}", reply.text);
+    assert_eq!(reply.status, status, "{}", reply.text);
     assert_eq!(
         reply.header("content-type"),
         Some("application/problem+json")
@@ -59,15 +59,14 @@ async fn a_function_past_its_timeout_is_a_502_problem() {
 }
 
 #[tokio::test]
+async fn a_function_past_its_timeout_is_a_502_problem() {
+    slow_is_a_problem(limits(50, 1_000), 502).await;
+}
+
+#[tokio::test]
 async fn past_api_gateways_timeout_is_a_504_problem() {
     // A function allowed longer than API Gateway waits.
-    let router = gateway::with_limits(app(), limits(1_000, 50));
-    let reply = send(router, Method::GET, "/slow", None, None, &[]).await;
-    assert_eq!(reply.status, 504, "{}", reply.text);
-    assert_eq!(
-        reply.header("content-type"),
-        Some("application/problem+json")
-    );
+    slow_is_a_problem(limits(1_000, 50), 504).await;
 }
 
 #[tokio::test]

@@ -4,11 +4,13 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use gridline_local::testing::{ALICE, TestApi};
+use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
+
+use crate::support::delete_twice;
 
 const KB64: usize = 64 * 1024;
 
@@ -23,10 +25,13 @@ fn participants(users: impl IntoIterator<Item = String>) -> Value {
         .collect()
 }
 
+/// An issue body listing `n` participants besides its creator.
+fn with_participants(n: usize) -> Value {
+    json!({"title": "t", "participants": participants((0..n).map(user))})
+}
+
 async fn put_participant(api: &TestApi, issue: &str, id: &str, role: &str) -> StatusCode {
-    api.call(
-        ALICE,
-        Method::PUT,
+    api.put(
         &format!("/issues/{issue}/participants/user/{id}"),
         Some(json!({"role": role})),
     )
@@ -36,40 +41,20 @@ async fn put_participant(api: &TestApi, issue: &str, id: &str, role: &str) -> St
 
 #[tokio::test]
 async fn an_issue_has_at_most_100_participants() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
 
     // A create listing 101 is 400, naming `participants`, and writes nothing.
     let before = api.record_count().await;
-    let r = api
-        .call(
-            ALICE,
-            Method::POST,
-            &format!("/projects/{p}/issues"),
-            Some(json!({"title": "t", "participants": participants((0..101).map(user))})),
-        )
-        .await;
+    let r = api.post_issue(&p, with_participants(101)).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
     assert_eq!(r.body["errors"][0]["field"], "participants", "{}", r.text);
     assert_eq!(api.record_count().await, before);
     // 100 listed plus the caller would make 101 too.
-    let r = api
-        .call(
-            ALICE,
-            Method::POST,
-            &format!("/projects/{p}/issues"),
-            Some(json!({"title": "t", "participants": participants((0..100).map(user))})),
-        )
-        .await;
+    let r = api.post_issue(&p, with_participants(100)).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);
 
     // 99 listed plus the caller: exactly 100.
-    let issue = api
-        .issue(
-            &p,
-            json!({"title": "t", "participants": participants((0..99).map(user))}),
-        )
-        .await;
+    let issue = api.issue(&p, with_participants(99)).await;
     assert_eq!(issue["participants"].as_array().unwrap().len(), 100);
     let id = issue["id"].as_str().unwrap();
     assert_eq!(
@@ -82,12 +67,7 @@ async fn an_issue_has_at_most_100_participants() {
         StatusCode::OK
     );
     let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/issues/{id}/participants/user/{}", user(4)),
-            None,
-        )
+        .delete(&format!("/issues/{id}/participants/user/{}", user(4)))
         .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     assert_eq!(
@@ -98,9 +78,7 @@ async fn an_issue_has_at_most_100_participants() {
     assert_eq!(r.body["participants"].as_array().unwrap().len(), 100);
     // A participant PUT on a missing issue is still 404.
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
+        .put(
             "/issues/01ARZ3NDEKTSV4RRFFQ69G5FAV/participants/user/x",
             Some(json!({"role": "watcher"})),
         )
@@ -110,14 +88,8 @@ async fn an_issue_has_at_most_100_participants() {
 
 #[tokio::test]
 async fn concurrent_participant_puts_never_make_101() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
-    let issue = api
-        .issue(
-            &p,
-            json!({"title": "t", "participants": participants((0..89).map(user))}),
-        )
-        .await;
+    let (api, p) = TestApi::with_project("p").await;
+    let issue = api.issue(&p, with_participants(89)).await;
     let id = issue["id"].as_str().unwrap().to_string();
     let results = futures::future::join_all((0..25).map(|i| {
         let api = &api;
@@ -145,8 +117,7 @@ fn select(name: &str, n: usize, len: usize, tag: char) -> Value {
 
 #[tokio::test]
 async fn field_definitions_are_capped_at_64_kb_per_project() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     // Six fields of 128 + 100 × 100 bytes, then one filling the rest exactly.
     let name = "n".repeat(128);
     let mut ids = Vec::new();
@@ -161,61 +132,28 @@ async fn field_definitions_are_capped_at_64_kb_per_project() {
     // One byte more is 409, and writes nothing.
     let before = api.record_count().await;
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
-            &format!("/projects/{p}/fields"),
-            Some(json!({"name": "x", "type": "number"})),
-        )
+        .post_field(&p, json!({"name": "x", "type": "number"}))
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
     assert_eq!(api.record_count().await, before);
     // Names count in UTF-8 bytes: a 1-character name of 4 bytes does not fit either.
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
-            &format!("/projects/{p}/fields"),
-            Some(json!({"name": "\u{1F600}", "type": "number"})),
-        )
+        .post_field(&p, json!({"name": "\u{1F600}", "type": "number"}))
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
 
     // A deleted field gives its bytes back.
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/projects/{p}/fields/{}", ids[0]),
-            None,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT);
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/projects/{p}/fields/{}", ids[0]),
-            None,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    delete_twice(&api, &format!("/projects/{p}/fields/{}", ids[0])).await;
     api.field(&p, select(&name, 100, 100, 'h')).await;
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
-            &format!("/projects/{p}/fields"),
-            Some(json!({"name": "x", "type": "number"})),
-        )
+        .post_field(&p, json!({"name": "x", "type": "number"}))
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
 }
 
 #[tokio::test]
 async fn a_field_created_just_now_validates_in_the_next_write() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let id = issue["id"].as_str().unwrap();
     for i in 0..5 {
@@ -223,12 +161,7 @@ async fn a_field_created_just_now_validates_in_the_next_write() {
             .field(&p, json!({"name": format!("f{i}"), "type": "number"}))
             .await;
         let r = api
-            .call(
-                ALICE,
-                Method::PATCH,
-                &format!("/issues/{id}"),
-                Some(json!({"fields": {&f: i}})),
-            )
+            .patch(&format!("/issues/{id}"), json!({"fields": {&f: i}}))
             .await;
         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
         assert_eq!(r.body["fields"][&f], i);
@@ -242,10 +175,7 @@ async fn a_field_created_just_now_validates_in_the_next_write() {
 #[tokio::test]
 async fn a_user_belongs_to_at_most_50_teams() {
     let api = TestApi::start().await;
-    let mut teams = Vec::new();
-    for i in 0..52 {
-        teams.push(api.team(&format!("t{i}")).await);
-    }
+    let teams = api.teams(52).await;
     for t in &teams[..50] {
         assert_eq!(api.join(t, "bob").await, StatusCode::NO_CONTENT);
     }
@@ -253,35 +183,13 @@ async fn a_user_belongs_to_at_most_50_teams() {
     assert_eq!(api.join(&teams[0], "bob").await, StatusCode::NO_CONTENT);
     let before = api.record_count().await;
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            &format!("/teams/{}/members/bob", teams[50]),
-            None,
-        )
+        .put(&format!("/teams/{}/members/bob", teams[50]), None)
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
     assert_eq!(api.record_count().await, before);
     // Another user is not affected; leaving a team makes room.
     assert_eq!(api.join(&teams[50], "carol").await, StatusCode::NO_CONTENT);
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/teams/{}/members/bob", teams[7]),
-            None,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT);
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/teams/{}/members/bob", teams[7]),
-            None,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    delete_twice(&api, &format!("/teams/{}/members/bob", teams[7])).await;
     assert_eq!(api.join(&teams[50], "bob").await, StatusCode::NO_CONTENT);
     assert_eq!(api.join(&teams[51], "bob").await, StatusCode::CONFLICT);
     let r = api
@@ -298,10 +206,7 @@ async fn a_user_belongs_to_at_most_50_teams() {
 #[tokio::test]
 async fn concurrent_memberships_never_exceed_50() {
     let api = TestApi::start().await;
-    let mut teams = Vec::new();
-    for i in 0..60 {
-        teams.push(api.team(&format!("t{i}")).await);
-    }
+    let teams = api.teams(60).await;
     for t in &teams[..45] {
         assert_eq!(api.join(t, "bob").await, StatusCode::NO_CONTENT);
     }
@@ -319,13 +224,10 @@ async fn concurrent_memberships_never_exceed_50() {
 
 #[tokio::test]
 async fn my_teams_issues_cursors_stay_under_2_kb_with_50_teams() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
-    let mut teams = Vec::new();
-    for i in 0..50 {
-        let t = api.team(&format!("t{i}")).await;
-        assert_eq!(api.join(&t, "alice").await, StatusCode::NO_CONTENT);
-        teams.push(t);
+    let (api, p) = TestApi::with_project("p").await;
+    let teams = api.teams(50).await;
+    for t in &teams {
+        assert_eq!(api.join(t, "alice").await, StatusCode::NO_CONTENT);
     }
     let mut rng = StdRng::seed_from_u64(11);
     let mut expected = BTreeSet::new();
@@ -401,8 +303,7 @@ async fn pages(api: &TestApi, path: &str, limit: usize) -> Vec<Vec<Value>> {
 
 #[tokio::test]
 async fn display_name_lookups_are_bounded_per_page() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     // Some users have names; each issue has 100 participants, 99 of them its own.
     for i in [0usize, 150, 399, 1100] {
         let who = user(i);
@@ -484,8 +385,7 @@ async fn display_name_lookups_are_bounded_per_page() {
 
 #[tokio::test]
 async fn the_grid_prefix_is_1_to_256_characters() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let f = api.field(&p, json!({"name": "t", "type": "text"})).await;
     let long = "\u{1F600}".repeat(256);
     api.issue(&p, json!({"title": &long, "fields": {&f: &long}}))
@@ -556,29 +456,21 @@ async fn four_hundred_fields(api: &TestApi, p: &str) -> BTreeMap<String, Value> 
 
 #[tokio::test]
 async fn a_patch_may_set_and_remove_all_400_fields() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let values = four_hundred_fields(&api, &p).await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let id = issue["id"].as_str().unwrap();
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
-            &format!("/issues/{id}"),
-            Some(json!({"fields": values})),
-        )
+        .patch(&format!("/issues/{id}"), json!({"fields": values}))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["fields"].as_object().unwrap().len(), 400);
     assert_eq!(r.body["version"], 2);
     let nulls: BTreeMap<&String, Value> = values.keys().map(|k| (k, Value::Null)).collect();
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
+        .patch(
             &format!("/issues/{id}"),
-            Some(json!({"title": "u", "fields": nulls})),
+            json!({"title": "u", "fields": nulls}),
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
@@ -587,10 +479,9 @@ async fn a_patch_may_set_and_remove_all_400_fields() {
     assert_eq!(r.body["version"], 3);
     // With If-Match too: a stale version is 412 and changes nothing.
     let r = api
-        .send(
+        .send_as_alice(
             Method::PATCH,
             &format!("/issues/{id}"),
-            Some(&TestApi::token("alice", "acme")),
             Some(&json!({"fields": values}).to_string()),
             &[("if-match", "\"2\"")],
         )
@@ -602,8 +493,7 @@ async fn a_patch_may_set_and_remove_all_400_fields() {
 
 #[tokio::test]
 async fn large_concurrent_patches_to_different_fields_both_survive() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let values = four_hundred_fields(&api, &p).await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let id = issue["id"].as_str().unwrap();
@@ -616,7 +506,7 @@ async fn large_concurrent_patches_to_different_fields_both_survive() {
     let results = futures::future::join_all(
         halves
             .iter()
-            .map(|h| api.call(ALICE, Method::PATCH, &path, Some(json!({ "fields": h })))),
+            .map(|h| api.patch(&path, json!({ "fields": h }))),
     )
     .await;
     for r in &results {
@@ -655,21 +545,12 @@ async fn rewrite_with(api: &TestApi, id: &str, field: &str, extra: &str) -> Resu
         panic!("the filler")
     };
     text.push_str(extra);
-    api.stack
-        .client
-        .put_item()
-        .table_name(&api.stack.tables.records)
-        .set_item(Some(item))
-        .send()
-        .await
-        .map(|_| ())
-        .map_err(|e| format!("{:?}", aws_sdk_dynamodb::Error::from(e)))
+    api.put_record(item).await.map_err(|e| format!("{e:?}"))
 }
 
 #[tokio::test]
 async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let mut fields = Vec::new();
     for i in 0..100 {
         fields.push(
@@ -696,15 +577,7 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
         let body = body(n);
         let api = &api;
         let p = &p;
-        async move {
-            api.call(
-                ALICE,
-                Method::POST,
-                &format!("/projects/{p}/issues"),
-                Some(body),
-            )
-            .await
-        }
+        async move { api.post_issue(p, body).await }
     };
     // The largest filler accepted.
     let (mut lo, mut hi) = (1usize, 1024usize);
@@ -737,29 +610,20 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
 
     // A patch past the limit is 413 too, and so is a participant that would not fit.
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
+        .patch(
             &format!("/issues/{id}"),
-            Some(json!({"fields": {&fields[98]: "b"}})),
+            json!({"fields": {&fields[98]: "b"}}),
         )
         .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
     let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/issues/{id}/participants/user/{}", long_user(0)),
-            None,
-        )
+        .delete(&format!("/issues/{id}/participants/user/{}", long_user(0)))
         .await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
+        .patch(
             &format!("/issues/{id}"),
-            Some(json!({"fields": {&fields[98]: "b".repeat(200)}})),
+            json!({"fields": {&fields[98]: "b".repeat(200)}}),
         )
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
@@ -775,12 +639,7 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
         values.insert(f.clone(), json!(full));
     }
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
-            &format!("/projects/{p}/issues"),
-            Some(json!({"title": "t", "fields": values})),
-        )
+        .post_issue(&p, json!({"title": "t", "fields": values}))
         .await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
 }
@@ -789,8 +648,7 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
 async fn deleting_a_field_of_a_project_from_before_the_byte_count_keeps_it_readable() {
     // A project deployed before the byte count existed has none: deleting its fields must not
     // drive a count below zero (which would no longer read back as a project).
-    let api = TestApi::start().await;
-    let p = api.project("legacy").await;
+    let (api, p) = TestApi::with_project("legacy").await;
     let f = api
         .field(&p, json!({"name": "Points", "type": "number"}))
         .await;
@@ -812,28 +670,14 @@ async fn deleting_a_field_of_a_project_from_before_the_byte_count_keeps_it_reada
         .send()
         .await
         .unwrap();
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/projects/{p}/fields/{f}"),
-            None,
-        )
-        .await;
+    let r = api.delete(&format!("/projects/{p}/fields/{f}")).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text);
     let r = api.get(&format!("/projects/{p}")).await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["fields"], json!([]));
     // And a counted project's count comes back down to where it was.
     let g = api.field(&p, json!({"name": "Size", "type": "text"})).await;
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/projects/{p}/fields/{g}"),
-            None,
-        )
-        .await;
+    let r = api.delete(&format!("/projects/{p}/fields/{g}")).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     let item = api
         .stack

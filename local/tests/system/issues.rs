@@ -1,6 +1,6 @@
 //! Issues through the real router against the embedded engine.
 
-use gridline_local::testing::{ALICE, TestApi};
+use gridline_local::testing::{Reply, TestApi};
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
@@ -23,10 +23,22 @@ async fn project_with_fields(api: &TestApi) -> (String, Value) {
     (p, Value::Object(ids))
 }
 
+/// Creates an issue in project `p` as Alice from a body sent verbatim (exact digits).
+async fn create_raw(api: &TestApi, p: &str, body: &str) -> Reply {
+    let path = format!("/projects/{p}/issues");
+    api.send_as_alice(Method::POST, &path, Some(body), &[])
+        .await
+}
+
+/// Reads issue `id` as Alice; its `text` is the body as sent.
+async fn read_raw(api: &TestApi, id: &str) -> Reply {
+    api.send_as_alice(Method::GET, &format!("/issues/{id}"), None, &[])
+        .await
+}
+
 #[tokio::test]
 async fn an_issue_is_created_with_the_next_number_and_the_caller_as_reporter() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let first = api.issue(&p, json!({"title": "one"})).await;
     let second = api
         .issue(&p, json!({"title": "two", "state": "closed"}))
@@ -59,29 +71,12 @@ async fn field_values_of_every_type_are_stored_exactly() {
         f["datetime"].as_str().unwrap(),
         f["select"].as_str().unwrap()
     );
-    let token = TestApi::token("alice", "acme");
-    let r = api
-        .send(
-            Method::POST,
-            &format!("/projects/{p}/issues"),
-            Some(&token),
-            Some(&body),
-            &[],
-        )
-        .await;
+    let r = create_raw(&api, &p, &body).await;
     assert_eq!(r.status, StatusCode::CREATED, "{:?}", r.body);
     let id = r.body["id"].as_str().unwrap().to_string();
 
     // Read the raw text to see the number's digits, not a float's.
-    let r = api
-        .send(
-            Method::GET,
-            &format!("/issues/{id}"),
-            Some(&token),
-            None,
-            &[],
-        )
-        .await;
+    let r = read_raw(&api, &id).await;
     assert!(
         r.text.contains(":123456789012345678901234567890.12345678"),
         "{}",
@@ -98,10 +93,8 @@ async fn field_values_of_every_type_are_stored_exactly() {
 
 #[tokio::test]
 async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let n = api.field(&p, json!({"name": "n", "type": "number"})).await;
-    let token = TestApi::token("alice", "acme");
     for (input, expected) in [
         (
             "9.9999999999999999999999999999999999999E+125",
@@ -126,26 +119,10 @@ async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() 
         ),
     ] {
         let body = format!(r#"{{"title":"t","fields":{{"{n}":{input}}}}}"#);
-        let r = api
-            .send(
-                Method::POST,
-                &format!("/projects/{p}/issues"),
-                Some(&token),
-                Some(&body),
-                &[],
-            )
-            .await;
+        let r = create_raw(&api, &p, &body).await;
         assert_eq!(r.status, StatusCode::CREATED, "{input}: {:?}", r.body);
         let id = r.body["id"].as_str().unwrap();
-        let r = api
-            .send(
-                Method::GET,
-                &format!("/issues/{id}"),
-                Some(&token),
-                None,
-                &[],
-            )
-            .await;
+        let r = read_raw(&api, id).await;
         assert!(
             r.text.contains(&format!("\"{n}\":{expected}")),
             "{input} -> {}",
@@ -156,8 +133,7 @@ async fn numbers_across_the_whole_dynamodb_range_round_trip_with_their_digits() 
 
 #[tokio::test]
 async fn get_returns_an_etag_of_the_version() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api
         .issue(&p, json!({"title": "t", "description": "long text"}))
         .await;
@@ -183,12 +159,7 @@ async fn patch_is_a_json_merge_patch() {
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
 
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
-            &path,
-            Some(json!({"title": "new", "fields": {text: null}})),
-        )
+        .patch(&path, json!({"title": "new", "fields": {text: null}}))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
     assert_eq!(r.body["title"], "new");
@@ -199,41 +170,31 @@ async fn patch_is_a_json_merge_patch() {
     assert!(r.body["updated_at"].as_str() >= issue["updated_at"].as_str());
 
     let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
-            &path,
-            Some(json!({"description": null, "state": "closed"})),
-        )
+        .patch(&path, json!({"description": null, "state": "closed"}))
         .await;
     assert_eq!(r.body["description"], Value::Null);
     assert_eq!(r.body["state"], "closed");
     assert_eq!(r.body["version"], 3);
 
-    let r = api
-        .call(ALICE, Method::PATCH, &path, Some(json!({"fields": null})))
-        .await;
+    let r = api.patch(&path, json!({"fields": null})).await;
     assert_eq!(r.body["fields"], json!({}));
 
     // An empty patch changes nothing, not even the version.
-    let r = api.call(ALICE, Method::PATCH, &path, Some(json!({}))).await;
+    let r = api.patch(&path, json!({})).await;
     assert_eq!(r.status, StatusCode::OK);
     assert_eq!(r.body["version"], 4);
 }
 
 #[tokio::test]
 async fn a_stale_if_match_is_412_and_changes_nothing() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
-    let token = TestApi::token("alice", "acme");
 
     let r = api
-        .send(
+        .send_as_alice(
             Method::PATCH,
             &path,
-            Some(&token),
             Some(r#"{"title":"a"}"#),
             &[("if-match", "\"1\"")],
         )
@@ -242,10 +203,9 @@ async fn a_stale_if_match_is_412_and_changes_nothing() {
     let before = api.records_snapshot().await;
     for stale in ["\"1\"", "1", "W/\"1\"", "garbage"] {
         let r = api
-            .send(
+            .send_as_alice(
                 Method::PATCH,
                 &path,
-                Some(&token),
                 Some(r#"{"title":"b"}"#),
                 &[("if-match", stale)],
             )
@@ -256,10 +216,9 @@ async fn a_stale_if_match_is_412_and_changes_nothing() {
     assert_eq!(api.records_snapshot().await, before);
     // Bare current version works too.
     let r = api
-        .send(
+        .send_as_alice(
             Method::PATCH,
             &path,
-            Some(&token),
             Some(r#"{"title":"c"}"#),
             &[("if-match", "2")],
         )
@@ -270,35 +229,25 @@ async fn a_stale_if_match_is_412_and_changes_nothing() {
 
 #[tokio::test]
 async fn deleting_an_issue_removes_it_and_its_description() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api
         .issue(&p, json!({"title": "t", "description": "d"}))
         .await;
     let before = api.record_count().await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
-    assert_eq!(
-        api.call(ALICE, Method::DELETE, &path, None).await.status,
-        StatusCode::NO_CONTENT
-    );
+    assert_eq!(api.delete(&path).await.status, StatusCode::NO_CONTENT);
     assert_eq!(api.record_count().await, before - 2);
     assert_eq!(api.get(&path).await.status, StatusCode::NOT_FOUND);
+    assert_eq!(api.delete(&path).await.status, StatusCode::NOT_FOUND);
     assert_eq!(
-        api.call(ALICE, Method::DELETE, &path, None).await.status,
-        StatusCode::NOT_FOUND
-    );
-    assert_eq!(
-        api.call(ALICE, Method::PATCH, &path, Some(json!({"title": "x"})))
-            .await
-            .status,
+        api.patch(&path, json!({"title": "x"})).await.status,
         StatusCode::NOT_FOUND
     );
 }
 
 #[tokio::test]
 async fn the_description_lives_in_its_own_item() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let before = api.record_count().await;
     api.issue(&p, json!({"title": "no description"})).await;
     assert_eq!(api.record_count().await, before + 1);
@@ -312,39 +261,24 @@ async fn the_description_lives_in_its_own_item() {
 
 #[tokio::test]
 async fn a_deleted_fields_values_disappear_from_issues_at_once() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let f = api.field(&p, json!({"name": "n", "type": "number"})).await;
     let g = api.field(&p, json!({"name": "t", "type": "text"})).await;
     let issue = api
         .issue(&p, json!({"title": "t", "fields": {&f: 1, &g: "kept"}}))
         .await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
-    api.call(
-        ALICE,
-        Method::DELETE,
-        &format!("/projects/{p}/fields/{f}"),
-        None,
-    )
-    .await;
+    api.delete(&format!("/projects/{p}/fields/{f}")).await;
     let r = api.get(&path).await;
     assert_eq!(r.body["fields"], json!({&g: "kept"}));
     // And it can no longer be set.
-    let r = api
-        .call(
-            ALICE,
-            Method::PATCH,
-            &path,
-            Some(json!({"fields": {&f: 2}})),
-        )
-        .await;
+    let r = api.patch(&path, json!({"fields": {&f: 2}})).await;
     assert_eq!(r.status, StatusCode::BAD_REQUEST);
 }
 
 #[tokio::test]
 async fn participants_in_the_create_body_are_kept_and_the_creator_can_choose_a_role() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api
         .issue(
             &p,

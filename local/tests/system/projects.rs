@@ -1,20 +1,13 @@
 //! Projects and fields through the real router against the embedded engine.
 
-use gridline_local::testing::{ALICE, TestApi};
+use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use serde_json::json;
 
 #[tokio::test]
 async fn a_created_project_can_be_read_back_with_its_fields() {
     let api = TestApi::start().await;
-    let r = api
-        .call(
-            ALICE,
-            Method::POST,
-            "/projects",
-            Some(json!({"name": "Apollo"})),
-        )
-        .await;
+    let r = api.post("/projects", json!({"name": "Apollo"})).await;
     assert_eq!(r.status, StatusCode::CREATED);
     let id = r.body["id"].as_str().unwrap().to_string();
     assert_eq!(
@@ -81,8 +74,7 @@ async fn limit_outside_one_to_a_hundred_is_rejected() {
 
 #[tokio::test]
 async fn fields_of_every_type_are_created_listed_and_deleted() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let mut ids = Vec::new();
     for t in ["text", "number", "date", "datetime"] {
         ids.push(api.field(&p, json!({"name": t, "type": t})).await);
@@ -105,22 +97,15 @@ async fn fields_of_every_type_are_created_listed_and_deleted() {
     assert!(r.body["next_cursor"].is_null());
 
     let path = format!("/projects/{p}/fields/{}", ids[0]);
-    assert_eq!(
-        api.call(ALICE, Method::DELETE, &path, None).await.status,
-        StatusCode::NO_CONTENT
-    );
-    assert_eq!(
-        api.call(ALICE, Method::DELETE, &path, None).await.status,
-        StatusCode::NOT_FOUND
-    );
+    assert_eq!(api.delete(&path).await.status, StatusCode::NO_CONTENT);
+    assert_eq!(api.delete(&path).await.status, StatusCode::NOT_FOUND);
     let r = api.get(&format!("/projects/{p}")).await;
     assert_eq!(r.body["fields"].as_array().unwrap().len(), 4);
 }
 
 #[tokio::test]
 async fn a_cursor_is_bound_to_its_route_and_parameters() {
-    let api = TestApi::start().await;
-    let p1 = api.project("one").await;
+    let (api, p1) = TestApi::with_project("one").await;
     let p2 = api.project("two").await;
     for p in [&p1, &p2] {
         for i in 0..3 {
@@ -154,20 +139,14 @@ async fn a_cursor_is_bound_to_its_route_and_parameters() {
 
 #[tokio::test]
 async fn the_four_hundred_and_first_field_is_a_conflict() {
-    let api = TestApi::start().await;
-    let p = api.project("big").await;
+    let (api, p) = TestApi::with_project("big").await;
     for i in 0..400 {
         api.field(&p, json!({"name": format!("f{i}"), "type": "number"}))
             .await;
     }
     let before = api.record_count().await;
     let r = api
-        .call(
-            ALICE,
-            Method::POST,
-            &format!("/projects/{p}/fields"),
-            Some(json!({"name": "one more", "type": "text"})),
-        )
+        .post_field(&p, json!({"name": "one more", "type": "text"}))
         .await;
     assert_eq!(r.status, StatusCode::CONFLICT);
     assert_eq!(api.record_count().await, before);
@@ -191,7 +170,7 @@ async fn unknown_projects_and_routes_are_not_found_as_problems() {
     }
     let r = api.get("/projects/01ARZ3NDEKTSV4RRFFQ69G5FAV/fields").await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
-    let r = api.call(ALICE, Method::PUT, "/projects", None).await;
+    let r = api.put("/projects", None).await;
     assert_eq!(r.status, StatusCode::METHOD_NOT_ALLOWED);
     assert_eq!(r.header("content-type"), Some("application/problem+json"));
     assert!(

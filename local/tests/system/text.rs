@@ -38,8 +38,7 @@ const TOP: &str = "\u{10FFFF}";
 
 #[tokio::test]
 async fn the_highest_character_shows_in_descending_range_and_prefix_pages() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let f = api.field(&p, json!({"name": "t", "type": "text"})).await;
     let top = format!("{TOP}top");
     let top2 = format!("{TOP}{TOP}x");
@@ -79,8 +78,7 @@ async fn the_highest_character_shows_in_descending_range_and_prefix_pages() {
 
 #[tokio::test]
 async fn composed_and_decomposed_forms_sort_and_match_as_one() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let f = api.field(&p, json!({"name": "t", "type": "text"})).await;
     let composed = "Caf\u{e9} au lait";
     let decomposed = "cafe\u{301} noir";
@@ -114,8 +112,7 @@ async fn composed_and_decomposed_forms_sort_and_match_as_one() {
 #[tokio::test]
 async fn bounds_and_prefixes_longer_than_a_key_hold_to_the_whole_value() {
     // Keys hold 64 bytes of encoding; these values agree on their first 70 characters.
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let f = api.field(&p, json!({"name": "t", "type": "text"})).await;
     let stem = "Checkout flow fails for returning customers on the payment step of ".to_string();
     assert!(stem.len() > 64);

@@ -6,8 +6,7 @@ use serde_json::json;
 
 #[tokio::test]
 async fn bad_requests_are_rejected_with_a_problem_and_write_nothing() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let text = api.field(&p, json!({"name": "t", "type": "text"})).await;
     let num = api.field(&p, json!({"name": "n", "type": "number"})).await;
     let date = api.field(&p, json!({"name": "d", "type": "date"})).await;
@@ -97,8 +96,7 @@ async fn bad_requests_are_rejected_with_a_problem_and_write_nothing() {
 
 #[tokio::test]
 async fn an_issue_too_large_for_one_item_is_413() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let mut values = serde_json::Map::new();
     for i in 0..400 {
         let f = api
@@ -121,8 +119,7 @@ async fn an_issue_too_large_for_one_item_is_413() {
 
 #[tokio::test]
 async fn validation_errors_name_each_invalid_member() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let r = api
         .call(
             ("alice", "acme"),

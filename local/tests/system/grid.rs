@@ -4,7 +4,7 @@
 use std::cmp::Ordering;
 
 use gridline::encoding::text::fold;
-use gridline_local::testing::{ALICE, TestApi};
+use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
@@ -120,8 +120,7 @@ async fn current_issues(api: &TestApi, project: &str) -> Vec<Value> {
 
 #[tokio::test]
 async fn issues_sort_by_a_custom_field_with_missing_values_last_in_both_orders() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let pts = api
         .field(&p, json!({"name": "points", "type": "number"}))
         .await;
@@ -176,8 +175,7 @@ async fn issues_sort_by_a_custom_field_with_missing_values_last_in_both_orders()
 
 #[tokio::test]
 async fn title_prefix_and_state_filters_are_key_conditions() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let mut ids = Vec::new();
     for (title, state) in [
         ("Apple", "open"),
@@ -208,21 +206,15 @@ async fn title_prefix_and_state_filters_are_key_conditions() {
         pick(&[1, 0, 2, 3])
     );
     // Closing an issue moves it between state scopes.
-    api.call(
-        ALICE,
-        Method::PATCH,
-        &format!("/issues/{}", ids[2]),
-        Some(json!({"state": "closed"})),
-    )
-    .await;
+    api.patch(&format!("/issues/{}", ids[2]), json!({"state": "closed"}))
+        .await;
     api.sync().await;
     assert_eq!(page_all(&api, &p, "&state=closed", 10).await, pick(&[1, 2]));
 }
 
 #[tokio::test]
 async fn bad_grid_parameters_are_rejected() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let n = api.field(&p, json!({"name": "n", "type": "number"})).await;
     for q in [
         "sort=nope".to_string(),
@@ -257,8 +249,7 @@ async fn bad_grid_parameters_are_rejected() {
 
 #[tokio::test]
 async fn a_grid_cursor_is_bound_to_its_parameters_and_tenant() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     for i in 0..3 {
         api.issue(&p, json!({"title": format!("t{i}")})).await;
     }
@@ -297,8 +288,7 @@ async fn a_grid_cursor_is_bound_to_its_parameters_and_tenant() {
 async fn random_histories_converge_and_page_in_reference_order() {
     for seed in [1u64, 2, 3] {
         let mut rng = StdRng::seed_from_u64(seed);
-        let api = TestApi::start().await;
-        let p = api.project("p").await;
+        let (api, p) = TestApi::with_project("p").await;
         let options: Vec<String> = vec!["low".into(), "mid".into(), "high".into()];
         let mut fields: Vec<(String, &str)> = Vec::new();
         for t in ["text", "number", "date", "datetime", "select", "number"] {
@@ -356,25 +346,16 @@ async fn random_histories_converge_and_page_in_reference_order() {
                     if rng.gen_bool(0.3) {
                         patch["state"] = json!(if rng.gen_bool(0.5) { "open" } else { "closed" });
                     }
-                    let r = api
-                        .call(ALICE, Method::PATCH, &format!("/issues/{id}"), Some(patch))
-                        .await;
+                    let r = api.patch(&format!("/issues/{id}"), patch).await;
                     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
                 }
                 7 if !live.is_empty() => {
                     let id = live.swap_remove(rng.gen_range(0..live.len()));
-                    api.call(ALICE, Method::DELETE, &format!("/issues/{id}"), None)
-                        .await;
+                    api.delete(&format!("/issues/{id}")).await;
                 }
                 8 if step > 30 && fields.len() > 3 => {
                     let (f, _) = fields.remove(rng.gen_range(0..fields.len()));
-                    api.call(
-                        ALICE,
-                        Method::DELETE,
-                        &format!("/projects/{p}/fields/{f}"),
-                        None,
-                    )
-                    .await;
+                    api.delete(&format!("/projects/{p}/fields/{f}")).await;
                 }
                 _ => {}
             }

@@ -10,8 +10,7 @@ const ALICE_ELSEWHERE: (&str, &str) = ("alice", "evilcorp");
 
 #[tokio::test]
 async fn another_tenants_resources_are_not_found_and_untouched() {
-    let api = TestApi::start().await;
-    let p = api.project("secret").await;
+    let (api, p) = TestApi::with_project("secret").await;
     let f = api.field(&p, json!({"name": "n", "type": "number"})).await;
     let issue = api
         .issue(&p, json!({"title": "t", "description": "d"}))

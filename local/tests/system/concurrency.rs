@@ -8,8 +8,7 @@ use serde_json::json;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn forty_parallel_creates_get_numbers_one_to_forty() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let token = TestApi::token("alice", "acme");
     let path = format!("/projects/{p}/issues");
     // On DynamoDB Local (one slow JVM on 2 cores) 40 creates racing for one counter can retry
@@ -41,8 +40,7 @@ async fn forty_parallel_creates_get_numbers_one_to_forty() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn racing_if_match_patches_let_exactly_one_win() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
     let token = TestApi::token("alice", "acme");
@@ -81,8 +79,7 @@ async fn racing_if_match_patches_let_exactly_one_win() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 4)]
 async fn concurrent_patches_to_different_members_both_survive() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let fields: Vec<String> =
         join_all((0..8).map(|i| api.field(&p, json!({"name": format!("f{i}"), "type": "number"}))))
             .await;

@@ -7,6 +7,16 @@ use std::collections::HashMap;
 
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::{ProvideErrorMetadata, SdkError};
+use aws_sdk_dynamodb::operation::batch_get_item::{BatchGetItemError, BatchGetItemOutput};
+use aws_sdk_dynamodb::operation::batch_write_item::{BatchWriteItemError, BatchWriteItemOutput};
+use aws_sdk_dynamodb::operation::get_item::builders::GetItemFluentBuilder;
+use aws_sdk_dynamodb::operation::put_item::builders::PutItemFluentBuilder;
+use aws_sdk_dynamodb::operation::put_item::{PutItemError, PutItemOutput};
+use aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder;
+use aws_sdk_dynamodb::operation::transact_write_items::{
+    TransactWriteItemsError, TransactWriteItemsOutput,
+};
+use aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder;
 use aws_sdk_dynamodb::types::{
     AttributeValue, KeysAndAttributes, Put, PutRequest, TransactWriteItem, WriteRequest,
 };
@@ -56,6 +66,11 @@ fn item_of_size(pk: &str, sk: &str, size: usize) -> HashMap<String, AttributeVal
     ])
 }
 
+/// The key of item `a` of partition `p`.
+fn key_pa() -> HashMap<String, AttributeValue> {
+    HashMap::from([("PK".into(), s("p")), ("SK".into(), s("a"))])
+}
+
 /// The same item as the JSON the SDK sends, for the guard's functions.
 fn json_item(item: &HashMap<String, AttributeValue>) -> serde_json::Value {
     let mut out = serde_json::Map::new();
@@ -79,14 +94,109 @@ fn refused<T: std::fmt::Debug, E: ProvideErrorMetadata + std::fmt::Debug>(
     )
 }
 
+/// A PutItem of `item` into `table` through `client`.
+fn put_item(
+    client: &Client,
+    table: &str,
+    item: HashMap<String, AttributeValue>,
+) -> PutItemFluentBuilder {
+    client.put_item().table_name(table).set_item(Some(item))
+}
+
+/// An UpdateItem of item `a` of partition `p` of `table`.
+fn update_a(client: &Client, table: &str) -> UpdateItemFluentBuilder {
+    client
+        .update_item()
+        .table_name(table)
+        .set_key(Some(key_pa()))
+}
+
+/// A GetItem of item `a` of partition `p` of `table`.
+fn get_a(client: &Client, table: &str) -> GetItemFluentBuilder {
+    client.get_item().table_name(table).set_key(Some(key_pa()))
+}
+
+/// PutItem of `item` into `table` through `client`.
+async fn put_into(
+    client: &Client,
+    table: &str,
+    item: HashMap<String, AttributeValue>,
+) -> Result<PutItemOutput, SdkError<PutItemError>> {
+    put_item(client, table, item).send().await
+}
+
+/// DynamoDB's refusal of an item over 400 KB, in any write.
+fn assert_item_too_large((code, message): (String, String)) {
+    assert_eq!(code, "ValidationException");
+    assert_eq!(message, "Item size has exceeded the maximum allowed size");
+}
+
 async fn put(db: &Db, item: HashMap<String, AttributeValue>) {
+    put_into(&db.client, TABLE, item).await.expect("put");
+}
+
+/// A Query of partition `p` of `table`.
+fn query_p(client: &Client, table: &str) -> QueryFluentBuilder {
+    client
+        .query()
+        .table_name(table)
+        .key_condition_expression("PK = :p")
+        .expression_attribute_values(":p", s("p"))
+}
+
+/// Items `000`, `001`, … of partition `p`, of `size` bytes each.
+fn numbered(n: usize, size: usize) -> impl Iterator<Item = HashMap<String, AttributeValue>> {
+    (0..n).map(move |i| item_of_size("p", &format!("{i:03}"), size))
+}
+
+async fn batch_write(
+    db: &Db,
+    requests: Vec<WriteRequest>,
+) -> Result<BatchWriteItemOutput, SdkError<BatchWriteItemError>> {
     db.client
-        .put_item()
-        .table_name(TABLE)
-        .set_item(Some(item))
+        .batch_write_item()
+        .request_items(TABLE, requests)
         .send()
         .await
-        .expect("put");
+}
+
+async fn transact(
+    db: &Db,
+    items: Vec<TransactWriteItem>,
+) -> Result<TransactWriteItemsOutput, SdkError<TransactWriteItemsError>> {
+    db.client
+        .transact_write_items()
+        .set_transact_items(Some(items))
+        .send()
+        .await
+}
+
+fn put_request(item: HashMap<String, AttributeValue>) -> WriteRequest {
+    WriteRequest::builder()
+        .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
+        .build()
+}
+
+/// PutRequests of `n` numbered items of `size` bytes.
+fn puts(n: usize, size: usize) -> Vec<WriteRequest> {
+    numbered(n, size).map(put_request).collect()
+}
+
+/// Transaction puts of `n` numbered items of `size` bytes.
+fn transact_puts(n: usize, size: usize) -> Vec<TransactWriteItem> {
+    numbered(n, size).map(transact_put).collect()
+}
+
+fn transact_put(item: HashMap<String, AttributeValue>) -> TransactWriteItem {
+    TransactWriteItem::builder()
+        .put(
+            Put::builder()
+                .table_name(TABLE)
+                .set_item(Some(item))
+                .build()
+                .unwrap(),
+        )
+        .build()
 }
 
 // ---- item size: 400 KB ------------------------------------------------------------------
@@ -101,99 +211,44 @@ async fn put_item_over_400_kb_is_refused_by_the_engine() {
         ITEM_LIMIT
     );
     put(&db, at_limit).await;
-    let (code, message) = refused(
-        db.client
-            .put_item()
-            .table_name(TABLE)
-            .set_item(Some(item_of_size("p", "b", ITEM_LIMIT + 1)))
-            .send()
-            .await,
-    );
-    assert_eq!(code, "ValidationException");
-    assert_eq!(message, "Item size has exceeded the maximum allowed size");
+    let too_large = item_of_size("p", "b", ITEM_LIMIT + 1);
+    assert_item_too_large(refused(put_into(&db.client, TABLE, too_large).await));
 }
 
 #[tokio::test]
 async fn update_item_growing_an_item_past_400_kb_is_refused_by_the_engine() {
     let db = db().await;
     put(&db, item_of_size("p", "a", 300 * KB)).await;
-    let (code, message) = refused(
-        db.client
-            .update_item()
-            .table_name(TABLE)
-            .key("PK", s("p"))
-            .key("SK", s("a"))
+    let grow_by = |kb: usize| {
+        update_a(&db.client, TABLE)
             .update_expression("SET more = :v")
-            .expression_attribute_values(":v", s("y".repeat(150 * KB)))
+            .expression_attribute_values(":v", s("y".repeat(kb * KB)))
             .send()
-            .await,
-    );
+    };
+    let (code, message) = refused(grow_by(150).await);
     assert_eq!(code, "ValidationException");
     assert_eq!(
         message,
         "Item size to update has exceeded the maximum allowed size"
     );
     // Within the limit the same update goes through.
-    db.client
-        .update_item()
-        .table_name(TABLE)
-        .key("PK", s("p"))
-        .key("SK", s("a"))
-        .update_expression("SET more = :v")
-        .expression_attribute_values(":v", s("y".repeat(90 * KB)))
-        .send()
-        .await
-        .expect("an update within 400 KB");
+    grow_by(90).await.expect("an update within 400 KB");
 }
 
 #[tokio::test]
 async fn batch_write_item_with_an_item_over_400_kb_is_refused_by_the_engine() {
     let db = db().await;
-    let (code, message) = refused(
-        db.client
-            .batch_write_item()
-            .request_items(
-                TABLE,
-                vec![
-                    WriteRequest::builder()
-                        .put_request(
-                            PutRequest::builder()
-                                .set_item(Some(item_of_size("p", "b", ITEM_LIMIT + 1)))
-                                .build()
-                                .unwrap(),
-                        )
-                        .build(),
-                ],
-            )
-            .send()
-            .await,
-    );
-    assert_eq!(code, "ValidationException");
-    assert_eq!(message, "Item size has exceeded the maximum allowed size");
+    let too_large = item_of_size("p", "b", ITEM_LIMIT + 1);
+    assert_item_too_large(refused(
+        batch_write(&db, vec![put_request(too_large)]).await,
+    ));
 }
 
 #[tokio::test]
 async fn transact_write_items_with_an_item_over_400_kb_is_refused_by_the_engine() {
     let db = db().await;
-    let (code, message) = refused(
-        db.client
-            .transact_write_items()
-            .transact_items(
-                TransactWriteItem::builder()
-                    .put(
-                        Put::builder()
-                            .table_name(TABLE)
-                            .set_item(Some(item_of_size("p", "b", ITEM_LIMIT + 1)))
-                            .build()
-                            .unwrap(),
-                    )
-                    .build(),
-            )
-            .send()
-            .await,
-    );
-    assert_eq!(code, "ValidationException");
-    assert_eq!(message, "Item size has exceeded the maximum allowed size");
+    let too_large = item_of_size("p", "b", ITEM_LIMIT + 1);
+    assert_item_too_large(refused(transact(&db, vec![transact_put(too_large)]).await));
 }
 
 // ---- key sizes: partition 2,048 B, sort 1,024 B --------------------------------------------
@@ -203,12 +258,12 @@ async fn partition_key_over_2048_bytes_is_refused_by_the_engine() {
     let db = db().await;
     put(&db, item_of_size(&"k".repeat(2048), "a", 3 * KB)).await;
     let (code, message) = refused(
-        db.client
-            .put_item()
-            .table_name(TABLE)
-            .set_item(Some(item_of_size(&"k".repeat(2049), "a", 3 * KB)))
-            .send()
-            .await,
+        put_into(
+            &db.client,
+            TABLE,
+            item_of_size(&"k".repeat(2049), "a", 3 * KB),
+        )
+        .await,
     );
     assert_eq!(code, "ValidationException");
     assert_eq!(
@@ -233,12 +288,12 @@ async fn sort_key_over_1024_bytes_is_refused_by_the_engine() {
     let db = db().await;
     put(&db, item_of_size("p", &"k".repeat(1024), 3 * KB)).await;
     let (code, message) = refused(
-        db.client
-            .put_item()
-            .table_name(TABLE)
-            .set_item(Some(item_of_size("p", &"k".repeat(1025), 3 * KB)))
-            .send()
-            .await,
+        put_into(
+            &db.client,
+            TABLE,
+            item_of_size("p", &"k".repeat(1025), 3 * KB),
+        )
+        .await,
     );
     assert_eq!(code, "ValidationException");
     assert_eq!(
@@ -255,11 +310,7 @@ async fn index_key_over_its_limit_is_stored_by_the_engine_and_refused_by_the_gua
     let mut item = item_of_size("p", "a", 8 * KB);
     item.insert("GSI1PK".into(), s("g".repeat(2049)));
     item.insert("GSI1SK".into(), s("x"));
-    db.client
-        .put_item()
-        .table_name(TABLE)
-        .set_item(Some(item.clone()))
-        .send()
+    put_into(&db.client, TABLE, item.clone())
         .await
         .expect("the engine does not check an index key's size");
 
@@ -297,6 +348,17 @@ fn long_condition(len: usize) -> String {
     format!("{:len$}", "a = :v")
 }
 
+/// `head`, then `term(length so far)` while more than `room` bytes are left, then spaces up to
+/// 4,097 bytes: one byte over the limit, made of real terms.
+fn grown_to_4097(head: &str, term: impl Fn(usize) -> String, room: usize) -> String {
+    let mut out = head.to_string();
+    while out.len() < 4097 - room {
+        let n = out.len();
+        out.push_str(&term(n));
+    }
+    format!("{out:4097}")
+}
+
 const EXPRESSION_TOO_LARGE: &str = "Expression size has exceeded the maximum allowed size";
 
 #[tokio::test]
@@ -305,10 +367,7 @@ async fn expressions_over_4_kb_are_refused_by_the_engine() {
     put(&db, item_of_size("p", "a", KB)).await;
 
     // At 4,096 bytes each is accepted (substitution maps are not counted).
-    db.client
-        .put_item()
-        .table_name(TABLE)
-        .set_item(Some(item_of_size("p", "b", KB)))
+    put_item(&db.client, TABLE, item_of_size("p", "b", KB))
         .condition_expression(long_condition(4096))
         .expression_attribute_values(":v", s("z".repeat(8 * KB)))
         .send()
@@ -321,22 +380,15 @@ async fn expressions_over_4_kb_are_refused_by_the_engine() {
         .expect("a failed condition, not a size refusal");
 
     let condition = refused(
-        db.client
-            .put_item()
-            .table_name(TABLE)
-            .set_item(Some(item_of_size("p", "b", KB)))
+        put_item(&db.client, TABLE, item_of_size("p", "b", KB))
             .condition_expression(long_condition(4097))
             .expression_attribute_values(":v", s("z"))
             .send()
             .await,
     );
     let filter = refused(
-        db.client
-            .query()
-            .table_name(TABLE)
-            .key_condition_expression("PK = :p")
+        query_p(&db.client, TABLE)
             .filter_expression(long_condition(4097))
-            .expression_attribute_values(":p", s("p"))
             .expression_attribute_values(":v", s("z"))
             .send()
             .await,
@@ -350,47 +402,23 @@ async fn expressions_over_4_kb_are_refused_by_the_engine() {
             .send()
             .await,
     );
-    let mut key_condition = "PK = :p".to_string();
-    key_condition.push_str(&" ".repeat(4097 - key_condition.len()));
+    // The partition's own condition, padded.
     let key_condition = refused(
-        db.client
-            .query()
-            .table_name(TABLE)
-            .key_condition_expression(key_condition)
-            .expression_attribute_values(":p", s("p"))
+        query_p(&db.client, TABLE)
+            .key_condition_expression(format!("{:4097}", "PK = :p"))
             .send()
             .await,
     );
-    let mut update = "SET a = :v".to_string();
-    while update.len() < 4097 - 12 {
-        let n = update.len();
-        update.push_str(&format!(", a{n} = :v"));
-    }
-    update.push_str(&" ".repeat(4097 - update.len()));
     let update = refused(
-        db.client
-            .update_item()
-            .table_name(TABLE)
-            .key("PK", s("p"))
-            .key("SK", s("a"))
-            .update_expression(update)
+        update_a(&db.client, TABLE)
+            .update_expression(grown_to_4097("SET a = :v", |n| format!(", a{n} = :v"), 12))
             .expression_attribute_values(":v", s("z"))
             .send()
             .await,
     );
-    let mut projection = "PK".to_string();
-    while projection.len() < 4097 - 8 {
-        let n = projection.len();
-        projection.push_str(&format!(", a{n}"));
-    }
-    projection.push_str(&" ".repeat(4097 - projection.len()));
     let projection = refused(
-        db.client
-            .get_item()
-            .table_name(TABLE)
-            .key("PK", s("p"))
-            .key("SK", s("a"))
-            .projection_expression(projection)
+        get_a(&db.client, TABLE)
+            .projection_expression(grown_to_4097("PK", |n| format!(", a{n}"), 8))
             .send()
             .await,
     );
@@ -410,38 +438,11 @@ async fn expressions_over_4_kb_are_refused_by_the_engine() {
 
 // ---- BatchWriteItem: 25 items / 16 MB -------------------------------------------------------
 
-fn put_request(item: HashMap<String, AttributeValue>) -> WriteRequest {
-    WriteRequest::builder()
-        .put_request(PutRequest::builder().set_item(Some(item)).build().unwrap())
-        .build()
-}
-
 #[tokio::test]
 async fn batch_write_item_over_25_items_is_refused_by_the_engine() {
     let db = db().await;
-    let batch = |n: usize| {
-        (0..n)
-            .map(|i| put_request(item_of_size("p", &format!("{i:03}"), 100)))
-            .collect::<Vec<_>>()
-    };
-    db.client
-        .batch_write_item()
-        .request_items(TABLE, batch(25))
-        .send()
-        .await
-        .expect("25 items");
-    let (code, message) = refused(
-        db.client
-            .batch_write_item()
-            .request_items(TABLE, batch(26))
-            .send()
-            .await,
-    );
-    assert_eq!(code, "ValidationException");
-    assert!(
-        message.contains("Member must have length less than or equal to 25"),
-        "{message}"
-    );
+    batch_write(&db, puts(25, 100)).await.expect("25 items");
+    assert_too_many(refused(batch_write(&db, puts(26, 100)).await), 25);
 }
 
 /// 25 items of at most 400 KB are 10 MB: no BatchWriteItem AWS accepts item by item can pass
@@ -450,20 +451,39 @@ async fn batch_write_item_over_25_items_is_refused_by_the_engine() {
 #[tokio::test]
 async fn batch_write_item_of_25_items_at_400_kb_is_accepted() {
     let db = db().await;
-    let batch = (0..25)
-        .map(|i| put_request(item_of_size("p", &format!("{i:03}"), ITEM_LIMIT)))
-        .collect::<Vec<_>>();
-    let out = db
-        .client
-        .batch_write_item()
-        .request_items(TABLE, batch)
-        .send()
+    let out = batch_write(&db, puts(25, ITEM_LIMIT))
         .await
         .expect("10 MB of items");
     assert!(out.unprocessed_items.unwrap_or_default().is_empty());
 }
 
 // ---- BatchGetItem: 100 keys / 16 MB ---------------------------------------------------------
+
+/// DynamoDB's refusal of a request listing more than `max` items or keys.
+fn assert_too_many((code, message): (String, String), max: usize) {
+    assert_eq!(code, "ValidationException");
+    assert!(
+        message.contains(&format!(
+            "Member must have length less than or equal to {max}"
+        )),
+        "{message}"
+    );
+}
+
+/// A BatchGetItem of the first `n` keys of partition `p`.
+async fn batch_get(db: &Db, n: usize) -> Result<BatchGetItemOutput, SdkError<BatchGetItemError>> {
+    db.client
+        .batch_get_item()
+        .request_items(
+            TABLE,
+            KeysAndAttributes::builder()
+                .set_keys(Some(keys(n)))
+                .build()
+                .unwrap(),
+        )
+        .send()
+        .await
+}
 
 fn keys(n: usize) -> Vec<HashMap<String, AttributeValue>> {
     (0..n)
@@ -474,25 +494,8 @@ fn keys(n: usize) -> Vec<HashMap<String, AttributeValue>> {
 #[tokio::test]
 async fn batch_get_item_over_100_keys_is_refused_by_the_engine() {
     let db = db().await;
-    let get = |n| {
-        db.client
-            .batch_get_item()
-            .request_items(
-                TABLE,
-                KeysAndAttributes::builder()
-                    .set_keys(Some(keys(n)))
-                    .build()
-                    .unwrap(),
-            )
-            .send()
-    };
-    get(100).await.expect("100 keys");
-    let (code, message) = refused(get(101).await);
-    assert_eq!(code, "ValidationException");
-    assert!(
-        message.contains("Member must have length less than or equal to 100"),
-        "{message}"
-    );
+    batch_get(&db, 100).await.expect("100 keys");
+    assert_too_many(refused(batch_get(&db, 101).await), 100);
 }
 
 /// 50 items of 400 KB are 20 MB: the engine answers 16 MB of them and returns the rest as
@@ -500,31 +503,10 @@ async fn batch_get_item_over_100_keys_is_refused_by_the_engine() {
 #[tokio::test]
 async fn batch_get_item_over_16_mb_returns_unprocessed_keys_from_the_engine() {
     let db = db().await;
-    for chunk in (0..50).collect::<Vec<_>>().chunks(25) {
-        let batch = chunk
-            .iter()
-            .map(|i| put_request(item_of_size("p", &format!("{i:03}"), ITEM_LIMIT)))
-            .collect::<Vec<_>>();
-        db.client
-            .batch_write_item()
-            .request_items(TABLE, batch)
-            .send()
-            .await
-            .expect("write");
+    for batch in puts(50, ITEM_LIMIT).chunks(25) {
+        batch_write(&db, batch.to_vec()).await.expect("write");
     }
-    let out = db
-        .client
-        .batch_get_item()
-        .request_items(
-            TABLE,
-            KeysAndAttributes::builder()
-                .set_keys(Some(keys(50)))
-                .build()
-                .unwrap(),
-        )
-        .send()
-        .await
-        .expect("batch get");
+    let out = batch_get(&db, 50).await.expect("batch get");
     let got = out
         .responses
         .unwrap_or_default()
@@ -544,67 +526,22 @@ async fn batch_get_item_over_16_mb_returns_unprocessed_keys_from_the_engine() {
 
 // ---- TransactWriteItems: 100 items / 4 MB ---------------------------------------------------
 
-fn transact_put(item: HashMap<String, AttributeValue>) -> TransactWriteItem {
-    TransactWriteItem::builder()
-        .put(
-            Put::builder()
-                .table_name(TABLE)
-                .set_item(Some(item))
-                .build()
-                .unwrap(),
-        )
-        .build()
-}
-
 #[tokio::test]
 async fn transact_write_items_over_100_items_is_refused_by_the_engine() {
     let db = db().await;
-    let items = |n: usize| {
-        (0..n)
-            .map(|i| transact_put(item_of_size("p", &format!("{i:03}"), 100)))
-            .collect::<Vec<_>>()
-    };
-    db.client
-        .transact_write_items()
-        .set_transact_items(Some(items(100)))
-        .send()
+    transact(&db, transact_puts(100, 100))
         .await
         .expect("100 items");
-    let (code, message) = refused(
-        db.client
-            .transact_write_items()
-            .set_transact_items(Some(items(101)))
-            .send()
-            .await,
-    );
-    assert_eq!(code, "ValidationException");
-    assert!(
-        message.contains("Member must have length less than or equal to 100"),
-        "{message}"
-    );
+    assert_too_many(refused(transact(&db, transact_puts(101, 100)).await), 100);
 }
 
 #[tokio::test]
 async fn transact_write_items_over_4_mb_is_refused_by_the_engine() {
     let db = db().await;
-    let items = |n: usize| {
-        (0..n)
-            .map(|i| transact_put(item_of_size("p", &format!("{i:03}"), ITEM_LIMIT)))
-            .collect::<Vec<_>>()
-    };
-    db.client
-        .transact_write_items()
-        .set_transact_items(Some(items(10)))
-        .send()
+    transact(&db, transact_puts(10, ITEM_LIMIT))
         .await
         .expect("4,000 KB");
-    let (code, message) = refused(
-        db.client
-            .transact_write_items()
-            .set_transact_items(Some(items(11)))
-            .send()
-            .await,
-    );
+    let (code, message) = refused(transact(&db, transact_puts(11, ITEM_LIMIT)).await);
     assert_eq!(code, "ValidationException");
     assert_eq!(
         message,
@@ -617,29 +554,16 @@ async fn transact_write_items_over_4_mb_is_refused_by_the_engine() {
 #[tokio::test]
 async fn a_query_or_scan_page_stops_at_1_mb_in_the_engine() {
     let db = db().await;
-    for i in 0..4 {
-        put(&db, item_of_size("p", &format!("{i:03}"), 300 * KB)).await;
+    for item in numbered(4, 300 * KB) {
+        put(&db, item).await;
     }
-    let first = db
-        .client
-        .query()
-        .table_name(TABLE)
-        .key_condition_expression("PK = :p")
-        .expression_attribute_values(":p", s("p"))
-        .send()
-        .await
-        .expect("query");
+    let first = query_p(&db.client, TABLE).send().await.expect("query");
     assert_eq!(first.count, 3);
     assert_eq!(
         first.last_evaluated_key.as_ref().and_then(|k| k.get("SK")),
         Some(&s("002"))
     );
-    let second = db
-        .client
-        .query()
-        .table_name(TABLE)
-        .key_condition_expression("PK = :p")
-        .expression_attribute_values(":p", s("p"))
+    let second = query_p(&db.client, TABLE)
         .set_exclusive_start_key(first.last_evaluated_key)
         .send()
         .await
@@ -648,13 +572,8 @@ async fn a_query_or_scan_page_stops_at_1_mb_in_the_engine() {
     assert!(second.last_evaluated_key.is_none());
 
     // A filter does not lift the limit: items are counted as read.
-    let filtered = db
-        .client
-        .query()
-        .table_name(TABLE)
-        .key_condition_expression("PK = :p")
+    let filtered = query_p(&db.client, TABLE)
         .filter_expression("attribute_exists(nothing)")
-        .expression_attribute_values(":p", s("p"))
         .send()
         .await
         .expect("query");
@@ -694,14 +613,7 @@ async fn a_function_cannot_write_an_index_key_over_its_limit() {
     let mut item = item_of_size("p", "a", 8 * KB);
     item.insert("GSI1PK".into(), s("g".repeat(2049)));
     item.insert("GSI1SK".into(), s("x"));
-    let (code, message) = refused(
-        client
-            .put_item()
-            .table_name(&table)
-            .set_item(Some(item.clone()))
-            .send()
-            .await,
-    );
+    let (code, message) = refused(put_into(&client, &table, item.clone()).await);
     assert_eq!(code, "ValidationException");
     assert_eq!(
         message,
@@ -709,16 +621,7 @@ async fn a_function_cannot_write_an_index_key_over_its_limit() {
          Actual Size: 2049 bytes Max Size: 2048 bytes IndexName: GSI1"
     );
     // Nothing was written.
-    let got = api
-        .stack
-        .client
-        .get_item()
-        .table_name(&table)
-        .key("PK", s("p"))
-        .key("SK", s("a"))
-        .send()
-        .await
-        .expect("get");
+    let got = get_a(&api.stack.client, &table).send().await.expect("get");
     assert!(got.item.is_none());
 
     let (_, message) = refused(
@@ -741,11 +644,7 @@ async fn a_function_cannot_write_an_index_key_over_its_limit() {
     // At the limits the write goes through.
     item.insert("GSI1PK".into(), s("g".repeat(2048)));
     item.insert("GSI1SK".into(), s("k".repeat(1024)));
-    client
-        .put_item()
-        .table_name(&table)
-        .set_item(Some(item))
-        .send()
+    put_into(&client, &table, item)
         .await
         .expect("index keys at their limits");
 }
@@ -764,23 +663,9 @@ async fn a_functions_query_page_stops_at_1_mb_with_dynamodbs_counts() {
         let mut item = item_of_size("p", &format!("{i:03}"), 300 * KB - 20);
         item.insert("GSI1PK".into(), s("g"));
         item.insert("GSI1SK".into(), s(format!("{i:03}")));
-        stack
-            .client
-            .put_item()
-            .table_name(&table)
-            .set_item(Some(item))
-            .send()
-            .await
-            .expect("put");
+        put_into(&stack.client, &table, item).await.expect("put");
     }
-    let query = |client: &Client| {
-        client
-            .query()
-            .table_name(&table)
-            .key_condition_expression("PK = :p")
-            .expression_attribute_values(":p", s("p"))
-            .send()
-    };
+    let query = |client: &Client| query_p(client, &table).send();
     let raw = query(&stack.client).await.expect("query");
     assert_eq!(
         (raw.count, raw.scanned_count),

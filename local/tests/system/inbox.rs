@@ -9,6 +9,8 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
+use crate::support::delete_twice;
+
 const BOB: (&str, &str) = ("bob", "acme");
 
 /// Adds `user` to `team`, which must succeed.
@@ -76,14 +78,7 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
         t.as_str()
     );
 
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/teams/{t}/members/bob"),
-            None,
-        )
-        .await;
+    let r = api.delete(&format!("/teams/{t}/members/bob")).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
     // The edges are gone; the count stays, at zero.
     assert_eq!(api.record_count().await, before + 1);
@@ -92,14 +87,7 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
         json!([])
     );
     assert_eq!(api.get("/users/bob/teams").await.body["items"], json!([]));
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("/teams/{t}/members/bob"),
-            None,
-        )
-        .await;
+    let r = api.delete(&format!("/teams/{t}/members/bob")).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 
     // A team that does not exist: the transaction's condition fails and nothing is written.
@@ -119,12 +107,7 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
     );
     assert_eq!(api.records_snapshot().await, before);
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            &format!("/teams/{}/members/bob", ghost.id),
-            None,
-        )
+        .put(&format!("/teams/{}/members/bob", ghost.id), None)
         .await;
     assert_eq!(r.status, StatusCode::NOT_FOUND);
 }
@@ -137,12 +120,7 @@ async fn profiles_start_without_a_name() {
         json!({"id": "alice", "display_name": null})
     );
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            "/me",
-            Some(json!({"display_name": "Alice A."})),
-        )
+        .put("/me", Some(json!({"display_name": "Alice A."})))
         .await;
     assert_eq!(r.body, json!({"id": "alice", "display_name": "Alice A."}));
     assert_eq!(api.get("/me").await.body["display_name"], "Alice A.");
@@ -153,7 +131,7 @@ async fn profiles_start_without_a_name() {
         json!({"display_name": "a", "x": 1}),
     ] {
         assert_eq!(
-            api.call(ALICE, Method::PUT, "/me", Some(bad)).await.status,
+            api.put("/me", Some(bad)).await.status,
             StatusCode::BAD_REQUEST
         );
     }
@@ -161,14 +139,11 @@ async fn profiles_start_without_a_name() {
 
 #[tokio::test]
 async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() {
-    let api = TestApi::start().await;
-    let p = api.project("p").await;
+    let (api, p) = TestApi::with_project("p").await;
     let issue = api.issue(&p, json!({"title": "t"})).await;
     let path = format!("/issues/{}", issue["id"].as_str().unwrap());
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
+        .put(
             &format!("{path}/participants/user/bob"),
             Some(json!({"role": "watcher"})),
         )
@@ -176,9 +151,7 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     assert_eq!(r.body["version"], 2);
     let r = api
-        .call(
-            ALICE,
-            Method::PUT,
+        .put(
             &format!("{path}/participants/user/bob"),
             Some(json!({"role": "assignee"})),
         )
@@ -189,24 +162,7 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
     );
     assert_eq!(r.body["version"], 3);
     assert!(r.body["updated_at"].as_str() > issue["updated_at"].as_str());
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("{path}/participants/user/bob"),
-            None,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NO_CONTENT);
-    let r = api
-        .call(
-            ALICE,
-            Method::DELETE,
-            &format!("{path}/participants/user/bob"),
-            None,
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    delete_twice(&api, &format!("{path}/participants/user/bob")).await;
     assert_eq!(
         api.get(&path).await.body["participants"]
             .as_array()
@@ -215,55 +171,39 @@ async fn a_participant_has_one_role_and_participant_changes_are_issue_changes() 
         1
     );
     // Teams must exist; roles and kinds must be known; the issue must exist.
-    let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            &format!("{path}/participants/team/01JDQ5S0000000000000000X99"),
-            Some(json!({"role": "watcher"})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            &format!("{path}/participants/user/bob"),
-            Some(json!({"role": "boss"})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            &format!("{path}/participants/robot/x"),
-            Some(json!({"role": "watcher"})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::BAD_REQUEST);
-    let r = api
-        .call(
-            ALICE,
-            Method::PUT,
-            "/issues/01JDQ5S0000000000000000X99/participants/user/bob",
-            Some(json!({"role": "watcher"})),
-        )
-        .await;
-    assert_eq!(r.status, StatusCode::NOT_FOUND);
+    for (target, role, status) in [
+        (
+            format!("{path}/participants/team/01JDQ5S0000000000000000X99"),
+            "watcher",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            format!("{path}/participants/user/bob"),
+            "boss",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            format!("{path}/participants/robot/x"),
+            "watcher",
+            StatusCode::BAD_REQUEST,
+        ),
+        (
+            "/issues/01JDQ5S0000000000000000X99/participants/user/bob".to_string(),
+            "watcher",
+            StatusCode::NOT_FOUND,
+        ),
+    ] {
+        let r = api.put(&target, Some(json!({"role": role}))).await;
+        assert_eq!(r.status, status, "{target}");
+    }
 }
 
 #[tokio::test]
 async fn grid_items_show_participants_with_their_names() {
     let api = TestApi::start().await;
     let t = api.team("Platform").await;
-    api.call(
-        ALICE,
-        Method::PUT,
-        "/me",
-        Some(json!({"display_name": "Alice A."})),
-    )
-    .await;
+    api.put("/me", Some(json!({"display_name": "Alice A."})))
+        .await;
     let p = api.project("p").await;
     api.issue(&p, json!({"title": "t", "participants": [{"kind": "team", "id": t, "role": "watcher"}, {"kind": "user", "id": "nobody", "role": "assignee"}]}))
         .await;
@@ -285,13 +225,7 @@ async fn grid_items_show_participants_with_their_names() {
         json!({"kind": "team", "id": t, "role": "watcher", "display_name": "Platform"})
     );
     // A rename shows at once.
-    api.call(
-        ALICE,
-        Method::PUT,
-        "/me",
-        Some(json!({"display_name": "Al"})),
-    )
-    .await;
+    api.put("/me", Some(json!({"display_name": "Al"}))).await;
     let r = api.get(&format!("/projects/{p}/issues")).await;
     assert_eq!(r.body["items"][0]["participants"][0]["display_name"], "Al");
 }
@@ -425,8 +359,7 @@ struct P {
 async fn random_histories_give_exact_inboxes() {
     for seed in [5u64, 6, 7] {
         let mut rng = StdRng::seed_from_u64(seed);
-        let api = TestApi::start().await;
-        let p = api.project("p").await;
+        let (api, p) = TestApi::with_project("p").await;
         let teams = [
             api.team("T1").await,
             api.team("T2").await,
@@ -462,45 +395,31 @@ async fn random_histories_give_exact_inboxes() {
                     let path = format!("/issues/{id}/participants/{kind}/{who}");
                     if rng.gen_bool(0.7) {
                         let r = api
-                            .call(
-                                ALICE,
-                                Method::PUT,
-                                &path,
-                                Some(json!({"role": roles[rng.gen_range(0..3)]})),
-                            )
+                            .put(&path, Some(json!({"role": roles[rng.gen_range(0..3)]})))
                             .await;
                         assert_eq!(r.status, StatusCode::OK, "{}", r.text);
                     } else {
-                        api.call(ALICE, Method::DELETE, &path, None).await;
+                        api.delete(&path).await;
                     }
                 }
                 6 if !live.is_empty() => {
                     let id = &live[rng.gen_range(0..live.len())];
                     let state = if rng.gen_bool(0.5) { "open" } else { "closed" };
-                    api.call(
-                        ALICE,
-                        Method::PATCH,
+                    api.patch(
                         &format!("/issues/{id}"),
-                        Some(json!({"state": state, "title": format!("s{step}")})),
+                        json!({"state": state, "title": format!("s{step}")}),
                     )
                     .await;
                 }
                 7 if !live.is_empty() => {
                     let id = live.swap_remove(rng.gen_range(0..live.len()));
-                    api.call(ALICE, Method::DELETE, &format!("/issues/{id}"), None)
-                        .await;
+                    api.delete(&format!("/issues/{id}")).await;
                 }
                 _ => {
                     let t = teams[rng.gen_range(0..3)].clone();
                     let u = users[rng.gen_range(0..2)].to_string();
                     if members.contains(&(t.clone(), u.clone())) {
-                        api.call(
-                            ALICE,
-                            Method::DELETE,
-                            &format!("/teams/{t}/members/{u}"),
-                            None,
-                        )
-                        .await;
+                        api.delete(&format!("/teams/{t}/members/{u}")).await;
                         members.remove(&(t, u));
                     } else {
                         join(&api, &t, &u).await;

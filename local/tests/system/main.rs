@@ -1,0 +1,27 @@
+//! The system tests: one binary (one link, not twenty) for the behaviour of the shared crate's
+//! router and indexer, tested through the local stack (`gridline-local`: the real router, the
+//! indexer fed from the engine's real stream, the local IAM guard and Lambda/API Gateway limits)
+//! against the embedded engine — or against DynamoDB Local when `GRIDLINE_TEST_DYNAMODB_ENDPOINT`
+//! is set (`make test-ddblocal`). Each module is one concern; `support` holds what they share.
+
+mod bad_input;
+mod bounds;
+mod concurrency;
+mod contract;
+mod cors;
+mod engine;
+mod events;
+mod faults;
+mod gateway;
+mod grid;
+mod guard;
+mod inbox;
+mod indexer_limits;
+mod issues;
+mod limits;
+mod observability;
+mod projects;
+mod secret;
+mod support;
+mod tenancy;
+mod text;
