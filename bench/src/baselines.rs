@@ -15,6 +15,7 @@ use aws_sdk_dynamodb::types::{
     KeyType, KeysAndAttributes, Projection, ProjectionType, PutRequest, ScalarAttributeType,
     WriteRequest,
 };
+use gridline::domain::ids::IssueId;
 use gridline::keys;
 
 use crate::{Env, Stat};
@@ -172,6 +173,12 @@ fn id_of(item: &Item) -> String {
         .unwrap_or_default()
 }
 
+/// A stored issue's id, parsed.
+fn issue_id_of(item: &Item) -> Result<IssueId> {
+    let id = id_of(item);
+    IssueId::parse(&id).with_context(|| format!("{id:?} is not a valid issue id"))
+}
+
 /// An issue's number: the attribute on full items, GSI1's zero-padded sort key on its
 /// projection.
 fn num_of(item: &HashMap<String, AttributeValue>) -> u64 {
@@ -292,7 +299,9 @@ async fn missing_values_cursor(env: &Env) -> Result<Option<String>> {
         let (_, body) = env.call(user, http::Method::GET, &path, None).await?;
         let items = body["items"].as_array().cloned().unwrap_or_default();
         let cursor = body["next_cursor"].as_str().map(str::to_string);
-        let reached_missing = items.iter().any(|i| i["fields"].get(points).is_none());
+        let reached_missing = items
+            .iter()
+            .any(|i| i["fields"].get(points.as_str()).is_none());
         if reached_missing || cursor.is_none() {
             return Ok(missing_cursor);
         }
@@ -327,7 +336,7 @@ impl Baselines {
     pub async fn sort_in_memory(&self, env: &Env) -> Result<usize> {
         let client = env.store.client();
         let points = &env.seeded.fields["Points"];
-        let project = AttributeValue::S(env.seeded.project_id.clone());
+        let project = AttributeValue::S(env.seeded.project_id.to_string());
         let items = all_pages(|start| {
             let project = project.clone();
             async move {
@@ -356,11 +365,11 @@ impl Baselines {
     pub async fn values_table(&self, env: &Env) -> Result<usize> {
         let client = env.store.client();
         let points = &env.seeded.fields["Points"];
-        let ids: Vec<(String, u64)> = project_issues(client, env, Some("id, GSI1SK"))
+        let ids: Vec<(IssueId, u64)> = project_issues(client, env, Some("id, GSI1SK"))
             .await?
             .iter()
-            .map(|item| (id_of(item), num_of(item)))
-            .collect();
+            .map(|item| Ok((issue_id_of(item)?, num_of(item))))
+            .collect::<Result<_>>()?;
         let mut rows = Vec::with_capacity(ids.len());
         let mut by_num = HashMap::new();
         for (id, num) in &ids {
@@ -368,13 +377,16 @@ impl Baselines {
                 .query()
                 .table_name(VALUES)
                 .key_condition_expression("I = :i")
-                .expression_attribute_values(":i", AttributeValue::S(id.clone()))
+                .expression_attribute_values(":i", AttributeValue::S(id.to_string()))
                 .send()
                 .await?;
             let value = out
                 .items()
                 .iter()
-                .find(|i| i.get("F").and_then(|v| v.as_s().ok()) == Some(points))
+                .find(|i| {
+                    i.get("F").and_then(|v| v.as_s().ok()).map(String::as_str)
+                        == Some(points.as_str())
+                })
                 .and_then(|i| i.get("v")?.as_n().ok()?.parse().ok());
             rows.push((value, *num));
             by_num.insert(*num, id.clone());
@@ -423,7 +435,10 @@ impl Baselines {
                 .table_name(GSI_TABLE)
                 .key_condition_expression("P = :p")
                 .filter_expression("attribute_not_exists(points)")
-                .expression_attribute_values(":p", AttributeValue::S(env.seeded.project_id.clone()))
+                .expression_attribute_values(
+                    ":p",
+                    AttributeValue::S(env.seeded.project_id.to_string()),
+                )
                 .limit(PAGE as i32)
                 .set_exclusive_start_key(start)
                 .send()

@@ -13,9 +13,10 @@ mod report;
 use std::collections::BTreeMap;
 use std::time::Instant;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use axum::body::Body;
 use clap::Parser;
+use gridline::domain::ids::{IssueId, TenantId};
 use gridline::store::Store;
 use gridline_local::testing::{TestApi, into_reply, test_stack};
 use gridline_local::{Data, Stack};
@@ -121,7 +122,7 @@ pub struct Env {
     pub store: Store,
     pub app: axum::Router,
     pub seeded: gridctl::seed::Seeded,
-    pub issue_ids: Vec<String>,
+    pub issue_ids: Vec<IssueId>,
     pub index_seconds: f64,
     pub stream_records: usize,
 }
@@ -157,7 +158,7 @@ async fn seed(stack: &Stack, n: u64) -> Result<gridctl::seed::Seeded> {
     let bar = ProgressBar::new(n).with_message(format!("seeding {n} issues"));
     let started = Instant::now();
     let spec = gridctl::seed::Spec {
-        tenant: "acme".into(),
+        tenant: TenantId::parse("acme").context("acme is not a valid tenant id")?,
         project_name: format!("Bench {n}"),
         issues: n,
         extra_fields: 0,
@@ -217,7 +218,7 @@ async fn setup(n: u64, db: &std::path::Path) -> Result<Env> {
 }
 
 /// Every issue id of the seeded project, page after page (setup, not metered).
-async fn issue_ids(store: &Store, seeded: &gridctl::seed::Seeded) -> Result<Vec<String>> {
+async fn issue_ids(store: &Store, seeded: &gridctl::seed::Seeded) -> Result<Vec<IssueId>> {
     let mut ids = Vec::new();
     let mut start = None;
     loop {

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
+use gridline::domain::ids::{FieldId, TenantId};
 use gridline::index::indexer::{Unit, plan};
 use gridline::store::Store;
 use gridline_local::testing::{TestApi, test_stack};
@@ -36,16 +37,16 @@ async fn stack() -> Result<Stack> {
     test_stack(Data::Memory).await
 }
 
-fn spec(issues: u64, extra_fields: usize) -> gridctl::seed::Spec {
-    gridctl::seed::Spec {
-        tenant: "acme".into(),
+fn spec(issues: u64, extra_fields: usize) -> Result<gridctl::seed::Spec> {
+    Ok(gridctl::seed::Spec {
+        tenant: TenantId::parse("acme").context("acme is not a valid tenant id")?,
         project_name: "Indexer".into(),
         issues,
         extra_fields,
         users: 50,
         teams: 5,
         rng_seed: 3,
-    }
+    })
 }
 
 /// Every record of the records table's stream so far, every shard from its start, and the
@@ -100,8 +101,12 @@ async fn stream_history(
 /// entries; no I/O.
 pub async fn indexer_core(issues: u64) -> Result<(usize, f64)> {
     let stack = stack().await?;
-    let seeded =
-        gridctl::seed::seed(&stack.state.store, &spec(issues, 0), &ProgressBar::hidden()).await?;
+    let seeded = gridctl::seed::seed(
+        &stack.state.store,
+        &spec(issues, 0)?,
+        &ProgressBar::hidden(),
+    )
+    .await?;
     let (records, arn) = stream_history(&stack).await?;
     let event = gridline_local::stream::to_event(&records, &arn)?;
     let defs = stack
@@ -136,7 +141,7 @@ pub async fn write_amplification() -> Result<Vec<(usize, f64, f64)>> {
     let stack = stack().await?;
     let seeded = gridctl::seed::seed(
         &stack.state.store,
-        &spec(ISSUES as u64, 50),
+        &spec(ISSUES as u64, 50)?,
         &ProgressBar::hidden(),
     )
     .await?;
@@ -151,7 +156,7 @@ pub async fn write_amplification() -> Result<Vec<(usize, f64, f64)>> {
         .await;
     poller.emit_metrics = false;
     poller.drain().await?;
-    let numbers: Vec<String> = seeded
+    let numbers: Vec<FieldId> = seeded
         .fields
         .iter()
         .filter(|(name, _)| name.starts_with("Extra") || name.as_str() == "Points")
@@ -197,7 +202,7 @@ pub async fn write_amplification() -> Result<Vec<(usize, f64, f64)>> {
 /// fields alternate number, text, date.
 fn new_values(
     seeded: &gridctl::seed::Seeded,
-    fields: &[String],
+    fields: &[FieldId],
     round: usize,
 ) -> serde_json::Map<String, serde_json::Value> {
     let mut values = serde_json::Map::new();
@@ -217,7 +222,7 @@ fn new_values(
             1 => json!(format!("text {round} {j}")),
             _ => json!(format!("2027-0{}-1{}", 1 + round, j % 10)),
         };
-        values.insert(f.clone(), v);
+        values.insert(f.to_string(), v);
     }
     values
 }

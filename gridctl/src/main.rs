@@ -4,9 +4,10 @@
 use std::path::PathBuf;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use gridctl::{ops, replay, seed};
+use gridline::domain::ids::TenantId;
 use gridline::index::Entry;
 use gridline::index::indexer::Indexer;
 use gridline::store::{Store, connect, sdk_config};
@@ -153,6 +154,8 @@ async fn run(cli: Cli) -> Result<i32> {
             teams,
             rng_seed,
         } => {
+            let tenant = TenantId::parse(&tenant)
+                .with_context(|| format!("{tenant:?} is not a valid tenant id"))?;
             let spec = seed::Spec {
                 tenant,
                 project_name: project,

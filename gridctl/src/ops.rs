@@ -4,10 +4,11 @@
 use std::collections::BTreeMap;
 
 use anyhow::Result;
+use gridline::domain::ids::{IssueId, ProjectId};
 use gridline::index::Parked;
 use gridline::index::drift::{self, Drift, Repaired};
 use gridline::index::indexer::{IndexError, Indexer};
-use gridline::keys::index::parked_other;
+use gridline::keys::index::{ParkedUnit, parked_other};
 use gridline::store::Store;
 use indicatif::ProgressBar;
 use serde::Serialize;
@@ -114,6 +115,10 @@ pub async fn repair(
             bar.inc(1);
         }
         bar.finish_and_clear();
+        let unowned = found.drift.unowned();
+        if !unowned.is_empty() {
+            report.deletes += store.write_entries(&[], &unowned).await?;
+        }
     }
     // The last round's fixes are checked once more.
     let scan = progress("scanning", 0);
@@ -131,12 +136,19 @@ async fn settle_parked(store: &Store, parked: &[Parked], report: &mut RepairRepo
     let indexer = Indexer::new(store.clone());
     for p in parked {
         let result = match parked_other(&p.subject) {
-            None => indexer
-                .reindex_issue(&p.tenant, &p.subject)
-                .await
-                .map(|_| ()),
-            Some(("project", project)) => {
-                match indexer.reindex_whole_project(&p.tenant, project).await {
+            None => match IssueId::parse(&p.subject) {
+                Some(issue) => indexer.reindex_issue(&p.tenant, &issue).await.map(|_| ()),
+                None => {
+                    tracing::warn!(unit = %p.subject, "a parked unit's subject is not a valid issue id");
+                    continue;
+                }
+            },
+            Some((ParkedUnit::Project, project)) => {
+                let Some(project) = ProjectId::parse(project) else {
+                    tracing::warn!(unit = %p.subject, "a parked project's id is not a valid project id");
+                    continue;
+                };
+                match indexer.reindex_whole_project(&p.tenant, &project).await {
                     Ok(_) => {
                         report.projects_reindexed += 1;
                         unpark(store, p).await
@@ -144,7 +156,7 @@ async fn settle_parked(store: &Store, parked: &[Parked], report: &mut RepairRepo
                     Err(e) => Err(e),
                 }
             }
-            Some(_) => {
+            Some((ParkedUnit::Record, _)) => {
                 report.records_acknowledged += 1;
                 unpark(store, p).await
             }

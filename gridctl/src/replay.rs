@@ -8,6 +8,7 @@ use std::collections::BTreeSet;
 
 use anyhow::{Context, Result, bail};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
+use gridline::domain::ids::{IssueId, ProjectId, TenantId};
 use gridline::index::indexer::Indexer;
 use gridline::index::stream::{self, Change};
 use gridline::keys;
@@ -45,8 +46,14 @@ pub fn parse_message(body: &str) -> Result<BatchInfo> {
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Touched {
-    Issue { tenant: String, issue_id: String },
-    Project { tenant: String, project_id: String },
+    Issue {
+        tenant: TenantId,
+        issue_id: IssueId,
+    },
+    Project {
+        tenant: TenantId,
+        project_id: ProjectId,
+    },
 }
 
 impl Touched {
@@ -58,17 +65,11 @@ impl Touched {
         let key = |name: &str| change.keys()?.get(name)?.as_s().ok().map(String::as_str);
         Some(match stream::classify(key(keys::PK), key(keys::SK)).ok()? {
             Change::Issue { tenant, issue_id } | Change::IssueDetail { tenant, issue_id } => {
-                Self::Issue {
-                    tenant: tenant.into(),
-                    issue_id: issue_id.into(),
-                }
+                Self::Issue { tenant, issue_id }
             }
             Change::Field {
                 tenant, project_id, ..
-            } => Self::Project {
-                tenant: tenant.into(),
-                project_id: project_id.into(),
-            },
+            } => Self::Project { tenant, project_id },
             Change::Ignored => return None,
         })
     }

@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use gridline::domain::ids::new_id;
+use gridline::domain::ids::{FieldId, IssueId, ProjectId, TeamId, TenantId, UserId};
 use gridline::domain::values::{FieldDef, FieldType, StoredValue, parse_value};
 use gridline::domain::{IssueState, NewIssue, Participant, ParticipantKind, Project, Role};
 use gridline::store::{Profile, Store, Team};
@@ -16,7 +16,7 @@ use serde::Serialize;
 
 #[derive(Debug, Clone)]
 pub struct Spec {
-    pub tenant: String,
+    pub tenant: TenantId,
     pub project_name: String,
     pub issues: u64,
     /// Custom fields beyond the five typed ones every seeded project has.
@@ -29,12 +29,12 @@ pub struct Spec {
 /// What was created, for scripts and benchmarks.
 #[derive(Debug, Clone, Serialize)]
 pub struct Seeded {
-    pub tenant: String,
-    pub project_id: String,
+    pub tenant: TenantId,
+    pub project_id: ProjectId,
     /// Field id by name.
-    pub fields: BTreeMap<String, String>,
-    pub users: Vec<String>,
-    pub teams: Vec<String>,
+    pub fields: BTreeMap<String, FieldId>,
+    pub users: Vec<UserId>,
+    pub teams: Vec<TeamId>,
     pub issues: u64,
 }
 
@@ -75,7 +75,7 @@ const PRIORITIES: &[&str] = &["P0", "P1", "P2", "P3"];
 
 fn def(name: &str, field_type: FieldType, options: Option<Vec<String>>) -> FieldDef {
     FieldDef {
-        id: new_id(),
+        id: FieldId::new(),
         name: name.into(),
         field_type,
         options,
@@ -123,9 +123,9 @@ fn value(def: &FieldDef, rng: &mut StdRng) -> Result<Option<StoredValue>> {
 pub async fn seed(store: &Store, spec: &Spec, progress: &ProgressBar) -> Result<Seeded> {
     let mut rng = StdRng::seed_from_u64(spec.rng_seed);
     let now = gridline::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
-    let t = spec.tenant.as_str();
+    let t = &spec.tenant;
     let project = Project {
-        id: new_id(),
+        id: ProjectId::new(),
         name: spec.project_name.clone(),
         created_at: now.clone(),
     };
@@ -142,7 +142,7 @@ pub async fn seed(store: &Store, spec: &Spec, progress: &ProgressBar) -> Result<
     for n in 0..spec.issues {
         let new = random_issue(&mut rng, &defs, &people, n)?;
         store
-            .create_issue(t, &project.id, n, new, new_id(), now.clone())
+            .create_issue(t, &project.id, n, new, IssueId::new(), now.clone())
             .await
             .with_context(|| format!("creating issue {}", n + 1))?;
         progress.inc(1);
@@ -161,8 +161,8 @@ pub async fn seed(store: &Store, spec: &Spec, progress: &ProgressBar) -> Result<
 /// turn).
 async fn create_fields(
     store: &Store,
-    t: &str,
-    project_id: &str,
+    t: &TenantId,
+    project_id: &ProjectId,
     extra: usize,
 ) -> Result<Vec<FieldDef>> {
     let mut defs = vec![
@@ -190,8 +190,13 @@ async fn create_fields(
 }
 
 /// `user-0000` .. : at least one, since every issue needs a reporter.
-async fn create_users(store: &Store, t: &str, count: usize) -> Result<Vec<String>> {
-    let users: Vec<String> = (0..count.max(1)).map(|i| format!("user-{i:04}")).collect();
+async fn create_users(store: &Store, t: &TenantId, count: usize) -> Result<Vec<UserId>> {
+    let users = (0..count.max(1))
+        .map(|i| {
+            let u = format!("user-{i:04}");
+            UserId::parse(&u).with_context(|| format!("{u} is not a valid user id"))
+        })
+        .collect::<Result<Vec<_>>>()?;
     for u in &users {
         store
             .put_profile(
@@ -209,15 +214,15 @@ async fn create_users(store: &Store, t: &str, count: usize) -> Result<Vec<String
 /// `count` teams; returns their ids.
 async fn create_teams(
     store: &Store,
-    t: &str,
+    t: &TenantId,
     count: usize,
-    users: &[String],
+    users: &[UserId],
     now: &str,
-) -> Result<Vec<String>> {
+) -> Result<Vec<TeamId>> {
     let mut teams = Vec::new();
     for i in 0..count {
         let team = Team {
-            id: new_id(),
+            id: TeamId::new(),
             name: format!("Team {i}"),
             created_at: now.to_string(),
         };
@@ -236,8 +241,8 @@ async fn create_teams(
 
 /// Who an issue can involve.
 struct People<'a> {
-    users: &'a [String],
-    teams: &'a [String],
+    users: &'a [UserId],
+    teams: &'a [TeamId],
 }
 
 /// Issue `n` (0-based): a title of two words, three in ten closed, a value per field (or
@@ -251,27 +256,27 @@ fn random_issue(
     let mut fields = BTreeMap::new();
     for d in defs {
         if let Some(v) = value(d, rng)? {
-            fields.insert(d.id.clone(), v);
+            fields.insert(d.id.to_string(), v);
         }
     }
     let (users, teams) = (people.users, people.teams);
     let mut participants = vec![Participant {
         kind: ParticipantKind::User,
-        id: users[rng.gen_range(0..users.len())].clone(),
+        id: users[rng.gen_range(0..users.len())].to_string(),
         role: Role::Reporter,
     }];
     let assignee = &users[rng.gen_range(0..users.len())];
-    if !participants.iter().any(|p| &p.id == assignee) {
+    if !participants.iter().any(|p| p.id == *assignee) {
         participants.push(Participant {
             kind: ParticipantKind::User,
-            id: assignee.clone(),
+            id: assignee.to_string(),
             role: Role::Assignee,
         });
     }
     if !teams.is_empty() && rng.gen_bool(0.3) {
         participants.push(Participant {
             kind: ParticipantKind::Team,
-            id: teams[rng.gen_range(0..teams.len())].clone(),
+            id: teams[rng.gen_range(0..teams.len())].to_string(),
             role: Role::Watcher,
         });
     }

@@ -7,7 +7,9 @@ use std::time::Duration;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use gridctl::{ops, replay, seed};
+use gridline::domain::ids::{IssueId, TenantId};
 use gridline::index::indexer::Indexer;
+use gridline::keys::index::ParkedUnit;
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
 use gridline_local::testing::{ALICE, TestApi};
@@ -25,7 +27,7 @@ async fn seed_project(api: &TestApi, issues: u64) -> seed::Seeded {
 
 fn spec(issues: u64) -> seed::Spec {
     seed::Spec {
-        tenant: "acme".into(),
+        tenant: acme(),
         project_name: "Seeded".into(),
         issues,
         extra_fields: 1,
@@ -33,6 +35,10 @@ fn spec(issues: u64) -> seed::Spec {
         teams: 2,
         rng_seed: 7,
     }
+}
+
+fn acme() -> TenantId {
+    TenantId::parse("acme").unwrap()
 }
 
 async fn verify(api: &TestApi) -> ops::VerifyReport {
@@ -111,6 +117,7 @@ async fn verify_finds_each_kind_of_drift_and_repair_removes_it() {
         &api,
         &stray_pk,
         "1zz\u{1}00000000000000000999",
+        // No issue id at all: nothing any issue's repair reaches; repair deletes it as it is.
         "01JDQ5S0000000000000GHOST1",
         None,
     )
@@ -168,11 +175,11 @@ async fn repair_is_safe_while_writes_and_the_indexer_run() {
     }
     assert!(!verify(&api).await.is_clean());
 
-    let ids: Vec<String> = api
+    let ids: Vec<IssueId> = api
         .stack
         .state
         .store
-        .issues_of_project("acme", &seeded.project_id, None)
+        .issues_of_project(&acme(), &seeded.project_id, None)
         .await
         .unwrap()
         .items
@@ -307,7 +314,7 @@ async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombst
     // The deleted issue's tombstone carries its expiry; once TTL removes it, nothing drifts.
     let wm_key = |i: &str| {
         (
-            gridline::keys::index::watermark_pk("acme", i),
+            gridline::keys::index::watermark_pk(&acme(), &IssueId::parse(i).unwrap()),
             gridline::keys::index::WATERMARK_SK.to_string(),
         )
     };
@@ -332,7 +339,7 @@ async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombst
 
     // A parked marker (as the indexer writes it) is listed, and verify is not clean.
     let parked = gridline::index::Parked {
-        tenant: "acme".into(),
+        tenant: acme(),
         subject: id.clone(),
         reason: "ValidationException: Item size has exceeded the maximum allowed size".into(),
         sequence_number: "100".into(),
@@ -360,15 +367,15 @@ async fn repair_reindexes_a_parked_project_and_acknowledges_a_parked_record() {
     api.issue(&p, json!({"title": "one"})).await;
     api.sync().await;
     let marker = |subject: String| gridline::index::Parked {
-        tenant: "acme".into(),
+        tenant: acme(),
         subject,
         reason: "malformed".into(),
         sequence_number: "7".into(),
         parked_at: "2026-11-21T20:42:03Z".into(),
     };
     for subject in [
-        gridline::keys::index::parked_sk_other("project", &p),
-        gridline::keys::index::parked_sk_other("record", "7"),
+        gridline::keys::index::parked_sk(ParkedUnit::Project, &p),
+        gridline::keys::index::parked_sk(ParkedUnit::Record, "7"),
     ] {
         api.stack
             .state

@@ -4,7 +4,8 @@
 
 use std::collections::BTreeMap;
 
-use anyhow::Result;
+use anyhow::{Context, Result};
+use gridline::domain::ids::{FieldId, IssueId, ProjectId, TeamId, TenantId, UserId};
 use gridline::domain::values::{FieldDef, FieldType, StoredValue};
 use gridline::domain::{IssueState, NewIssue, Participant, ParticipantKind, Project, Role};
 use gridline::store::{Store, Team};
@@ -25,43 +26,50 @@ const CREATED_AT: &str = "2026-11-21T20:42:03.123Z";
 
 /// Writes the fixtures into empty tables.
 pub async fn seed(store: &Store) -> Result<()> {
+    let tenant = TenantId::parse(TENANT).context("the fixture tenant is not a valid tenant id")?;
+    let project_id =
+        ProjectId::parse(PROJECT).context("the fixture project is not a valid project id")?;
+    let field_id = FieldId::parse(FIELD).context("the fixture field is not a valid field id")?;
+    let team_id = TeamId::parse(TEAM).context("the fixture team is not a valid team id")?;
+    let sub = UserId::parse(SUB).context("the fixture sub is not a valid user id")?;
     let project = Project {
-        id: PROJECT.into(),
+        id: project_id.clone(),
         name: "Apollo".into(),
         created_at: CREATED_AT.into(),
     };
-    store.create_project(TENANT, &project).await?;
+    store.create_project(&tenant, &project).await?;
     let field = FieldDef {
-        id: FIELD.into(),
+        id: field_id.clone(),
         name: "Points".into(),
         field_type: FieldType::Number,
         options: None,
     };
-    store.create_field(TENANT, PROJECT, &field).await?;
+    store.create_field(&tenant, &project_id, &field).await?;
     let team = Team {
-        id: TEAM.into(),
+        id: team_id,
         name: "Platform".into(),
         created_at: CREATED_AT.into(),
     };
-    store.create_team(TENANT, &team).await?;
+    store.create_team(&tenant, &team).await?;
     anyhow::ensure!(
-        store.add_member(TENANT, &team, SUB).await?,
+        store.add_member(&tenant, &team, &sub).await?,
         "the fixture team exists"
     );
     for (last, id) in [(0, ISSUE), (1, ISSUE_TO_DELETE)] {
+        let id = IssueId::parse(id).context("a fixture issue is not a valid issue id")?;
         let new = NewIssue {
             title: "Seeded".into(),
             state: IssueState::Open,
             description: Some("seeded description".into()),
-            fields: BTreeMap::from([(FIELD.to_string(), StoredValue::N("5".parse()?))]),
+            fields: BTreeMap::from([(field_id.to_string(), StoredValue::N("5".parse()?))]),
             participants: vec![Participant {
                 kind: ParticipantKind::User,
-                id: SUB.into(),
+                id: sub.to_string(),
                 role: Role::Reporter,
             }],
         };
         store
-            .create_issue(TENANT, PROJECT, last, new, id.into(), CREATED_AT.into())
+            .create_issue(&tenant, &project_id, last, new, id, CREATED_AT.into())
             .await?;
     }
     Ok(())

@@ -13,7 +13,7 @@ use axum::extract::Request;
 use axum::http::{StatusCode, header};
 use axum::middleware::Next;
 use axum::response::Response;
-use gridline::error::problem_response;
+use gridline::http::error::problem_response;
 use serde_yaml_ng::Value;
 
 /// API Gateway REST's maximum integration timeout.

@@ -420,8 +420,8 @@ impl TestApi {
     /// The entries a fresh computation from the records gives for these projects.
     pub async fn expected_entries(
         &self,
-        tenant: &str,
-        projects: &[String],
+        tenant: &gridline::domain::ids::TenantId,
+        projects: &[gridline::domain::ids::ProjectId],
     ) -> std::collections::BTreeSet<gridline::index::Entry> {
         let store = &self.stack.state.store;
         let mut expected = std::collections::BTreeSet::new();
@@ -450,7 +450,11 @@ impl TestApi {
     }
 
     /// Asserts the index equals a recomputation from the records.
-    pub async fn assert_index_matches_records(&self, tenant: &str, projects: &[String]) {
+    pub async fn assert_index_matches_records(
+        &self,
+        tenant: &gridline::domain::ids::TenantId,
+        projects: &[gridline::domain::ids::ProjectId],
+    ) {
         let expected = self.expected_entries(tenant, projects).await;
         let actual = self.index_entries().await;
         let missing: Vec<_> = expected.difference(&actual).take(5).collect();

@@ -4,13 +4,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use gridline::domain::ids::ProjectId;
 use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
-use crate::support::delete_twice;
+use crate::support::{acme, delete_twice};
 
 const KB64: usize = 64 * 1024;
 
@@ -659,7 +660,8 @@ async fn deleting_a_field_of_a_project_from_before_the_byte_count_keeps_it_reada
         .key(
             "PK",
             aws_sdk_dynamodb::types::AttributeValue::S(gridline::keys::records::project_pk(
-                "acme", &p,
+                &acme(),
+                &ProjectId::parse(&p).unwrap(),
             )),
         )
         .key(
@@ -683,7 +685,7 @@ async fn deleting_a_field_of_a_project_from_before_the_byte_count_keeps_it_reada
         .stack
         .state
         .store
-        .get_project("acme", &p)
+        .get_project(&acme(), &ProjectId::parse(&p).unwrap())
         .await
         .unwrap()
         .unwrap();

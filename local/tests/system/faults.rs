@@ -6,6 +6,7 @@
 
 use std::time::Duration;
 
+use gridline::domain::ids::{IssueId, ProjectId};
 use gridline::index::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
@@ -13,6 +14,8 @@ use gridline_local::testing::TestApi;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::json;
+
+use crate::support::acme;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_replays() {
@@ -81,7 +84,8 @@ async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_rep
         );
         assert_eq!(
             api.index_entries().await,
-            api.expected_entries("acme", std::slice::from_ref(&p)).await,
+            api.expected_entries(&acme(), &[ProjectId::parse(&p).unwrap()])
+                .await,
             "seed {seed}"
         );
 
@@ -101,9 +105,11 @@ async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_rep
 async fn a_malformed_record_is_parked_and_does_not_block_the_shard() {
     let (api, p) = TestApi::with_project("p").await;
     // An issue item the API would never write (no version): the indexer cannot read it.
+    let poison = IssueId::numbered(404);
+    let poison_pk = gridline::keys::records::issue_pk(&acme(), &poison);
     let mut item = std::collections::HashMap::new();
     for (k, v) in [
-        ("PK", "T#acme#I#01JDQ5S00000000000000POISN"),
+        ("PK", poison_pk.as_str()),
         ("SK", "#ISSUE"),
         ("entity", "issue"),
         ("title", "bad"),
@@ -123,7 +129,7 @@ async fn a_malformed_record_is_parked_and_does_not_block_the_shard() {
     );
     let parked = parked(&api).await;
     assert_eq!(parked.len(), 1);
-    assert_eq!(parked[0].subject, "01JDQ5S00000000000000POISN");
+    assert_eq!(parked[0].subject, poison.as_str());
     assert!(parked[0].reason.contains("malformed"), "{:?}", parked[0]);
     let r = api.get(&format!("/projects/{p}/issues")).await;
     assert_eq!(
@@ -299,7 +305,8 @@ async fn an_issue_that_fails_for_good_is_parked_and_its_neighbours_are_indexed()
     assert_eq!(r.status, http::StatusCode::OK);
     poller.drain().await.unwrap();
     assert!(parked_after(&api).await.is_empty());
-    api.assert_index_matches_records("acme", &[p]).await;
+    api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
+        .await;
 }
 
 async fn parked_after(api: &TestApi) -> Vec<gridline::index::Parked> {

@@ -3,12 +3,15 @@
 
 use std::cmp::Ordering;
 
+use gridline::domain::ids::ProjectId;
 use gridline::encoding::text::fold;
 use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
+
+use crate::support::acme;
 
 /// Every issue id of a grid, following `next_cursor` with pages of `limit`.
 async fn page_all(api: &TestApi, project: &str, query: &str, limit: usize) -> Vec<String> {
@@ -65,7 +68,7 @@ fn key_of(
                 "text" => text(v.as_str().unwrap()),
                 // Numbers compare by the property-tested encoding, applied to the exact digits.
                 "number" => Key::Encoded(gridline::encoding::number::encode(
-                    &gridline::domain::number::DynNumber::parse(&v.to_string()).unwrap(),
+                    &gridline::domain::decimal::DynNumber::parse(&v.to_string()).unwrap(),
                 )),
                 "select" => Key::Encoded(format!(
                     "{:03}",
@@ -365,7 +368,8 @@ async fn random_histories_converge_and_page_in_reference_order() {
             }
         }
         api.sync().await;
-        api.assert_index_matches_records("acme", std::slice::from_ref(&p))
+        let (tenant, project) = (acme(), ProjectId::parse(&p).unwrap());
+        api.assert_index_matches_records(&tenant, std::slice::from_ref(&project))
             .await;
         assert_eq!(api.dead_letters().await, 0);
 
@@ -376,7 +380,7 @@ async fn random_histories_converge_and_page_in_reference_order() {
             .stack
             .state
             .store
-            .project_with_fields("acme", &p)
+            .project_with_fields(&tenant, &project)
             .await
             .unwrap()
             .unwrap();
@@ -384,7 +388,7 @@ async fn random_histories_converge_and_page_in_reference_order() {
             .stack
             .state
             .store
-            .issues_of_project("acme", &p, None)
+            .issues_of_project(&tenant, &project, None)
             .await
             .unwrap()
             .items

@@ -9,10 +9,13 @@ use aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef;
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::{BoxError, ProvideErrorMetadata, SdkError};
 use aws_sdk_dynamodb::types::AttributeValue;
+use gridline::domain::ids::ProjectId;
 use gridline_local::guard::iam::{self, Effect, wildcard};
 use gridline_local::testing::{ALICE, TestApi};
 use http::Method;
 use serde_json::json;
+
+use crate::support::acme;
 
 /// Counts the attempts the SDK makes (a retry is another attempt).
 #[derive(Debug, Clone, Default)]
@@ -340,6 +343,7 @@ async fn workload(api: &TestApi) {
     alice.delete(&format!("/teams/{team}/members/bob")).await;
     api.sync().await;
     alice.get(&format!("/projects/{p}/issues?sort={n}")).await;
-    api.assert_index_matches_records("acme", &[p]).await;
+    api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
+        .await;
     assert_eq!(api.dead_letters().await, 0);
 }

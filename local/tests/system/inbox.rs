@@ -3,13 +3,14 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
+use gridline::domain::ids::{ProjectId, TeamId, UserId};
 use gridline_local::testing::{ALICE, TestApi};
 use http::{Method, StatusCode};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
-use crate::support::delete_twice;
+use crate::support::{acme, delete_twice};
 
 const BOB: (&str, &str) = ("bob", "acme");
 
@@ -92,7 +93,7 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
 
     // A team that does not exist: the transaction's condition fails and nothing is written.
     let ghost = gridline::store::Team {
-        id: "01JDQ5S0000000000000000X99".into(),
+        id: TeamId::parse("01JDQ5S0000000000000000X99").unwrap(),
         name: "ghost".into(),
         created_at: "2026-11-21T00:00:00.000Z".into(),
     };
@@ -101,7 +102,7 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
         !api.stack
             .state
             .store
-            .add_member("acme", &ghost, "bob")
+            .add_member(&acme(), &ghost, &UserId::parse("bob").unwrap())
             .await
             .unwrap()
     );
@@ -432,7 +433,7 @@ async fn random_histories_give_exact_inboxes() {
             }
         }
         api.sync().await;
-        api.assert_index_matches_records("acme", std::slice::from_ref(&p))
+        api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
             .await;
 
         // The reference: every issue with its participants, from the API.

@@ -6,6 +6,7 @@
 use std::collections::BTreeSet;
 
 use aws_sdk_dynamodb::types::AttributeValue;
+use gridline::domain::ids::{IssueId, ProjectId, TenantId};
 use gridline::domain::values::StoredValue;
 use gridline::index::intent_item;
 use gridline::index::{Entry, entries};
@@ -67,6 +68,11 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
     assert_eq!(api.dead_letters().await, 0);
 
     let store = &api.stack.state.store;
+    let (tenant_id, project_id, issue_id) = (
+        TenantId::parse(&tenant).unwrap(),
+        ProjectId::parse(&p).unwrap(),
+        IssueId::parse(&id).unwrap(),
+    );
     let raw = api
         .stack
         .client
@@ -74,7 +80,7 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
         .table_name(&api.stack.tables.index)
         .key(
             keys::PK,
-            AttributeValue::S(keys::index::watermark_pk(&tenant, &id)),
+            AttributeValue::S(keys::index::watermark_pk(&tenant_id, &issue_id)),
         )
         .key(
             keys::SK,
@@ -89,25 +95,29 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
     let stored = item_size(&raw);
 
     // At its largest: closing the issue and changing every value moves every entry.
-    let wm = store.get_watermark(&tenant, &id).await.unwrap().unwrap();
+    let wm = store
+        .get_watermark(&tenant_id, &issue_id)
+        .await
+        .unwrap()
+        .unwrap();
     let mut issue = store
-        .get_issue_summary(&tenant, &id)
+        .get_issue_summary(&tenant_id, &issue_id)
         .await
         .unwrap()
         .unwrap();
     let (_, defs) = store
-        .project_with_fields(&tenant, &p)
+        .project_with_fields(&tenant_id, &project_id)
         .await
         .unwrap()
         .unwrap();
-    let now = entries(&tenant, &issue, &defs);
+    let now = entries(&tenant_id, &issue, &defs);
     assert_eq!(wm.entries.len(), now.len());
     issue.state = gridline::domain::IssueState::Closed;
     issue.updated_at = "2099-01-01T00:00:00.000Z".into();
     for v in issue.fields.values_mut() {
         *v = StoredValue::S("\u{10FFFE}".repeat(100));
     }
-    let next = entries(&tenant, &issue, &defs);
+    let next = entries(&tenant_id, &issue, &defs);
     let key = |e: &Entry| (e.pk.clone(), e.sk.clone());
     let have: BTreeSet<_> = wm.entries.iter().map(key).collect();
     let want: BTreeSet<_> = next.iter().map(key).collect();
@@ -117,7 +127,7 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
         .iter()
         .filter(|e| !want.contains(&key(e)))
         .collect();
-    let during = item_size(&intent_item(&tenant, &id, &wm, (&puts, &deletes)));
+    let during = item_size(&intent_item(&tenant_id, &issue_id, &wm, (&puts, &deletes)));
     println!(
         "largest issue ({} entries): watermark item {stored} bytes; {during} bytes during a change moving every entry ({} puts, {} deletes); limit {LIMIT}",
         now.len(),
@@ -148,5 +158,6 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
         )
         .await;
     assert_eq!(r.body["items"][0]["id"], json!(id), "{}", r.text);
-    api.assert_index_matches_records(&tenant, &[p]).await;
+    api.assert_index_matches_records(&tenant_id, &[project_id])
+        .await;
 }

@@ -78,6 +78,12 @@ macro_rules! id_type {
             }
         }
 
+        impl From<&$name> for String {
+            fn from(id: &$name) -> String {
+                id.0.clone()
+            }
+        }
+
         impl From<$name> for String {
             fn from(id: $name) -> String {
                 id.0
@@ -87,6 +93,24 @@ macro_rules! id_type {
         impl PartialEq<str> for $name {
             fn eq(&self, other: &str) -> bool {
                 self.0 == other
+            }
+        }
+
+        impl PartialEq<String> for $name {
+            fn eq(&self, other: &String) -> bool {
+                &self.0 == other
+            }
+        }
+
+        impl PartialEq<$name> for String {
+            fn eq(&self, other: &$name) -> bool {
+                *self == other.0
+            }
+        }
+
+        impl std::borrow::Borrow<str> for $name {
+            fn borrow(&self) -> &str {
+                &self.0
             }
         }
 
@@ -134,6 +158,14 @@ id_type!(
     is_server_id
 );
 
+impl TenantId {
+    /// `-`: where the indexer parks a record whose keys name no tenant (a valid tenant id that
+    /// no token is issued for).
+    pub fn unknown() -> Self {
+        Self("-".to_owned())
+    }
+}
+
 macro_rules! new_server_id {
     ($($name:ident),*) => {$(
         impl $name {
@@ -141,6 +173,11 @@ macro_rules! new_server_id {
             #[allow(clippy::new_without_default)]
             pub fn new() -> Self {
                 Self(new_id())
+            }
+
+            /// The id numbered `n` (a ULID of time zero): stable ids for tests and fixtures.
+            pub fn numbered(n: u64) -> Self {
+                Self(Ulid(u128::from(n)).to_string())
             }
         }
     )*};

@@ -6,11 +6,9 @@ pub mod text;
 pub mod validation;
 pub mod values;
 
-/// The exact DynamoDB number under its former name (`domain::number`), for code that still
-/// imports it from there.
-pub use decimal as number;
 pub use validation::{FieldError, IssueTooLarge, ValidationError};
 
+use crate::domain::ids::{FieldId, IssueId, ProjectId};
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -34,7 +32,7 @@ pub const MAX_TEAMS_PER_USER: usize = 50;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Project {
-    pub id: String,
+    pub id: ProjectId,
     pub name: String,
     pub created_at: String,
 }
@@ -125,8 +123,8 @@ pub struct Participant {
 /// An issue as stored: the summary item plus, when read whole, its description.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Issue {
-    pub id: String,
-    pub project_id: String,
+    pub id: IssueId,
+    pub project_id: ProjectId,
     pub num: u64,
     pub title: String,
     pub state: IssueState,
@@ -163,7 +161,7 @@ pub struct NewFieldBody {
 }
 
 impl NewFieldBody {
-    pub fn into_def(self, id: String) -> Result<FieldDef, ValidationError> {
+    pub fn into_def(self, id: FieldId) -> Result<FieldDef, ValidationError> {
         let errors = values::check_field_def(&self.name, self.field_type, self.options.as_deref());
         ValidationError::check(
             errors
@@ -304,7 +302,7 @@ impl IssuePatchBody {
     pub fn validate(self, defs: &[FieldDef]) -> Result<IssuePatch, ValidationError> {
         let mut errors = Vec::new();
         let mut patch = IssuePatch {
-            project_fields: Some(defs.iter().map(|d| d.id.clone()).collect()),
+            project_fields: Some(defs.iter().map(|d| d.id.to_string()).collect()),
             ..IssuePatch::default()
         };
         match self.title {
@@ -424,7 +422,7 @@ mod tests {
 
     fn defs() -> Vec<FieldDef> {
         vec![FieldDef {
-            id: "01ARZ3NDEKTSV4RRFFQ69G5FAV".into(),
+            id: FieldId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap(),
             name: "points".into(),
             field_type: FieldType::Number,
             options: None,

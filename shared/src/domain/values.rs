@@ -1,5 +1,6 @@
 //! Custom-field definitions and their values, validated by type exactly as the API contract says.
 
+use crate::domain::ids::FieldId;
 use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use time::format_description::well_known::Rfc3339;
@@ -23,7 +24,7 @@ pub enum FieldType {
 /// A field definition as stored and returned.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct FieldDef {
-    pub id: String,
+    pub id: FieldId,
     pub name: String,
     #[serde(rename = "type")]
     pub field_type: FieldType,
@@ -204,7 +205,7 @@ mod tests {
 
     fn def(t: FieldType) -> FieldDef {
         FieldDef {
-            id: "F".into(),
+            id: FieldId::numbered(1),
             name: "f".into(),
             field_type: t,
             options: (t == FieldType::Select).then(|| vec!["low".into(), "high".into()]),

@@ -9,7 +9,7 @@
 //!
 //! Every encoding is 42 characters; zero is `2` followed by 41 zeros.
 
-use crate::domain::number::{DynNumber, MAX_DIGITS, MIN_EXP};
+use crate::domain::decimal::{DynNumber, MAX_DIGITS, MIN_EXP};
 
 pub const WIDTH: usize = 1 + 3 + MAX_DIGITS;
 
@@ -54,7 +54,7 @@ pub fn decode(s: &str) -> Option<DynNumber> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::number::MAX_EXP;
+    use crate::domain::decimal::MAX_EXP;
     use proptest::prelude::*;
 
     fn n(s: &str) -> DynNumber {

@@ -11,9 +11,10 @@ use serde::de::DeserializeOwned;
 
 use crate::auth::Caller;
 use crate::cursor::{Binding, CursorKey, Position};
+use crate::domain::FieldError;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TeamId, TenantId, UserId};
-use crate::error::{ApiError, FieldError};
 use crate::http::AppState;
+use crate::http::error::ApiError;
 
 /// A server-issued id of a path, parsed at the edge. An id the server could not have issued
 /// names nothing, so it is answered `404` for what the path names without a database call.

@@ -13,16 +13,16 @@ use super::extract::{Id, Paging, unknown_params};
 use super::views::{IssueView, List, names_fit, participants_of};
 use crate::auth::Caller;
 use crate::domain::Issue;
-use crate::domain::ids::ProjectId;
+use crate::domain::ids::{ProjectId, TenantId};
 use crate::domain::values::FieldDef;
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 use crate::index::column_state;
 use crate::keys;
 use crate::read::grid::{self, GridParams, GridQuery, read_entries};
 
 /// Interprets the query string against the project's fields.
 fn parse(
-    project_id: &str,
+    project_id: &ProjectId,
     params: &HashMap<String, String>,
     defs: &[FieldDef],
 ) -> Result<GridQuery, ApiError> {
@@ -52,23 +52,23 @@ fn parse(
 /// tells before a 404; and a query the read refuses (its field may be that new) is parsed again
 /// against a consistent read before it is refused.
 async fn interpret(
-    s: &AppState,
-    tenant: &str,
-    project_id: &str,
+    app: &AppState,
+    tenant: &TenantId,
+    project_id: &ProjectId,
     params: &HashMap<String, String>,
 ) -> ApiResult<(Vec<FieldDef>, GridQuery)> {
-    let read = match s
+    let read = match app
         .store
         .project_with_fields_read(tenant, project_id, false)
         .await?
     {
         Some(found) => Some(found),
-        None => s.store.project_with_fields(tenant, project_id).await?,
+        None => app.store.project_with_fields(tenant, project_id).await?,
     };
     let (_, defs) = read.ok_or(ApiError::NotFound("project"))?;
     match parse(project_id, params, &defs) {
         Ok(query) => Ok((defs, query)),
-        Err(first) => match s.store.project_with_fields(tenant, project_id).await? {
+        Err(first) => match app.store.project_with_fields(tenant, project_id).await? {
             Some((_, fresh)) => {
                 let query = parse(project_id, params, &fresh)?;
                 Ok((fresh, query))
@@ -79,30 +79,36 @@ async fn interpret(
 }
 
 pub async fn list(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
-    q: Paging,
+    paging: Paging,
     Id(project_id): Id<ProjectId>,
     Query(mut params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<IssueView>>> {
     params.remove("limit");
     params.remove("cursor");
-    let (defs, query) = interpret(&s, &caller.tenant, &project_id, &params).await?;
-    let cursor = q.bind(query.canonical.as_str());
+    let (defs, query) = interpret(&app, &caller.tenant, &project_id, &params).await?;
+    let cursor = paging.bind(query.canonical.as_str());
     let pk = keys::index::column_pk(
         &caller.tenant,
         &project_id,
         query.column.name(),
         column_state(query.state),
     );
-    let page = read_entries(&query, &pk, q.limit, cursor.start()?, |range, start| {
-        let store = &s.store;
-        async move { store.query_column(&range, start.as_ref()).await }
-    })
+    let page = read_entries(
+        &query,
+        &pk,
+        paging.limit,
+        cursor.start()?,
+        |range, start| {
+            let store = &app.store;
+            async move { store.query_column(&range, start.as_ref()).await }
+        },
+    )
     .await?;
     let mut next = page.next;
     let ids: Vec<String> = page.entries.iter().map(|e| e.issue_id.clone()).collect();
-    let mut found = s.store.batch_get_issues(&caller.tenant, &ids).await?;
+    let mut found = app.store.batch_get_issues(&caller.tenant, &ids).await?;
     // Entries of issues deleted (or moved to another state) since they were indexed are skipped.
     let mut issues: Vec<(usize, Issue)> = page
         .entries
@@ -119,7 +125,7 @@ pub async fn list(
         issues.truncate(fit);
     }
     let issues: Vec<Issue> = issues.into_iter().map(|(_, i)| i).collect();
-    let names = s
+    let names = app
         .store
         .names(&caller.tenant, &participants_of(&issues))
         .await?;

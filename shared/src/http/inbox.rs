@@ -13,9 +13,10 @@ use super::extract::{BoundCursor, Paging, path_id, unknown_params};
 use super::views::{InboxItem, IssueView, List, names_fit, participants_of};
 use crate::auth::Caller;
 use crate::cursor::Position;
+use crate::domain::FieldError;
 use crate::domain::ids::TeamId;
 use crate::domain::{IssueState, Participant, ParticipantKind, Role};
-use crate::error::{ApiError, ApiResult, FieldError};
+use crate::http::error::{ApiError, ApiResult};
 use crate::keys;
 use crate::read::inbox;
 
@@ -60,11 +61,11 @@ fn state_only(params: &HashMap<String, String>) -> ApiResult<IssueState> {
 
 /// Reads one page over `sources` (partitions of issues in `state`) and renders it.
 async fn read(
-    s: &AppState,
+    app: &AppState,
     caller: &Caller,
     sources: Vec<Source>,
     state: IssueState,
-    q: &Paging,
+    paging: &Paging,
     cursor: &BoundCursor<'_>,
 ) -> ApiResult<Json<List<InboxItem>>> {
     let after = match cursor.start()? {
@@ -73,15 +74,15 @@ async fn read(
             inbox::after_of(p).ok_or_else(|| ApiError::invalid("cursor", "cursor is malformed"))?,
         ),
     };
-    let merged = inbox::read_merged(sources.len(), q.limit, after, |i, limit, after| {
-        let (store, pk) = (&s.store, &sources[i].pk);
+    let merged = inbox::read_merged(sources.len(), paging.limit, after, |i, limit, after| {
+        let (store, pk) = (&app.store, &sources[i].pk);
         async move { store.query_inbox(pk, limit, after.as_deref()).await }
     })
     .await?;
     let mut cut = merged.last;
     let mut any_left = merged.any_left;
     let ids: Vec<String> = merged.taken.iter().map(|t| t.issue_id.clone()).collect();
-    let mut found = s.store.batch_get_issues(&caller.tenant, &ids).await?;
+    let mut found = app.store.batch_get_issues(&caller.tenant, &ids).await?;
     let mut issues: Vec<(String, crate::domain::Issue, Vec<Participant>)> = merged
         .taken
         .into_iter()
@@ -102,7 +103,7 @@ async fn read(
         any_left = true;
         issues.truncate(fit);
     }
-    let names = s
+    let names = app
         .store
         .names(
             &caller.tenant,
@@ -124,9 +125,9 @@ async fn read(
 }
 
 pub async fn my_issues(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
-    q: Paging,
+    paging: Paging,
     Query(params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<InboxItem>>> {
     let mut errors = unknown_params(&params, &["state", "role"]);
@@ -151,10 +152,10 @@ pub async fn my_issues(
     let me = |role: Option<Role>| Source {
         pk: keys::index::inbox_pk(
             &caller.tenant,
-            "user",
+            ParticipantKind::User,
             &caller.user,
-            state.as_str(),
-            role.map(Role::as_str),
+            state,
+            role,
         ),
         kind: ParticipantKind::User,
         id: caller.user.to_string(),
@@ -174,36 +175,41 @@ pub async fn my_issues(
             .collect::<Vec<_>>()
             .join(",")
     );
-    let cursor = q.bind_to_caller(params);
-    read(&s, &caller, sources, state, &q, &cursor).await
+    let cursor = paging.bind_to_caller(params);
+    read(&app, &caller, sources, state, &paging, &cursor).await
 }
 
 pub async fn team_issues(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     Path(team_id): Path<String>,
-    q: Paging,
+    paging: Paging,
     Query(params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<InboxItem>>> {
     let state = state_only(&params)?;
     let team_id: TeamId = path_id(&team_id)?;
-    if s.store.get_team(&caller.tenant, &team_id).await?.is_none() {
+    if app
+        .store
+        .get_team(&caller.tenant, &team_id)
+        .await?
+        .is_none()
+    {
         return Err(ApiError::NotFound("team"));
     }
     let sources = vec![Source {
-        pk: keys::index::inbox_pk(&caller.tenant, "team", &team_id, state.as_str(), None),
+        pk: keys::index::inbox_pk(&caller.tenant, ParticipantKind::Team, &team_id, state, None),
         kind: ParticipantKind::Team,
         id: team_id.to_string(),
     }];
     let params = format!("state={}&team_id={team_id}", state.as_str());
-    let cursor = q.bind(params);
-    read(&s, &caller, sources, state, &q, &cursor).await
+    let cursor = paging.bind(params);
+    read(&app, &caller, sources, state, &paging, &cursor).await
 }
 
 pub async fn my_teams_issues(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
-    q: Paging,
+    paging: Paging,
     Query(params): Query<HashMap<String, String>>,
 ) -> ApiResult<Json<List<InboxItem>>> {
     let state = state_only(&params)?;
@@ -211,7 +217,7 @@ pub async fn my_teams_issues(
     let mut teams = BTreeMap::new();
     let mut start: Option<Position> = None;
     loop {
-        let page = s
+        let page = app
             .store
             .teams_of_user(&caller.tenant, &caller.user, None, start.as_ref())
             .await?;
@@ -224,12 +230,12 @@ pub async fn my_teams_issues(
     let sources = teams
         .keys()
         .map(|id| Source {
-            pk: keys::index::inbox_pk(&caller.tenant, "team", id, state.as_str(), None),
+            pk: keys::index::inbox_pk(&caller.tenant, ParticipantKind::Team, id, state, None),
             kind: ParticipantKind::Team,
-            id: id.clone(),
+            id: id.to_string(),
         })
         .collect();
     let params = format!("state={}", state.as_str());
-    let cursor = q.bind_to_caller(params);
-    read(&s, &caller, sources, state, &q, &cursor).await
+    let cursor = paging.bind_to_caller(params);
+    read(&app, &caller, sources, state, &paging, &cursor).await
 }

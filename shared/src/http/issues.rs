@@ -10,7 +10,7 @@ use super::extract::{Id, JsonBody, if_match, path_id};
 use super::views::IssueView;
 use super::{AppState, now};
 use crate::auth::Caller;
-use crate::domain::ids::{IssueId, ProjectId, new_id};
+use crate::domain::ids::{IssueId, ProjectId, TeamId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::domain::{
     Issue, IssuePatch, IssuePatchBody, IssueTooLarge, MAX_ITEM_BYTES, MAX_PARTICIPANTS,
@@ -39,8 +39,13 @@ fn issue_response(status: StatusCode, issue: Issue, defs: &[FieldDef]) -> Respon
 /// The project's current field definitions, strongly consistent: a read shows a field's
 /// values from the moment it exists until the moment it is deleted (the issue's project always
 /// exists: projects are never deleted).
-async fn defs_of(s: &AppState, tenant: &str, project_id: &str) -> ApiResult<Vec<FieldDef>> {
-    Ok(s.store
+async fn defs_of(
+    app: &AppState,
+    tenant: &TenantId,
+    project_id: &ProjectId,
+) -> ApiResult<Vec<FieldDef>> {
+    Ok(app
+        .store
         .project_with_fields(tenant, project_id)
         .await?
         .map(|(_, defs)| defs)
@@ -54,9 +59,9 @@ async fn defs_of(s: &AppState, tenant: &str, project_id: &str) -> ApiResult<Vec<
 /// shape the answer) and, should that read refuse, validates again against a consistent read
 /// before refusing, so a just-created project or field always validates.
 async fn validated<T>(
-    s: &AppState,
-    tenant: &str,
-    project_id: &str,
+    app: &AppState,
+    tenant: &TenantId,
+    project_id: &ProjectId,
     values: bool,
     validate: impl Fn(&[FieldDef]) -> Result<T, ValidationError>,
 ) -> ApiResult<Option<(ProjectItem, Vec<FieldDef>, T)>> {
@@ -65,7 +70,7 @@ async fn validated<T>(
         Ok((project, defs, v))
     };
     if !values
-        && let Some((project, defs)) = s
+        && let Some((project, defs)) = app
             .store
             .project_with_fields_read(tenant, project_id, false)
             .await?
@@ -73,7 +78,7 @@ async fn validated<T>(
         return match validate(&defs) {
             Ok(v) => Ok(Some((project, defs, v))),
             // The read may be stale: only a consistent read may refuse.
-            Err(first) => match s.store.project_with_fields(tenant, project_id).await? {
+            Err(first) => match app.store.project_with_fields(tenant, project_id).await? {
                 Some(found) => check(found).map(Some),
                 None => Err(first.into()),
             },
@@ -81,7 +86,7 @@ async fn validated<T>(
     }
     // A write of values, or a project not there yet for an eventually consistent read (or not
     // there at all).
-    s.store
+    app.store
         .project_with_fields(tenant, project_id)
         .await?
         .map(check)
@@ -89,51 +94,58 @@ async fn validated<T>(
 }
 
 pub async fn create(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     Path(project_id): Path<String>,
     JsonBody(body): JsonBody<NewIssueBody>,
 ) -> ApiResult<Response> {
     let project_id: ProjectId = path_id(&project_id)?;
     let values = body.fields.as_ref().is_some_and(|f| !f.is_empty());
-    let (project, defs, new) = validated(&s, &caller.tenant, &project_id, values, |defs| {
+    let (project, defs, new) = validated(&app, &caller.tenant, &project_id, values, |defs| {
         body.clone().validate(defs, &caller.user)
     })
     .await?
     .ok_or(ApiError::NotFound(PROJECT))?;
     let last_num = project.next_num.unwrap_or(0);
-    let issue = s
+    let issue = app
         .store
-        .create_issue(&caller.tenant, &project_id, last_num, new, new_id(), now())
+        .create_issue(
+            &caller.tenant,
+            &project_id,
+            last_num,
+            new,
+            IssueId::new(),
+            now(),
+        )
         .await?;
     Ok(issue_response(StatusCode::CREATED, issue, &defs))
 }
 
 pub async fn get(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     Id(issue_id): Id<IssueId>,
 ) -> ApiResult<Response> {
-    current(&s, &caller.tenant, &issue_id).await
+    current(&app, &caller.tenant, &issue_id).await
 }
 
 /// The issue as stored now.
-async fn issue_of(s: &AppState, tenant: &str, issue_id: &str) -> ApiResult<Issue> {
-    s.store
+async fn issue_of(app: &AppState, tenant: &TenantId, issue_id: &IssueId) -> ApiResult<Issue> {
+    app.store
         .get_issue(tenant, issue_id)
         .await?
         .ok_or(ApiError::NotFound(ISSUE))
 }
 
 /// The issue as it is now, with its ETag: GET, and the answer after a change.
-async fn current(s: &AppState, tenant: &str, issue_id: &str) -> ApiResult<Response> {
-    let issue = issue_of(s, tenant, issue_id).await?;
-    let defs = defs_of(s, tenant, &issue.project_id).await?;
+async fn current(app: &AppState, tenant: &TenantId, issue_id: &IssueId) -> ApiResult<Response> {
+    let issue = issue_of(app, tenant, issue_id).await?;
+    let defs = defs_of(app, tenant, &issue.project_id).await?;
     Ok(issue_response(StatusCode::OK, issue, &defs))
 }
 
 pub async fn patch(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     Path(issue_id): Path<String>,
     headers: HeaderMap,
@@ -141,14 +153,14 @@ pub async fn patch(
 ) -> ApiResult<Response> {
     let issue_id: IssueId = path_id(&issue_id)?;
     let expected = if_match(&headers)?;
-    let current = issue_of(&s, &caller.tenant, &issue_id).await?;
+    let current = issue_of(&app, &caller.tenant, &issue_id).await?;
     if let Some(v) = expected
         && v != current.version
     {
         return Err(ApiError::PreconditionFailed(v.to_string()));
     }
     let values = body.fields.is_some();
-    let (_, defs, patch) = validated(&s, &caller.tenant, &current.project_id, values, |defs| {
+    let (_, defs, patch) = validated(&app, &caller.tenant, &current.project_id, values, |defs| {
         body.clone().validate(defs)
     })
     .await?
@@ -157,7 +169,7 @@ pub async fn patch(
         return Ok(issue_response(StatusCode::OK, current, &defs));
     }
     check_patched_size(&caller.tenant, &current, &patch)?;
-    let outcome = s
+    let outcome = app
         .store
         .patch_issue(&caller.tenant, &current, &patch, expected, &now())
         .await?;
@@ -171,13 +183,13 @@ pub async fn patch(
             ));
         }
     }
-    let issue = issue_of(&s, &caller.tenant, &issue_id).await?;
+    let issue = issue_of(&app, &caller.tenant, &issue_id).await?;
     Ok(issue_response(StatusCode::OK, issue, &defs))
 }
 
 /// Refuses a patch whose item, as it will be stored (the merged values, the new title and
 /// version, participants as they are), would not fit in one DynamoDB item.
-fn check_patched_size(tenant: &str, current: &Issue, patch: &IssuePatch) -> ApiResult<()> {
+fn check_patched_size(tenant: &TenantId, current: &Issue, patch: &IssuePatch) -> ApiResult<()> {
     let mut merged = current.clone();
     if patch.clear_fields {
         merged.fields.clear();
@@ -200,11 +212,11 @@ fn check_patched_size(tenant: &str, current: &Issue, patch: &IssuePatch) -> ApiR
 }
 
 pub async fn delete(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     Id(issue_id): Id<IssueId>,
 ) -> ApiResult<StatusCode> {
-    if s.store.delete_issue(&caller.tenant, &issue_id).await? {
+    if app.store.delete_issue(&caller.tenant, &issue_id).await? {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(ISSUE))
@@ -226,27 +238,36 @@ fn participant_path(kind: &str, id: &str) -> ApiResult<ParticipantKind> {
 
 /// `PUT /issues/{id}/participants/{kind}/{id}`: adds the participant or changes their role.
 pub async fn put_participant(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     Path((issue_id, kind, id)): Path<(String, String, String)>,
     JsonBody(body): JsonBody<RoleBody>,
 ) -> ApiResult<Response> {
     let issue_id: IssueId = path_id(&issue_id)?;
     let kind = participant_path(&kind, &id)?;
-    if kind == ParticipantKind::Team && s.store.get_team(&caller.tenant, &id).await?.is_none() {
-        return Err(ApiError::invalid("id", "is not a team of this tenant"));
+    if kind == ParticipantKind::Team {
+        let no_team = || ApiError::invalid("id", "is not a team of this tenant");
+        let team_id = TeamId::parse(&id).ok_or_else(no_team)?;
+        if app
+            .store
+            .get_team(&caller.tenant, &team_id)
+            .await?
+            .is_none()
+        {
+            return Err(no_team());
+        }
     }
     let participant = Participant {
         kind,
         id,
         role: body.role,
     };
-    match s
+    match app
         .store
         .put_participant(&caller.tenant, &issue_id, &participant, &now())
         .await?
     {
-        ParticipantOutcome::Saved => current(&s, &caller.tenant, &issue_id).await,
+        ParticipantOutcome::Saved => current(&app, &caller.tenant, &issue_id).await,
         ParticipantOutcome::NotFound => Err(ApiError::NotFound(ISSUE)),
         ParticipantOutcome::Full => Err(ApiError::Conflict(format!(
             "the issue has {MAX_PARTICIPANTS} participants, the most it may have"
@@ -257,7 +278,7 @@ pub async fn put_participant(
 
 /// `DELETE /issues/{id}/participants/{kind}/{id}`.
 pub async fn delete_participant(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     Path((issue_id, kind, id)): Path<(String, String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -265,7 +286,8 @@ pub async fn delete_participant(
     let Ok(kind) = participant_path(&kind, &id) else {
         return Err(ApiError::NotFound("participant"));
     };
-    if s.store
+    if app
+        .store
         .delete_participant(&caller.tenant, &issue_id, kind, &id, &now())
         .await?
     {

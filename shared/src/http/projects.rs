@@ -10,9 +10,9 @@ use super::extract::{Id, JsonBody, Paging, path_id};
 use super::now;
 use super::views::{List, ProjectWithFields};
 use crate::auth::Caller;
-use crate::domain::ids::{FieldId, ProjectId, new_id};
+use crate::domain::ids::{FieldId, ProjectId};
 use crate::domain::{NewFieldBody, NewProjectBody, Project};
-use crate::error::{ApiError, ApiResult};
+use crate::http::error::{ApiError, ApiResult};
 
 const PROJECT: &str = "project";
 const FIELD: &str = "field";
@@ -28,30 +28,30 @@ pub(super) fn created<T: serde::Serialize>(location: String, body: T) -> Respons
 }
 
 pub async fn create(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     JsonBody(body): JsonBody<NewProjectBody>,
 ) -> ApiResult<Response> {
     body.validate()?;
     let project = Project {
-        id: new_id(),
+        id: ProjectId::new(),
         name: body.name,
         created_at: now(),
     };
-    s.store.create_project(&caller.tenant, &project).await?;
+    app.store.create_project(&caller.tenant, &project).await?;
     Ok(created(format!("/projects/{}", project.id), project))
 }
 
 pub async fn list(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
-    q: Paging,
+    paging: Paging,
 ) -> ApiResult<Json<List<Project>>> {
-    let cursor = q.bind("");
+    let cursor = paging.bind("");
     let start = cursor.start()?;
-    let page = s
+    let page = app
         .store
-        .list_projects(&caller.tenant, q.limit, start.as_ref())
+        .list_projects(&caller.tenant, paging.limit, start.as_ref())
         .await?;
     Ok(Json(List {
         items: page.items,
@@ -60,11 +60,11 @@ pub async fn list(
 }
 
 pub async fn get(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     Id(project_id): Id<ProjectId>,
 ) -> ApiResult<Json<ProjectWithFields>> {
-    let (project, fields) = s
+    let (project, fields) = app
         .store
         .project_with_fields(&caller.tenant, &project_id)
         .await?
@@ -76,14 +76,14 @@ pub async fn get(
 }
 
 pub async fn create_field(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     Path(project_id): Path<String>,
     JsonBody(body): JsonBody<NewFieldBody>,
 ) -> ApiResult<Response> {
     let project_id: ProjectId = path_id(&project_id)?;
-    let def = body.into_def(new_id())?;
-    s.store
+    let def = body.into_def(FieldId::new())?;
+    app.store
         .create_field(&caller.tenant, &project_id, &def)
         .await?;
     Ok(created(
@@ -93,21 +93,22 @@ pub async fn create_field(
 }
 
 pub async fn list_fields(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
-    q: Paging,
+    paging: Paging,
     Id(project_id): Id<ProjectId>,
 ) -> ApiResult<Json<List<crate::domain::values::FieldDef>>> {
-    let cursor = q.bind(format!("project_id={project_id}"));
+    let cursor = paging.bind(format!("project_id={project_id}"));
     let start = cursor.start()?;
-    let page = s
+    let page = app
         .store
-        .list_fields(&caller.tenant, &project_id, q.limit, start.as_ref())
+        .list_fields(&caller.tenant, &project_id, paging.limit, start.as_ref())
         .await?;
     // An empty first page may mean no project at all; one read tells.
     if page.items.is_empty()
         && start.is_none()
-        && s.store
+        && app
+            .store
             .get_project(&caller.tenant, &project_id)
             .await?
             .is_none()
@@ -121,7 +122,7 @@ pub async fn list_fields(
 }
 
 pub async fn delete_field(
-    State(s): State<AppState>,
+    State(app): State<AppState>,
     caller: Caller,
     Path((project_id, field_id)): Path<(String, String)>,
 ) -> ApiResult<StatusCode> {
@@ -130,7 +131,8 @@ pub async fn delete_field(
     else {
         return Err(ApiError::NotFound(FIELD));
     };
-    if s.store
+    if app
+        .store
         .delete_field(&caller.tenant, &project_id, &field_id)
         .await?
     {

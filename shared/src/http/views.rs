@@ -1,5 +1,6 @@
 //! Response bodies.
 
+use crate::domain::ids::{IssueId, ProjectId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
@@ -37,8 +38,8 @@ pub struct ParticipantView {
 /// An issue as the API returns it.
 #[derive(Serialize)]
 pub struct IssueView {
-    pub id: String,
-    pub project_id: String,
+    pub id: IssueId,
+    pub project_id: ProjectId,
     pub num: u64,
     pub title: String,
     pub state: IssueState,

@@ -8,6 +8,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::domain::Issue;
+use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::index::indexer::DELETED;
 use crate::index::{Entry, entries};
@@ -16,13 +17,13 @@ use crate::keys::{self, records::entity};
 use crate::store::{Store, StoreError, issue_from};
 
 /// `(tenant, issue id)`.
-pub type IssueRef = (String, String);
+pub type IssueRef = (TenantId, IssueId);
 
 /// Both tables as one scan saw them.
 #[derive(Debug, Default)]
 pub struct Snapshot {
     pub issues: BTreeMap<IssueRef, Issue>,
-    pub defs: HashMap<(String, String), Vec<FieldDef>>,
+    pub defs: HashMap<(TenantId, ProjectId), Vec<FieldDef>>,
     /// Every index entry (watermarks aside).
     pub entries: BTreeSet<Entry>,
     /// The indexer's parked units.
@@ -69,8 +70,21 @@ impl Drift {
 
     /// The issues whose entries drifted.
     pub fn issues(&self) -> BTreeSet<IssueRef> {
-        let of = |e: &Entry| keys::tenant_of(&e.pk).map(|t| (t.to_string(), e.issue_id.clone()));
+        let of = |e: &Entry| {
+            let tenant = TenantId::parse(keys::tenant_of(&e.pk)?)?;
+            Some((tenant, IssueId::parse(&e.issue_id)?))
+        };
         self.all().filter_map(of).collect()
+    }
+
+    /// Extra entries that name no issue (an issue id or a tenant that is no id): no issue's
+    /// repair reaches them, so they are deleted as they are.
+    pub fn unowned(&self) -> Vec<&Entry> {
+        let owned = |e: &Entry| {
+            keys::tenant_of(&e.pk).and_then(TenantId::parse).is_some()
+                && IssueId::parse(&e.issue_id).is_some()
+        };
+        self.extra.iter().filter(|e| !owned(e)).collect()
     }
 
     /// The drifted entries of one issue, as hints for [`repair_issue`].
@@ -107,7 +121,7 @@ pub async fn snapshot(
             .unwrap_or_default();
         match kind.as_deref() {
             Some(entity::ISSUE) => {
-                let Some(tenant) = keys::tenant_of(&pk).map(str::to_string) else {
+                let Some(tenant) = keys::tenant_of(&pk).and_then(TenantId::parse) else {
                     continue;
                 };
                 let issue = issue_from(item, None)?;
@@ -116,10 +130,7 @@ pub async fn snapshot(
             Some(entity::FIELD) => {
                 if let Some((t, p)) = keys::records::parse_project_pk(&pk) {
                     let def = crate::store::field_def_from(item)?;
-                    snap.defs
-                        .entry((t.to_string(), p.to_string()))
-                        .or_default()
-                        .push(def);
+                    snap.defs.entry((t, p)).or_default().push(def);
                 }
             }
             _ => {}
@@ -191,6 +202,49 @@ pub enum Repaired {
     InFlight,
 }
 
+/// The entries `issue` calls for with its project's current fields (none for a deleted one).
+async fn desired_entries(
+    store: &Store,
+    tenant: &TenantId,
+    issue: Option<&Issue>,
+) -> Result<BTreeSet<Entry>, StoreError> {
+    let Some(issue) = issue else {
+        return Ok(BTreeSet::new());
+    };
+    let defs = store
+        .project_with_fields(tenant, &issue.project_id)
+        .await?
+        .map(|(_, d)| d)
+        .unwrap_or_default();
+    Ok(entries(tenant, issue, &defs))
+}
+
+/// The `(pk, sk)` keys of entries.
+fn entry_keys<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> BTreeSet<(String, String)> {
+    entries
+        .into_iter()
+        .map(|e| (e.pk.clone(), e.sk.clone()))
+        .collect()
+}
+
+/// What makes `actual` into `desired`: the entries to put (absent or different) and the ones
+/// to delete (not desired).
+fn differences<'a>(
+    desired: &'a BTreeSet<Entry>,
+    actual: &'a BTreeSet<Entry>,
+) -> (Vec<&'a Entry>, Vec<&'a Entry>) {
+    let (want, have) = (by_key(desired), by_key(actual));
+    let puts = desired
+        .iter()
+        .filter(|e| have.get(&(e.pk.as_str(), e.sk.as_str())) != Some(e))
+        .collect();
+    let deletes = actual
+        .iter()
+        .filter(|e| !want.contains_key(&(e.pk.as_str(), e.sk.as_str())))
+        .collect();
+    (puts, deletes)
+}
+
 /// Attempts before an issue that keeps changing is left to the stream.
 const ATTEMPTS: u32 = 5;
 
@@ -203,8 +257,8 @@ const ATTEMPTS: u32 = 5;
 /// read. If the indexer recorded a newer version meanwhile, it starts over.
 pub async fn repair_issue(
     store: &Store,
-    tenant: &str,
-    issue_id: &str,
+    tenant: &TenantId,
+    issue_id: &IssueId,
     hints: &[Entry],
 ) -> Result<Repaired, StoreError> {
     for attempt in 0..ATTEMPTS {
@@ -220,49 +274,18 @@ pub async fn repair_issue(
         if !orphan && wm_version.is_none_or(|w| w < version) {
             continue;
         }
-        let desired = match &issue {
-            Some(issue) => {
-                let defs = store
-                    .project_with_fields(tenant, &issue.project_id)
-                    .await?
-                    .map(|(_, d)| d)
-                    .unwrap_or_default();
-                entries(tenant, issue, &defs)
-            }
-            None => BTreeSet::new(),
-        };
-        let keys_of = |set: Option<&BTreeSet<Entry>>| -> BTreeSet<(String, String)> {
-            set.map(|s| s.iter().map(|e| (e.pk.clone(), e.sk.clone())).collect())
-                .unwrap_or_default()
-        };
-        let recorded = keys_of(wm.as_ref().map(|w| &w.entries));
-        let pending = keys_of(wm.as_ref().map(|w| &w.pending));
-        let candidates: BTreeSet<(String, String)> = desired
-            .iter()
-            .chain(hints)
-            .map(|e| (e.pk.clone(), e.sk.clone()))
-            .chain(recorded.iter().cloned())
-            .chain(pending.iter().cloned())
-            .collect();
+        let desired = desired_entries(store, tenant, issue.as_ref()).await?;
+        let recorded = entry_keys(wm.iter().flat_map(|w| &w.entries));
+        let pending = entry_keys(wm.iter().flat_map(|w| &w.pending));
+        // Every entry this may have to touch, read fresh.
+        let mut candidates = entry_keys(desired.iter().chain(hints));
+        candidates.extend(recorded.iter().chain(&pending).cloned());
         let candidates: Vec<_> = candidates.into_iter().collect();
         let actual: BTreeSet<Entry> = store.entries_at(&candidates).await?.into_iter().collect();
-        let want = by_key(&desired);
-        let have = by_key(&actual);
-        let puts: Vec<&Entry> = desired
-            .iter()
-            .filter(|e| have.get(&(e.pk.as_str(), e.sk.as_str())) != Some(e))
-            .collect();
-        let deletes: Vec<&Entry> = actual
-            .iter()
-            .filter(|e| !want.contains_key(&(e.pk.as_str(), e.sk.as_str())))
-            .collect();
-        let desired_keys: BTreeSet<(String, String)> = desired
-            .iter()
-            .map(|e| (e.pk.clone(), e.sk.clone()))
-            .collect();
+        let (puts, deletes) = differences(&desired, &actual);
         if puts.is_empty()
             && deletes.is_empty()
-            && (orphan || (recorded == desired_keys && pending.is_empty()))
+            && (orphan || (recorded == entry_keys(&desired) && pending.is_empty()))
         {
             return Ok(Repaired::AlreadyRight);
         }

@@ -4,8 +4,10 @@
 use std::collections::BTreeSet;
 
 use crate::domain::Issue;
+use crate::domain::IssueState;
+use crate::domain::decimal::DynNumber;
+use crate::domain::ids::TenantId;
 use crate::domain::values::{FieldDef, FieldType, StoredValue, parse_date, parse_datetime};
-use crate::domain::{IssueState, number::DynNumber};
 use crate::encoding;
 use crate::keys;
 
@@ -139,7 +141,7 @@ pub struct Entry {
 /// defines, a value entry (or a missing entry when it has no value), in the `all` scope and in
 /// its state's scope; and for each participant, a participation copy in their inbox for the
 /// issue's state and one in the inbox for their role there.
-pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry> {
+pub fn entries(tenant: &TenantId, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry> {
     let mut sort_keys: Vec<(String, String)> = vec![
         (
             "num".into(),
@@ -163,11 +165,15 @@ pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry
         ),
     ];
     for def in defs {
-        let sk = match issue.fields.get(&def.id).and_then(|v| encode_value(def, v)) {
+        let sk = match issue
+            .fields
+            .get(def.id.as_str())
+            .and_then(|v| encode_value(def, v))
+        {
             Some(encoded) => keys::index::value_sk(&encoded, issue.num),
             None => keys::index::missing_sk(issue.num),
         };
-        sort_keys.push((def.id.clone(), sk));
+        sort_keys.push((def.id.to_string(), sk));
     }
     let mut out = BTreeSet::new();
     for (column, sk) in sort_keys {
@@ -175,7 +181,7 @@ pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry
             out.insert(Entry {
                 pk: keys::index::column_pk(tenant, &issue.project_id, &column, scope),
                 sk: sk.clone(),
-                issue_id: issue.id.clone(),
+                issue_id: issue.id.to_string(),
                 role: None,
             });
         }
@@ -184,9 +190,9 @@ pub fn entries(tenant: &str, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry
     for p in &issue.participants {
         for role in [None, Some(p.role)] {
             out.insert(Entry {
-                pk: keys::index::participant_inbox_pk(tenant, p.kind, &p.id, issue.state, role),
+                pk: keys::index::inbox_pk(tenant, p.kind, &p.id, issue.state, role),
                 sk: sk.clone(),
-                issue_id: issue.id.clone(),
+                issue_id: issue.id.to_string(),
                 role: Some(p.role.as_str().to_string()),
             });
         }
@@ -202,12 +208,23 @@ pub fn column_state(state: Option<IssueState>) -> &'static str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ids::{FieldId, IssueId, ProjectId};
+    use crate::domain::{ParticipantKind, Role};
     use std::collections::BTreeMap;
+
+    fn t() -> TenantId {
+        TenantId::parse("t").unwrap()
+    }
+
+    /// Field `n`'s id, as its key in an issue's values.
+    fn f(n: u64) -> String {
+        FieldId::numbered(n).to_string()
+    }
 
     fn issue(fields: BTreeMap<String, StoredValue>) -> Issue {
         Issue {
-            id: "I".into(),
-            project_id: "P".into(),
+            id: IssueId::numbered(1),
+            project_id: ProjectId::numbered(100),
             num: 7,
             title: "Title".into(),
             state: IssueState::Open,
@@ -220,10 +237,10 @@ mod tests {
         }
     }
 
-    fn def(id: &str, t: FieldType) -> FieldDef {
+    fn def(n: u64, t: FieldType) -> FieldDef {
         FieldDef {
-            id: id.into(),
-            name: id.into(),
+            id: FieldId::numbered(n),
+            name: format!("f{n}"),
             field_type: t,
             options: (t == FieldType::Select).then(|| vec!["low".into(), "high".into()]),
         }
@@ -231,27 +248,29 @@ mod tests {
 
     #[test]
     fn every_column_gets_an_entry_in_two_scopes() {
-        let defs = [def("F1", FieldType::Number), def("F2", FieldType::Select)];
+        let defs = [def(1, FieldType::Number), def(2, FieldType::Select)];
         let e = entries(
-            "t",
+            &t(),
             &issue(BTreeMap::from([(
-                "F1".into(),
+                f(1),
                 StoredValue::N(DynNumber::parse("5").unwrap()),
             )])),
             &defs,
         );
         assert_eq!(e.len(), (5 + 2) * 2);
-        let f2: Vec<_> = e.iter().filter(|x| x.pk.contains("#F2#")).collect();
+        let f2: Vec<_> = e
+            .iter()
+            .filter(|x| x.pk.contains(&format!("#{}#", f(2))))
+            .collect();
         assert!(f2.iter().all(|x| x.sk == keys::index::missing_sk(7)));
-        assert!(
-            e.iter()
-                .any(|x| x.pk == keys::index::column_pk("t", "P", "F1", "open"))
-        );
+        assert!(e.iter().any(
+            |x| x.pk == keys::index::column_pk(&t(), &ProjectId::numbered(100), &f(1), "open")
+        ));
     }
 
     #[test]
     fn each_participant_gets_a_copy_by_state_and_one_by_role() {
-        use crate::domain::{Participant, ParticipantKind, Role};
+        use crate::domain::Participant;
         let mut i = issue(BTreeMap::new());
         i.participants = vec![
             Participant {
@@ -265,29 +284,29 @@ mod tests {
                 role: Role::Watcher,
             },
         ];
-        let e = entries("t", &i, &[]);
+        let e = entries(&t(), &i, &[]);
         let copies: Vec<_> = e.iter().filter(|x| x.pk.contains("#IN#")).collect();
         assert_eq!(copies.len(), 4);
+        assert!(copies.iter().any(|x| x.pk
+            == keys::index::inbox_pk(&t(), ParticipantKind::User, "ann", IssueState::Open, None)));
+        assert!(copies.iter().any(|x| x.pk
+            == keys::index::inbox_pk(
+                &t(),
+                ParticipantKind::Team,
+                "T1",
+                IssueState::Open,
+                Some(Role::Watcher)
+            )));
         assert!(
             copies
                 .iter()
-                .any(|x| x.pk == keys::index::inbox_pk("t", "user", "ann", "open", None))
-        );
-        assert!(
-            copies
-                .iter()
-                .any(|x| x.pk == keys::index::inbox_pk("t", "team", "T1", "open", Some("watcher")))
-        );
-        assert!(
-            copies
-                .iter()
-                .all(|x| x.sk == keys::index::inbox_sk(&i.updated_at, "I"))
+                .all(|x| x.sk == keys::index::inbox_sk(&i.updated_at, &i.id))
         );
         // Closing moves the copies to the closed inboxes; a new role moves the role copy.
         let mut closed = i.clone();
         closed.state = IssueState::Closed;
         assert!(
-            entries("t", &closed, &[])
+            entries(&t(), &closed, &[])
                 .iter()
                 .filter(|x| x.pk.contains("#IN#"))
                 .all(|x| x.pk.contains("#closed"))
@@ -297,7 +316,7 @@ mod tests {
     #[test]
     fn values_of_undefined_fields_are_not_indexed() {
         let e = entries(
-            "t",
+            &t(),
             &issue(BTreeMap::from([(
                 "GONE".into(),
                 StoredValue::S("x".into()),
@@ -309,7 +328,7 @@ mod tests {
 
     /// The entries that change between two states of an issue: (removed, added).
     fn diff(a: &Issue, b: &Issue, defs: &[FieldDef]) -> (Vec<Entry>, Vec<Entry>) {
-        let (ea, eb) = (entries("t", a, defs), entries("t", b, defs));
+        let (ea, eb) = (entries(&t(), a, defs), entries(&t(), b, defs));
         (
             ea.difference(&eb).cloned().collect(),
             eb.difference(&ea).cloned().collect(),
@@ -318,11 +337,11 @@ mod tests {
 
     #[test]
     fn a_modify_moves_only_the_entries_of_changed_columns() {
-        let defs = [def("F1", FieldType::Number), def("F2", FieldType::Text)];
+        let defs = [def(1, FieldType::Number), def(2, FieldType::Text)];
         let five = StoredValue::N(DynNumber::parse("5").unwrap());
         let base = issue(BTreeMap::new());
         // A value appears: the missing entry becomes a value entry, in both scopes.
-        let with = issue(BTreeMap::from([("F1".into(), five.clone())]));
+        let with = issue(BTreeMap::from([(f(1), five.clone())]));
         let (gone, new) = diff(&base, &with, &defs);
         assert_eq!((gone.len(), new.len()), (2, 2));
         assert!(
@@ -331,7 +350,7 @@ mod tests {
         );
         // It changes: the value entry moves.
         let changed = issue(BTreeMap::from([(
-            "F1".into(),
+            f(1),
             StoredValue::N(DynNumber::parse("6").unwrap()),
         )]));
         assert_eq!(diff(&with, &changed, &defs).0.len(), 2);
@@ -346,14 +365,15 @@ mod tests {
         // All 7 columns leave `open` for `closed`; in `all` only the state column's value changes.
         assert_eq!(gone.iter().filter(|e| e.pk.ends_with("#open")).count(), 7);
         assert_eq!(new.iter().filter(|e| e.pk.ends_with("#closed")).count(), 7);
-        let state_all = keys::index::column_pk("t", "P", "state", ALL_STATES);
+        let state_all =
+            keys::index::column_pk(&t(), &ProjectId::numbered(100), "state", ALL_STATES);
         assert_eq!(gone.iter().filter(|e| e.pk == state_all).count(), 1);
         assert_eq!((gone.len(), new.len()), (8, 8));
     }
 
     #[test]
     fn select_sorts_by_option_position() {
-        let d = def("S", FieldType::Select);
+        let d = def(3, FieldType::Select);
         let low = encode_value(&d, &StoredValue::S("low".into())).unwrap();
         let high = encode_value(&d, &StoredValue::S("high".into())).unwrap();
         assert!(low < high);

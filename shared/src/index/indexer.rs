@@ -18,6 +18,7 @@ use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventR
 use serde_dynamo::AttributeValue as Av;
 
 use crate::domain::Issue;
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::index::stream::{self, Change, Op};
 use crate::index::{Entry, entries};
@@ -36,22 +37,23 @@ pub const DELETED: u64 = u64::MAX;
 pub enum Unit {
     /// An issue's net change: its final state, or `None` if it was deleted.
     Issue {
-        tenant: String,
-        issue_id: String,
+        tenant: TenantId,
+        issue_id: IssueId,
         last: Option<Box<Issue>>,
     },
     FieldAdded {
-        tenant: String,
-        project_id: String,
+        tenant: TenantId,
+        project_id: ProjectId,
     },
     FieldRemoved {
-        tenant: String,
-        project_id: String,
-        field_id: String,
+        tenant: TenantId,
+        project_id: ProjectId,
+        field_id: FieldId,
     },
     /// A record that cannot be understood: it is parked, and the batch goes on.
     Malformed {
-        tenant: String,
+        /// The tenant its keys name, or `-` when they name none.
+        tenant: TenantId,
         /// The issue its keys name, or `#record#{sequence number}`.
         subject: String,
         reason: String,
@@ -112,7 +114,7 @@ pub struct Plan {
 /// after it must not wait for it.
 pub fn plan(records: &[EventRecord]) -> Plan {
     let mut units: Vec<(String, Unit)> = Vec::new();
-    let mut issue_slot: HashMap<String, usize> = HashMap::new();
+    let mut issue_slot: HashMap<IssueId, usize> = HashMap::new();
     for record in records {
         let seq = record.change.sequence_number.clone().unwrap_or_default();
         match plan_one(record) {
@@ -129,7 +131,10 @@ pub fn plan(records: &[EventRecord]) -> Plan {
             }
             Err(message) => {
                 let pk = string_attr(&record.change.keys, keys::PK);
-                let tenant = pk.and_then(keys::tenant_of).unwrap_or("-").to_string();
+                let tenant = pk
+                    .and_then(keys::tenant_of)
+                    .and_then(TenantId::parse)
+                    .unwrap_or_else(TenantId::unknown);
                 let subject = pk
                     .and_then(keys::records::parse_issue_pk)
                     .map(|(_, issue)| issue.to_string())
@@ -165,8 +170,8 @@ fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
                 Some(Box::new(issue_from(item, None).map_err(|e| e.to_string())?))
             };
             Some(Unit::Issue {
-                tenant: tenant.to_string(),
-                issue_id: issue_id.to_string(),
+                tenant,
+                issue_id,
                 last,
             })
         }
@@ -175,14 +180,11 @@ fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
             project_id,
             field_id,
         } => match op {
-            Some(Op::Insert) => Some(Unit::FieldAdded {
-                tenant: tenant.to_string(),
-                project_id: project_id.to_string(),
-            }),
+            Some(Op::Insert) => Some(Unit::FieldAdded { tenant, project_id }),
             Some(Op::Remove) => Some(Unit::FieldRemoved {
-                tenant: tenant.to_string(),
-                project_id: project_id.to_string(),
-                field_id: field_id.to_string(),
+                tenant,
+                project_id,
+                field_id,
             }),
             // A definition never changes in place.
             Some(Op::Modify) | None => None,
@@ -308,7 +310,7 @@ impl Indexer {
     /// Parks a unit that failed for good: logs it, writes its marker, counts it.
     async fn park(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         subject: &str,
         issue: bool,
         error: &IndexError,
@@ -321,7 +323,7 @@ impl Indexer {
             .format(&time::format_description::well_known::Rfc3339)
             .unwrap_or_default();
         let parked = Parked {
-            tenant: tenant.to_string(),
+            tenant: tenant.clone(),
             subject: subject.to_string(),
             // Markers stay small whatever the error says.
             reason: reason.chars().take(1000).collect(),
@@ -375,7 +377,11 @@ impl Indexer {
 
     /// Re-indexes one issue from its current record (or its absence), whatever the watermark
     /// says about versions: what `gridctl replay` does for the issues a failed batch named.
-    pub async fn reindex_issue(&self, tenant: &str, issue_id: &str) -> Result<Metrics, IndexError> {
+    pub async fn reindex_issue(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+    ) -> Result<Metrics, IndexError> {
         let mut metrics = Metrics::default();
         let issue = self.store.get_issue_summary(tenant, issue_id).await?;
         let target = Target {
@@ -394,8 +400,8 @@ impl Indexer {
     /// whose record failed).
     pub async fn reindex_whole_project(
         &self,
-        tenant: &str,
-        project_id: &str,
+        tenant: &TenantId,
+        project_id: &ProjectId,
     ) -> Result<Metrics, IndexError> {
         let mut metrics = Metrics::default();
         let mut defs = DefsCache::default();
@@ -409,8 +415,8 @@ impl Indexer {
     /// one unless `allow_equal`, which re-indexing uses after a field change).
     async fn apply(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
         target: &Target<'_>,
         allow_equal: bool,
         defs: &mut DefsCache,
@@ -455,8 +461,8 @@ impl Indexer {
     /// entries that may be in the index.
     async fn catch_up(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
         written: BTreeSet<Entry>,
         defs: &mut DefsCache,
         metrics: &mut Metrics,
@@ -484,8 +490,8 @@ impl Indexer {
     #[allow(clippy::too_many_arguments)]
     async fn reconcile(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
         version: u64,
         desired: &BTreeSet<Entry>,
         (written, pending): (&BTreeSet<Entry>, &BTreeSet<Entry>),
@@ -539,9 +545,9 @@ impl Indexer {
     /// An issue that fails for good is parked (at `seq`) and the others go on.
     async fn reindex_project(
         &self,
-        tenant: &str,
-        project_id: &str,
-        removed_field: Option<&str>,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        removed_field: Option<&FieldId>,
         seq: &str,
         defs: &mut DefsCache,
         metrics: &mut Metrics,
@@ -554,7 +560,7 @@ impl Indexer {
                 .await?;
             for mut issue in page.items {
                 if let Some(field) = removed_field
-                    && issue.fields.remove(field).is_some()
+                    && issue.fields.remove(field.as_str()).is_some()
                 {
                     self.store
                         .remove_field_value(tenant, &issue.id, field)
@@ -585,11 +591,11 @@ impl Indexer {
 
 impl Unit {
     /// `(tenant, marker subject, whether the subject is one issue)` for parking this unit.
-    fn subject(&self) -> (&str, String, bool) {
+    fn subject(&self) -> (&TenantId, String, bool) {
         match self {
             Self::Issue {
                 tenant, issue_id, ..
-            } => (tenant, issue_id.clone(), true),
+            } => (tenant, issue_id.to_string(), true),
             Self::FieldAdded { tenant, project_id }
             | Self::FieldRemoved {
                 tenant, project_id, ..
@@ -610,16 +616,16 @@ impl Unit {
 
 /// Field definitions per project, read once per batch (and again after a field change).
 #[derive(Default)]
-struct DefsCache(HashMap<(String, String), Vec<FieldDef>>);
+struct DefsCache(HashMap<(TenantId, ProjectId), Vec<FieldDef>>);
 
 impl DefsCache {
     async fn get(
         &mut self,
         store: &Store,
-        tenant: &str,
-        project_id: &str,
+        tenant: &TenantId,
+        project_id: &ProjectId,
     ) -> Result<&[FieldDef], StoreError> {
-        let key = (tenant.to_string(), project_id.to_string());
+        let key = (tenant.clone(), project_id.clone());
         if !self.0.contains_key(&key) {
             let defs = store
                 .project_with_fields(tenant, project_id)
@@ -635,7 +641,7 @@ impl DefsCache {
     async fn entries(
         &mut self,
         store: &Store,
-        tenant: &str,
+        tenant: &TenantId,
         issue: Option<&Issue>,
     ) -> Result<BTreeSet<Entry>, StoreError> {
         Ok(match issue {
@@ -660,8 +666,8 @@ mod tests {
 
     fn record(seq: &str, name: &str, sk: &str, version: u64, title: &str) -> EventRecord {
         let image = json!({
-            "PK": {"S": "T#acme#I#01ISSUE"}, "SK": {"S": sk}, "GSI1PK": {"S": "x"}, "GSI1SK": {"S": "y"},
-            "entity": {"S": "issue"}, "id": {"S": "01ISSUE"}, "project_id": {"S": "01PROJ"},
+            "PK": {"S": "T#acme#I#01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "SK": {"S": sk}, "GSI1PK": {"S": "x"}, "GSI1SK": {"S": "y"},
+            "entity": {"S": "issue"}, "id": {"S": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "project_id": {"S": "01ARZ3NDEKTSV4RRFFQ69G5FAW"},
             "num": {"N": "1"}, "title": {"S": title}, "state": {"S": "open"}, "version": {"N": version.to_string()},
             "created_at": {"S": "2026-11-21T20:42:03.123Z"}, "updated_at": {"S": "2026-11-21T20:42:03.123Z"},
             "fields": {"M": {}}
@@ -669,7 +675,7 @@ mod tests {
         serde_json::from_value(json!({
             "eventID": seq, "eventName": name, "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
             "dynamodb": {
-                "Keys": {"PK": {"S": "T#acme#I#01ISSUE"}, "SK": {"S": sk}},
+                "Keys": {"PK": {"S": "T#acme#I#01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "SK": {"S": sk}},
                 "NewImage": if name == "REMOVE" { json!(null) } else { image.clone() },
                 "OldImage": if name == "INSERT" { json!(null) } else { image },
                 "SequenceNumber": seq, "SizeBytes": 100, "StreamViewType": "NEW_AND_OLD_IMAGES"
@@ -725,7 +731,10 @@ mod tests {
         else {
             panic!("{:?}", units[1])
         };
-        assert_eq!((tenant.as_str(), subject.as_str()), ("acme", "01ISSUE"));
+        assert_eq!(
+            (tenant.as_str(), subject.as_str()),
+            ("acme", "01ARZ3NDEKTSV4RRFFQ69G5FAV")
+        );
         // The issue's own unit still holds its last good state.
         assert!(matches!(&units[0].1, Unit::Issue { last: Some(i), .. } if i.version == 3));
     }

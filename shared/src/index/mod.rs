@@ -1,7 +1,7 @@
 //! The attribute index, in one place: what an issue's entries are, how the stream keeps them,
 //! how they are stored, and how drift between them and the records is found and repaired.
 //!
-//! - [`entries`]: pure — which entries an issue should have, given its project's fields.
+//! - [`entries`](mod@entries): pure — which entries an issue should have, given its project's fields.
 //! - [`indexer`]: the stream consumer; writes the difference from the issue's watermark.
 //! - [`table`]: index-table I/O (entries, watermarks, parked markers, column and inbox pages).
 //! - [`drift`]: compares the index with a recomputation from the records; repairs it.

@@ -5,6 +5,7 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 
 use super::table::{Watermark, watermark_item};
+use crate::domain::ids::{IssueId, TenantId};
 use crate::index::Entry;
 use crate::keys;
 use crate::store::items::key;
@@ -96,8 +97,8 @@ impl Store {
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn replace_watermark(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
         wm: &Watermark,
         expected: Option<u64>,
     ) -> Result<bool, StoreError> {

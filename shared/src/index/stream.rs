@@ -2,6 +2,7 @@
 //! `crate::keys`: the one classifier the indexer (Lambda's stream events) and `gridctl replay`
 //! (records read back from the stream) share.
 
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::keys;
 
 /// The kind of a stream record (`eventName`).
@@ -25,17 +26,17 @@ impl Op {
 }
 
 /// What a record's item is, by its keys.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change<'a> {
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Change {
     /// An issue's summary item: what its index entries are computed from.
-    Issue { tenant: &'a str, issue_id: &'a str },
+    Issue { tenant: TenantId, issue_id: IssueId },
     /// Another item of an issue's partition (its description): no entry depends on it.
-    IssueDetail { tenant: &'a str, issue_id: &'a str },
+    IssueDetail { tenant: TenantId, issue_id: IssueId },
     /// A field definition of a project: its issues gain or lose the field's entries.
     Field {
-        tenant: &'a str,
-        project_id: &'a str,
-        field_id: &'a str,
+        tenant: TenantId,
+        project_id: ProjectId,
+        field_id: FieldId,
     },
     /// Anything else (a project's own item, people, teams): not the index's business.
     Ignored,
@@ -54,10 +55,12 @@ pub enum Unreadable {
     IssuePk,
     #[error("project PK")]
     ProjectPk,
+    #[error("field SK")]
+    FieldSk,
 }
 
 /// Classifies a record by its keys (`None` when the record has no such key).
-pub fn classify<'a>(pk: Option<&'a str>, sk: Option<&'a str>) -> Result<Change<'a>, Unreadable> {
+pub fn classify(pk: Option<&str>, sk: Option<&str>) -> Result<Change, Unreadable> {
     let pk = pk.ok_or(Unreadable::NoPk)?;
     let sk = sk.ok_or(Unreadable::NoSk)?;
     keys::tenant_of(pk).ok_or(Unreadable::NoTenant)?;
@@ -71,7 +74,7 @@ pub fn classify<'a>(pk: Option<&'a str>, sk: Option<&'a str>) -> Result<Change<'
         return Ok(Change::Field {
             tenant,
             project_id,
-            field_id,
+            field_id: FieldId::parse(field_id).ok_or(Unreadable::FieldSk)?,
         });
     }
     if let Some((tenant, issue_id)) = keys::records::parse_issue_pk(pk) {
@@ -87,36 +90,43 @@ mod tests {
 
     #[test]
     fn records_are_classified_by_their_keys() {
-        let issue = issue_pk("acme", "I1");
-        let project = project_pk("acme", "P1");
-        let field = field_sk("F1");
+        let acme = TenantId::parse("acme").unwrap();
+        let (i1, p1, f1) = (
+            IssueId::numbered(1),
+            ProjectId::numbered(2),
+            FieldId::numbered(3),
+        );
+        let issue = issue_pk(&acme, &i1);
+        let project = project_pk(&acme, &p1);
+        let field = field_sk(&f1);
+        let in_issue = |sk| classify(Some(&issue), Some(sk));
         assert_eq!(
-            classify(Some(&issue), Some(ISSUE_SK)),
+            in_issue(ISSUE_SK),
             Ok(Change::Issue {
-                tenant: "acme",
-                issue_id: "I1"
+                tenant: acme.clone(),
+                issue_id: i1.clone()
             })
         );
         assert_eq!(
-            classify(Some(&issue), Some(DESCRIPTION_SK)),
+            in_issue(DESCRIPTION_SK),
             Ok(Change::IssueDetail {
-                tenant: "acme",
-                issue_id: "I1"
+                tenant: acme.clone(),
+                issue_id: i1.clone()
             })
         );
         assert_eq!(
             classify(Some(&project), Some(&field)),
             Ok(Change::Field {
-                tenant: "acme",
-                project_id: "P1",
-                field_id: "F1"
+                tenant: acme.clone(),
+                project_id: p1,
+                field_id: f1
             })
         );
         assert_eq!(
             classify(Some(&project), Some(PROJECT_SK)),
             Ok(Change::Ignored)
         );
-        let user = user_pk("acme", "ann");
+        let user = user_pk(&acme, &crate::domain::ids::UserId::parse("ann").unwrap());
         assert_eq!(classify(Some(&user), Some(PROFILE_SK)), Ok(Change::Ignored));
         assert_eq!(classify(None, Some(ISSUE_SK)), Err(Unreadable::NoPk));
         assert_eq!(classify(Some(&issue), None), Err(Unreadable::NoSk));
@@ -131,6 +141,15 @@ mod tests {
         assert_eq!(
             classify(Some(&issue), Some(&field)),
             Err(Unreadable::ProjectPk)
+        );
+        assert_eq!(
+            classify(Some(&project), Some("F#not-an-id")),
+            Err(Unreadable::FieldSk)
+        );
+        // An issue key whose id is no issue id names no issue.
+        assert_eq!(
+            classify(Some("T#acme#I#x"), Some(ISSUE_SK)),
+            Err(Unreadable::IssuePk)
         );
     }
 

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRequest};
 
 use crate::cursor::Position;
+use crate::domain::ids::{IssueId, TenantId};
 use crate::index::Entry;
 use crate::keys;
 use crate::store::items::{key, string};
@@ -72,7 +73,7 @@ pub const TOMBSTONE_TTL_SECS: i64 = 7 * 24 * 3600;
 
 /// The watermark as an item: its version and its entries' keys as a string set (pending ones
 /// too, when there are any); a tombstone also gets its expiry.
-pub fn watermark_item(tenant: &str, issue_id: &str, wm: &Watermark) -> Item {
+pub fn watermark_item(tenant: &TenantId, issue_id: &IssueId, wm: &Watermark) -> Item {
     let mut item = key(
         keys::index::watermark_pk(tenant, issue_id),
         keys::index::WATERMARK_SK,
@@ -105,8 +106,8 @@ pub fn watermark_item(tenant: &str, issue_id: &str, wm: &Watermark) -> Item {
 /// [`Store::record_intent`]): the deletes have left `entries`, puts and deletes are pending.
 /// Its size is the watermark's largest.
 pub fn intent_item(
-    tenant: &str,
-    issue_id: &str,
+    tenant: &TenantId,
+    issue_id: &IssueId,
     wm: &Watermark,
     (puts, deletes): (&[&Entry], &[&Entry]),
 ) -> Item {
@@ -135,7 +136,7 @@ pub fn intent_item(
 /// A unit the indexer parked: a reason no retry fixes stopped it, and the batch went on.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Parked {
-    pub tenant: String,
+    pub tenant: TenantId,
     /// The issue id, or `#project#{id}` / `#record#{sequence number}`.
     pub subject: String,
     pub reason: String,
@@ -151,7 +152,7 @@ pub fn parked_from_item(item: &Item) -> Option<Parked> {
         return None;
     }
     Some(Parked {
-        tenant: keys::tenant_of(&pk)?.to_string(),
+        tenant: TenantId::parse(keys::tenant_of(&pk)?)?,
         subject: text(keys::SK)?,
         reason: text("reason").unwrap_or_default(),
         sequence_number: text("sequence_number").unwrap_or_default(),
@@ -168,8 +169,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "get_watermark"))]
     pub async fn get_watermark(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
     ) -> Result<Option<Watermark>, StoreError> {
         let key = key(
             keys::index::watermark_pk(tenant, issue_id),
@@ -220,8 +221,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "put_watermark"))]
     pub async fn put_watermark(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
         wm: &Watermark,
         allow_equal: bool,
     ) -> Result<bool, StoreError> {
@@ -249,8 +250,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "record_intent"))]
     pub async fn record_intent(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
         (puts, deletes): (&[&Entry], &[&Entry]),
         version: u64,
         allow_equal: bool,
@@ -304,13 +305,13 @@ impl Store {
         item.insert("sequence_number".into(), string(&parked.sequence_number));
         item.insert("parked_at".into(), string(&parked.parked_at));
         self.put(&self.index, item).await?;
-        if issue {
+        if let (true, Some(issue_id)) = (issue, IssueId::parse(&parked.subject)) {
             let flagged = self
                 .client
                 .update_item()
                 .table_name(&self.index)
                 .set_key(Some(key(
-                    keys::index::watermark_pk(&parked.tenant, &parked.subject),
+                    keys::index::watermark_pk(&parked.tenant, &issue_id),
                     keys::index::WATERMARK_SK,
                 )))
                 .update_expression("SET #p = :t")
@@ -328,7 +329,7 @@ impl Store {
     /// Removes an issue's parked marker (idempotent: deleting no item is no error). A
     /// BatchWriteItem, which the indexer may already call, rather than another permission.
     #[tracing::instrument(skip_all, fields(op = "unpark"))]
-    pub async fn unpark(&self, tenant: &str, subject: &str) -> Result<(), StoreError> {
+    pub async fn unpark(&self, tenant: &TenantId, subject: &str) -> Result<(), StoreError> {
         let req = DeleteRequest::builder()
             .set_key(Some(key(keys::index::parked_pk(tenant), subject)))
             .build()
@@ -460,6 +461,7 @@ impl Store {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::domain::ids::{FieldId, ProjectId};
     use crate::domain::values::{FieldDef, FieldType, StoredValue};
     use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Role};
     use crate::index::entries;
@@ -479,7 +481,7 @@ mod tests {
     ) -> (Issue, Vec<FieldDef>) {
         let defs: Vec<FieldDef> = (0..400)
             .map(|i| FieldDef {
-                id: format!("01JF{i:022}"),
+                id: FieldId::parse(&format!("01JF{i:022}")).unwrap(),
                 name: format!("f{i}"),
                 field_type: FieldType::Text,
                 options: None,
@@ -488,7 +490,7 @@ mod tests {
         let long = |n: usize| value.to_string().repeat(n);
         let fields: BTreeMap<String, StoredValue> = defs
             .iter()
-            .map(|d| (d.id.clone(), StoredValue::S(long(1024))))
+            .map(|d| (d.id.to_string(), StoredValue::S(long(1024))))
             .collect();
         let participants = (0..100)
             .map(|i| Participant {
@@ -498,8 +500,8 @@ mod tests {
             })
             .collect();
         let issue = Issue {
-            id: "01JF0000000000000000ISSUE1".into(),
-            project_id: "01JF00000000000000PROJECT1".into(),
+            id: IssueId::numbered(1),
+            project_id: ProjectId::numbered(2),
             num: u64::from(u32::MAX),
             title: long(256),
             state,
@@ -517,7 +519,7 @@ mod tests {
     /// the intent and the write of a change that moves every entry (closing the issue and
     /// changing every value and participant copy).
     fn sizes() -> (usize, usize, usize) {
-        let tenant = "t".repeat(128);
+        let tenant = TenantId::parse(&"t".repeat(128)).unwrap();
         let (a, defs) = largest(
             'u',
             '\u{10FFFF}',
@@ -567,7 +569,8 @@ mod tests {
             version: u64::MAX,
             ..Watermark::default()
         };
-        let item = watermark_item("t", "I", &wm);
+        let (t, i) = (TenantId::parse("t").unwrap(), IssueId::numbered(1));
+        let item = watermark_item(&t, &i, &wm);
         let Some(AttributeValue::N(at)) = item.get("expires_at") else {
             panic!("a tombstone has expires_at")
         };
@@ -578,6 +581,6 @@ mod tests {
             version: 3,
             ..Watermark::default()
         };
-        assert!(!watermark_item("t", "I", &live).contains_key("expires_at"));
+        assert!(!watermark_item(&t, &i, &live).contains_key("expires_at"));
     }
 }

@@ -2,6 +2,7 @@
 //! copies (inboxes), watermarks and parked units.
 
 use super::tenant_prefix;
+use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::{IssueState, ParticipantKind, Role};
 use crate::encoding::text;
 
@@ -9,34 +10,25 @@ use crate::encoding::text;
 
 /// A participant's issues in one state, newest `updated_at` first; with `role`, only the
 /// issues where the participant has that role (the role-ranked copy).
-pub fn participant_inbox_pk(
-    tenant: &str,
+///
+/// `id` is a user id or a team id, as `kind` says (a [`crate::domain::Participant`]'s id).
+pub fn inbox_pk(
+    tenant: &TenantId,
     kind: ParticipantKind,
     id: &str,
     state: IssueState,
     role: Option<Role>,
 ) -> String {
-    inbox_pk(
-        tenant,
-        kind.as_str(),
-        id,
-        state.as_str(),
-        role.map(Role::as_str),
-    )
-}
-
-/// [`participant_inbox_pk`] from the names of the kind, state and role, for callers that
-/// still hold strings (the inbox handler).
-pub fn inbox_pk(tenant: &str, kind: &str, id: &str, state: &str, role: Option<&str>) -> String {
     let tenant = tenant_prefix(tenant);
+    let (kind, state) = (kind.as_str(), state.as_str());
     match role {
-        Some(role) => format!("{tenant}#IN#{kind}#{id}#{state}#{role}"),
+        Some(role) => format!("{tenant}#IN#{kind}#{id}#{state}#{}", role.as_str()),
         None => format!("{tenant}#IN#{kind}#{id}#{state}"),
     }
 }
 
 /// `{updated_at}#{issue}`: newest first when read backwards, unique per issue.
-pub fn inbox_sk(updated_at: &str, issue_id: &str) -> String {
+pub fn inbox_sk(updated_at: &str, issue_id: &IssueId) -> String {
     format!("{updated_at}#{issue_id}")
 }
 
@@ -44,7 +36,7 @@ pub fn inbox_sk(updated_at: &str, issue_id: &str) -> String {
 
 /// Partition of one sortable column of a project, for one state scope (`all`, `open`,
 /// `closed`), so a state-filtered grid is a key condition too.
-pub fn column_pk(tenant: &str, project_id: &str, column: &str, scope: &str) -> String {
+pub fn column_pk(tenant: &TenantId, project_id: &ProjectId, column: &str, scope: &str) -> String {
     format!("{}#X#{project_id}#{column}#{scope}", tenant_prefix(tenant))
 }
 
@@ -94,7 +86,7 @@ pub fn prefix_ceiling(encoded: &str) -> String {
 }
 
 /// The indexer's record of an issue's entries, for replay protection and exact diffs.
-pub fn watermark_pk(tenant: &str, issue_id: &str) -> String {
+pub fn watermark_pk(tenant: &TenantId, issue_id: &IssueId) -> String {
     format!("{}#W#{issue_id}", tenant_prefix(tenant))
 }
 
@@ -103,7 +95,7 @@ pub const WATERMARK_SK: &str = "W";
 /// An entry's key as one string in the watermark's set (no key part contains U+0002). The
 /// watermark belongs to one tenant, so the `T#{tenant}#` every entry key starts with is left
 /// out: with 128-character tenant ids it would be most of the item.
-pub fn entry_ref(tenant: &str, pk: &str, sk: &str) -> String {
+pub fn entry_ref(tenant: &TenantId, pk: &str, sk: &str) -> String {
     let own = format!("{}#", tenant_prefix(tenant));
     let pk = pk.strip_prefix(own.as_str()).unwrap_or(pk);
     format!("{pk}\u{2}{sk}")
@@ -111,7 +103,7 @@ pub fn entry_ref(tenant: &str, pk: &str, sk: &str) -> String {
 
 /// `(pk, sk)` of an [`entry_ref`] of tenant `t`; refs written whole (they start with `T#`,
 /// which no tenant-relative key does) are read as they are.
-pub fn parse_entry_ref(tenant: &str, r: &str) -> Option<(String, String)> {
+pub fn parse_entry_ref(tenant: &TenantId, r: &str) -> Option<(String, String)> {
     let (pk, sk) = r.split_once('\u{2}')?;
     let pk = if pk.starts_with("T#") {
         pk.to_string()
@@ -123,7 +115,7 @@ pub fn parse_entry_ref(tenant: &str, r: &str) -> Option<(String, String)> {
 
 /// Partition of a tenant's parked units: what the indexer could not index for a reason no
 /// retry fixes (a DynamoDB limit, a malformed record), one item per issue (sort key: its id).
-pub fn parked_pk(tenant: &str) -> String {
+pub fn parked_pk(tenant: &TenantId) -> String {
     format!("{}#PARKED", tenant_prefix(tenant))
 }
 
@@ -155,18 +147,14 @@ impl ParkedUnit {
 
 /// Sort key of a parked unit that is not one issue: `#project#{id}` or `#record#{sequence}`.
 pub fn parked_sk(unit: ParkedUnit, id: &str) -> String {
-    parked_sk_other(unit.as_str(), id)
+    format!("#{}#{id}", unit.as_str())
 }
 
-/// [`parked_sk`] from the unit's name (`project`, `record`), for callers that hold strings.
-pub fn parked_sk_other(kind: &str, id: &str) -> String {
-    format!("#{kind}#{id}")
-}
-
-/// What a parked unit's sort key names: `(kind, id)` for a unit that is not one issue
-/// (`("project", id)`, `("record", sequence number)`), `None` for an issue id.
-pub fn parked_other(sk: &str) -> Option<(&str, &str)> {
-    sk.strip_prefix('#')?.split_once('#')
+/// What a parked unit's sort key names: `(unit, id)` for a unit that is not one issue
+/// (a project's id, a record's sequence number), `None` for an issue id.
+pub fn parked_other(sk: &str) -> Option<(ParkedUnit, &str)> {
+    let (unit, id) = sk.strip_prefix('#')?.split_once('#')?;
+    Some((ParkedUnit::parse(unit)?, id))
 }
 
 /// Whether an index-table partition key is a tenant's parked units.

@@ -33,45 +33,55 @@ mod tests {
     use super::index::*;
     use super::records::*;
     use super::*;
-    use crate::domain::ParticipantKind;
+    use crate::domain::ids::{IssueId, ProjectId, TeamId, TenantId, UserId};
+    use crate::domain::{IssueState, ParticipantKind, Role};
     use crate::encoding::text;
     use proptest::prelude::*;
 
+    fn acme() -> TenantId {
+        TenantId::parse("acme").unwrap()
+    }
+
     #[test]
     fn partition_kinds_parse_back() {
+        let (p1, i1) = (ProjectId::numbered(1), IssueId::numbered(1));
         assert_eq!(
-            parse_project_pk(&project_pk("acme", "P1")),
-            Some(("acme", "P1"))
+            parse_project_pk(&project_pk(&acme(), &p1)),
+            Some((acme(), p1.clone()))
         );
-        assert_eq!(parse_project_pk(&issue_pk("acme", "I1")), None);
+        assert_eq!(parse_project_pk(&issue_pk(&acme(), &i1)), None);
         assert_eq!(
-            parse_issue_pk(&issue_pk("acme", "I1")),
-            Some(("acme", "I1"))
+            parse_issue_pk(&issue_pk(&acme(), &i1)),
+            Some((acme(), i1.clone()))
         );
-        assert_eq!(parse_issue_pk(&project_pk("acme", "P1")), None);
-        assert!(is_watermark_pk(&watermark_pk("acme", "I1")));
-        assert!(!is_watermark_pk(&column_pk("acme", "P1", "num", "all")));
-        assert!(!is_watermark_pk(&inbox_pk(
-            "acme", "user", "W", "open", None
-        )));
-        assert!(is_parked_pk(&parked_pk("acme")));
-        assert!(!is_parked_pk(&inbox_pk(
-            "acme", "user", "PARKED", "open", None
-        )));
-        assert!(!is_watermark_pk(&parked_pk("acme")));
+        assert_eq!(parse_issue_pk(&project_pk(&acme(), &p1)), None);
+        // A key whose id is no id of its kind names nothing.
+        assert_eq!(parse_issue_pk("T#acme#I#not-an-id"), None);
+        assert!(is_watermark_pk(&watermark_pk(&acme(), &i1)));
+        assert!(!is_watermark_pk(&column_pk(&acme(), &p1, "num", "all")));
+        let user = |id| inbox_pk(&acme(), ParticipantKind::User, id, IssueState::Open, None);
+        assert!(!is_watermark_pk(&user("W")));
+        assert!(is_parked_pk(&parked_pk(&acme())));
+        assert!(!is_parked_pk(&user("PARKED")));
+        assert!(!is_watermark_pk(&parked_pk(&acme())));
     }
 
     /// The typed builders write the very strings the stored keys hold.
     #[test]
     fn typed_builders_write_the_stored_strings() {
-        use crate::domain::{IssueState, ParticipantKind, Role};
         assert_eq!(
-            participant_inbox_pk("acme", ParticipantKind::User, "ann", IssueState::Open, None),
+            inbox_pk(
+                &acme(),
+                ParticipantKind::User,
+                "ann",
+                IssueState::Open,
+                None
+            ),
             "T#acme#IN#user#ann#open"
         );
         assert_eq!(
-            participant_inbox_pk(
-                "acme",
+            inbox_pk(
+                &acme(),
                 ParticipantKind::Team,
                 "T1",
                 IssueState::Closed,
@@ -80,32 +90,28 @@ mod tests {
             "T#acme#IN#team#T1#closed#watcher"
         );
         assert_eq!(
-            participant_inbox_pk(
-                "a",
-                ParticipantKind::User,
-                "u",
-                IssueState::Open,
-                Some(Role::Assignee)
-            ),
-            inbox_pk("a", "user", "u", "open", Some("assignee"))
+            issue_pk(&acme(), &IssueId::numbered(1)),
+            "T#acme#I#00000000000000000000000001"
         );
         assert_eq!(participant_edge(ParticipantKind::Team, "T1"), "team#T1");
         assert_eq!(parse_participant_edge("robot#x"), None);
         assert_eq!(parked_sk(ParkedUnit::Project, "P1"), "#project#P1");
         assert_eq!(parked_sk(ParkedUnit::Record, "7"), "#record#7");
-        assert_eq!(parked_other("#record#7"), Some(("record", "7")));
+        assert_eq!(parked_other("#record#7"), Some((ParkedUnit::Record, "7")));
+        assert_eq!(parked_other("#robot#7"), None);
         assert_eq!(ParkedUnit::parse("project"), Some(ParkedUnit::Project));
     }
 
     #[test]
     fn project_items_sort_before_their_fields() {
-        assert!(PROJECT_SK < field_sk("01ARZ3NDEKTSV4RRFFQ69G5FAV").as_str());
+        assert!(PROJECT_SK < field_sk(&crate::domain::ids::FieldId::numbered(1)).as_str());
     }
 
     proptest! {
         #[test]
-        fn keys_carry_their_tenant(t in "[A-Za-z0-9_.:-]{1,40}", id in "[0-9A-Z]{26}") {
-            for key in [project_pk(&t, &id), issue_pk(&t, &id), issues_by_num_gsi1_pk(&t, &id), projects_gsi1_pk(&t)] {
+        fn keys_carry_their_tenant(t in "[A-Za-z0-9_.:-]{1,40}", n in any::<u64>()) {
+            let (tenant, p, i) = (TenantId::parse(&t).unwrap(), ProjectId::numbered(n), IssueId::numbered(n));
+            for key in [project_pk(&tenant, &p), issue_pk(&tenant, &i), issues_by_num_gsi1_pk(&tenant, &p), projects_gsi1_pk(&tenant)] {
                 prop_assert_eq!(tenant_of(&key), Some(t.as_str()));
             }
         }
@@ -119,8 +125,14 @@ mod tests {
         }
 
         #[test]
-        fn people_keys_carry_their_tenant(t in "[A-Za-z0-9_.:-]{1,40}", id in "[0-9A-Z]{26}") {
-            for key in [user_pk(&t, &id), team_pk(&t, &id), inbox_pk(&t, "user", &id, "open", None), inbox_pk(&t, "team", &id, "open", Some("watcher"))] {
+        fn people_keys_carry_their_tenant(t in "[A-Za-z0-9_.:-]{1,40}", id in "[A-Za-z0-9_.:-]{1,40}", n in any::<u64>()) {
+            let (tenant, user, team) = (TenantId::parse(&t).unwrap(), UserId::parse(&id).unwrap(), TeamId::numbered(n));
+            for key in [
+                user_pk(&tenant, &user),
+                team_pk(&tenant, &team),
+                inbox_pk(&tenant, ParticipantKind::User, &user, IssueState::Open, None),
+                inbox_pk(&tenant, ParticipantKind::Team, &team, IssueState::Open, Some(Role::Watcher)),
+            ] {
                 prop_assert_eq!(tenant_of(&key), Some(t.as_str()));
             }
         }
@@ -158,7 +170,12 @@ mod tests {
 
         #[test]
         fn entry_refs_round_trip(t in "[A-Za-z0-9_.:-]{1,128}", rest in "[ -~]{1,40}", sk in "[\u{1} -~]{1,40}") {
-            for pk in [column_pk(&t, "P", &rest, "all"), inbox_pk(&t, "user", &rest, "open", None), format!("T#other#{rest}")] {
+            let t = TenantId::parse(&t).unwrap();
+            for pk in [
+                column_pk(&t, &ProjectId::numbered(1), &rest, "all"),
+                inbox_pk(&t, ParticipantKind::User, &rest, IssueState::Open, None),
+                format!("T#other#{rest}"),
+            ] {
                 let r = entry_ref(&t, &pk, &sk);
                 let own = format!("T#{t}#");
                 prop_assert!(!r.starts_with(&own));

@@ -2,6 +2,7 @@
 
 use super::tenant_prefix;
 use crate::domain::ParticipantKind;
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TeamId, TenantId, UserId};
 use crate::encoding::text;
 
 /// Sort key of a project's own item inside its collection; `#` sorts before the fields' `F#`.
@@ -22,31 +23,31 @@ pub mod entity {
 }
 
 /// Partition of a project and its field definitions (one Query reads both).
-pub fn project_pk(tenant: &str, project_id: &str) -> String {
+pub fn project_pk(tenant: &TenantId, project_id: &ProjectId) -> String {
     format!("{}#P#{project_id}", tenant_prefix(tenant))
 }
 
-pub fn field_sk(field_id: &str) -> String {
+pub fn field_sk(field_id: &FieldId) -> String {
     format!("{FIELD_SK_PREFIX}{field_id}")
 }
 
 /// GSI1 partition listing a tenant's projects by name.
-pub fn projects_gsi1_pk(tenant: &str) -> String {
+pub fn projects_gsi1_pk(tenant: &TenantId) -> String {
     format!("{}#PROJECTS", tenant_prefix(tenant))
 }
 
 /// GSI1 sort key of a project: case-insensitive name order, then the id for uniqueness.
-pub fn project_gsi1_sk(name: &str, project_id: &str) -> String {
+pub fn project_gsi1_sk(name: &str, project_id: &ProjectId) -> String {
     format!("{}{}{project_id}", text::encode(name), text::SEP)
 }
 
 /// Partition of an issue: its summary item and its description.
-pub fn issue_pk(tenant: &str, issue_id: &str) -> String {
+pub fn issue_pk(tenant: &TenantId, issue_id: &IssueId) -> String {
     format!("{}#I#{issue_id}", tenant_prefix(tenant))
 }
 
 /// GSI1 partition listing a project's issues by number.
-pub fn issues_by_num_gsi1_pk(tenant: &str, project_id: &str) -> String {
+pub fn issues_by_num_gsi1_pk(tenant: &TenantId, project_id: &ProjectId) -> String {
     format!("{}#P#{project_id}#ISSUES", tenant_prefix(tenant))
 }
 
@@ -70,14 +71,14 @@ pub fn parse_participant_edge(edge: &str) -> Option<(ParticipantKind, &str)> {
 // --- People and teams -----------------------------------------------------------------------
 
 /// Partition of a user: the profile and the user's team memberships.
-pub fn user_pk(tenant: &str, user_id: &str) -> String {
+pub fn user_pk(tenant: &TenantId, user_id: &UserId) -> String {
     format!("{}#U#{user_id}", tenant_prefix(tenant))
 }
 
 pub const PROFILE_SK: &str = "#PROFILE";
 
 /// Partition of a team: the team and its members.
-pub fn team_pk(tenant: &str, team_id: &str) -> String {
+pub fn team_pk(tenant: &TenantId, team_id: &TeamId) -> String {
     format!("{}#TEAM#{team_id}", tenant_prefix(tenant))
 }
 
@@ -87,11 +88,11 @@ pub const MEMBER_SK_PREFIX: &str = "M#";
 /// Sort-key prefix of a user's teams (in the user's partition).
 pub const USER_TEAM_SK_PREFIX: &str = "TM#";
 
-pub fn member_sk(user_id: &str) -> String {
+pub fn member_sk(user_id: &UserId) -> String {
     format!("{MEMBER_SK_PREFIX}{user_id}")
 }
 
-pub fn user_team_sk(team_id: &str) -> String {
+pub fn user_team_sk(team_id: &TeamId) -> String {
     format!("{USER_TEAM_SK_PREFIX}{team_id}")
 }
 
@@ -101,19 +102,19 @@ pub fn user_team_sk(team_id: &str) -> String {
 pub const USER_TEAM_COUNT_SK: &str = "#TEAMS";
 
 /// `(tenant, project)` of a [`project_pk`].
-pub fn parse_project_pk(pk: &str) -> Option<(&str, &str)> {
+pub fn parse_project_pk(pk: &str) -> Option<(TenantId, ProjectId)> {
     let mut parts = pk.strip_prefix("T#")?.split('#');
     match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(t), Some("P"), Some(p), None) => Some((t, p)),
+        (Some(t), Some("P"), Some(p), None) => Some((TenantId::parse(t)?, ProjectId::parse(p)?)),
         _ => None,
     }
 }
 
 /// `(tenant, issue)` of an [`issue_pk`].
-pub fn parse_issue_pk(pk: &str) -> Option<(&str, &str)> {
+pub fn parse_issue_pk(pk: &str) -> Option<(TenantId, IssueId)> {
     let mut parts = pk.strip_prefix("T#")?.split('#');
     match (parts.next(), parts.next(), parts.next(), parts.next()) {
-        (Some(t), Some("I"), Some(i), None) => Some((t, i)),
+        (Some(t), Some("I"), Some(i), None) => Some((TenantId::parse(t)?, IssueId::parse(i)?)),
         _ => None,
     }
 }

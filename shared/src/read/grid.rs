@@ -9,10 +9,11 @@
 use std::future::Future;
 
 use crate::cursor::Position;
+use crate::domain::FieldError;
+use crate::domain::ids::ProjectId;
 use crate::domain::values::{FieldDef, StoredValue};
 use crate::domain::{Issue, IssueState};
 use crate::encoding::text::{fold, prefix_key};
-use crate::error::FieldError;
 use crate::index::{Column, ColumnQuery, Kind, encode_bound};
 use crate::keys;
 use crate::store::Page;
@@ -138,7 +139,7 @@ impl Range {
 
 /// Interprets a grid request against the project's fields; every invalid parameter is named.
 pub fn parse(
-    project_id: &str,
+    project_id: &ProjectId,
     p: &GridParams<'_>,
     defs: &[FieldDef],
 ) -> Result<GridQuery, Vec<FieldError>> {
@@ -275,8 +276,8 @@ impl GridQuery {
 
     /// Whether an issue an entry pointed at belongs on the page: it is still in the project
     /// and the state read (entries lag the records), and its whole text is within the bounds.
-    pub fn admits(&self, project_id: &str, issue: &Issue) -> bool {
-        issue.project_id == project_id
+    pub fn admits(&self, project_id: &ProjectId, issue: &Issue) -> bool {
+        issue.project_id == *project_id
             && self.state.is_none_or(|st| issue.state == st)
             && self
                 .text
@@ -384,9 +385,16 @@ mod tests {
 
     const PK: &str = "T#acme#X#P#F#all";
 
+    /// The id of the grid's text field, as the `sort` parameter names it.
+    const F: &str = "00000000000000000000000001";
+
+    fn project() -> ProjectId {
+        ProjectId::numbered(2)
+    }
+
     fn text_field() -> Vec<FieldDef> {
         vec![FieldDef {
-            id: "F".into(),
+            id: crate::domain::ids::FieldId::parse(F).unwrap(),
             name: "F".into(),
             field_type: FieldType::Text,
             options: None,
@@ -508,7 +516,7 @@ mod tests {
     }
 
     fn plan(p: &GridParams<'_>) -> GridQuery {
-        parse("P", p, &text_field()).unwrap()
+        parse(&project(), p, &text_field()).unwrap()
     }
 
     proptest! {
@@ -525,7 +533,7 @@ mod tests {
             keep in proptest::collection::vec(1usize..9, 1..4),
         ) {
             let p = GridParams {
-                sort: Some("F"),
+                sort: Some(F),
                 order: Some(if descending { "desc" } else { "asc" }),
                 gte: gte.as_deref(),
                 lte: lte.as_deref(),
@@ -566,7 +574,7 @@ mod tests {
         let values = [Some("a".to_string()), Some("b".to_string()), None];
         let partition = partition(&values);
         let grid = plan(&GridParams {
-            sort: Some("F"),
+            sort: Some(F),
             order: Some("desc"),
             ..GridParams::default()
         });
@@ -603,7 +611,7 @@ mod tests {
             prefix: Some("x"),
             ..GridParams::default()
         };
-        let fields: Vec<String> = parse("P", &p, &text_field())
+        let fields: Vec<String> = parse(&project(), &p, &text_field())
             .unwrap_err()
             .into_iter()
             .map(|e| e.field)
@@ -613,7 +621,7 @@ mod tests {
             prefix: Some("1"),
             ..GridParams::default()
         };
-        assert!(parse("P", &num, &[]).is_err());
+        assert!(parse(&project(), &num, &[]).is_err());
     }
 
     #[test]
@@ -625,7 +633,7 @@ mod tests {
         });
         assert_eq!(
             grid.canonical,
-            "project_id=P&sort=title&order=asc&state=&gte=&lte=&prefix=ab"
+            "project_id=00000000000000000000000002&sort=title&order=asc&state=&gte=&lte=&prefix=ab"
         );
     }
 }

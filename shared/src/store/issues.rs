@@ -13,6 +13,7 @@ use super::query::Query;
 use super::retry::Backoff;
 use super::{Item, Page, Store, StoreError, Tx, build_err, condition_held, stored_size};
 use crate::cursor::Position;
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
 use crate::keys;
@@ -58,7 +59,7 @@ pub enum ParticipantOutcome {
 }
 
 /// An update's expression and substitutions, built apart from the SDK so its size is testable.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct UpdateParts {
     pub update: String,
     pub condition: String,
@@ -81,91 +82,122 @@ pub fn patch_update(
     now: &str,
     base: Option<&Issue>,
 ) -> Option<UpdateParts> {
-    let mut parts = UpdateParts::default();
-    let name = |p: &mut UpdateParts, k: &str, v: &str| {
-        p.names.insert(k.into(), v.into());
-    };
-    name(&mut parts, "#u", attr::UPDATED_AT);
-    name(&mut parts, "#v", attr::VERSION);
-    parts
-        .values
-        .insert(":now".into(), AttributeValue::S(now.into()));
-    parts
-        .values
-        .insert(":one".into(), AttributeValue::N("1".into()));
-    let mut sets = vec!["#u = :now".to_string()];
-    let removes = Vec::new();
-    if let Some(title) = &patch.title {
-        sets.push("#t = :t".into());
-        name(&mut parts, "#t", attr::TITLE);
-        parts
-            .values
-            .insert(":t".into(), AttributeValue::S(title.clone()));
-    }
-    if let Some(state) = patch.state {
-        sets.push("#s = :s".into());
-        name(&mut parts, "#s", attr::STATE);
-        parts
-            .values
-            .insert(":s".into(), AttributeValue::S(state.as_str().into()));
-    }
-    let touches_fields =
-        patch.clear_fields || !patch.set_fields.is_empty() || !patch.remove_fields.is_empty();
-    if touches_fields {
-        name(&mut parts, "#f", attr::FIELDS);
-    }
-    let mut condition = match expected_version {
+    let mut expr = scalar_updates(patch, now);
+    let condition = match expected_version {
         Some(v) => {
-            parts
-                .values
-                .insert(":expected".into(), AttributeValue::N(v.to_string()));
-            "attribute_exists(PK) AND #v = :expected".to_string()
+            expr.value(":expected", AttributeValue::N(v.to_string()));
+            VERSION_CONDITION.to_string()
         }
         None => "attribute_exists(PK)".to_string(),
     };
-    let finish = |mut parts: UpdateParts, sets: Vec<String>, removes: Vec<String>, condition| {
-        let mut expression = format!("SET {}", sets.join(", "));
-        if !removes.is_empty() {
-            expression.push_str(&format!(" REMOVE {}", removes.join(", ")));
-        }
-        expression.push_str(" ADD #v :one");
-        parts.update = expression;
-        parts.condition = condition;
-        parts
-    };
     if patch.clear_fields {
         // The whole map is replaced; paths inside it cannot be set in the same expression.
-        sets.push("#f = :f".into());
-        parts
-            .values
-            .insert(":f".into(), fields_attr(&patch.set_fields));
-        return Some(finish(parts, sets, removes, condition));
+        expr.set("#f = :f");
+        expr.value(":f", fields_attr(&patch.set_fields));
+        return Some(expr.finish(condition));
     }
-    let mut keyed = (sets.clone(), removes.clone(), UpdateParts::default());
-    for (i, (id, value)) in patch.set_fields.iter().enumerate() {
-        keyed.0.push(format!("#f.#a{i} = :a{i}"));
-        keyed.2.names.insert(format!("#a{i}"), id.clone());
-        keyed
-            .2
-            .values
-            .insert(format!(":a{i}"), value_to_attr(value));
-    }
-    for (i, id) in patch.remove_fields.iter().enumerate() {
-        keyed.1.push(format!("#f.#r{i}"));
-        keyed.2.names.insert(format!("#r{i}"), id.clone());
-    }
-    let keyed_len = "SET ".len()
-        + keyed.0.iter().map(|x| x.len() + 2).sum::<usize>()
-        + " REMOVE ".len()
-        + keyed.1.iter().map(|x| x.len() + 2).sum::<usize>()
-        + " ADD #v :one".len();
-    if keyed_len <= MAX_EXPRESSION_BYTES {
-        parts.names.extend(keyed.2.names);
-        parts.values.extend(keyed.2.values);
-        return Some(finish(parts, keyed.0, keyed.1, condition));
+    let keyed = keyed_fields(expr.clone(), patch);
+    if keyed.len() <= MAX_EXPRESSION_BYTES {
+        return Some(keyed.finish(condition));
     }
     // Too many keys for one expression: the whole map, merged from `base`.
-    let base = base?;
+    Some(whole_map(expr, patch, expected_version, condition, base?))
+}
+
+/// The condition of a write that must find the issue at an expected version.
+const VERSION_CONDITION: &str = "attribute_exists(PK) AND #v = :expected";
+
+/// An update expression being built: its SET and REMOVE clauses and their substitutions.
+#[derive(Clone, Default)]
+struct Expression {
+    sets: Vec<String>,
+    removes: Vec<String>,
+    parts: UpdateParts,
+}
+
+impl Expression {
+    fn name(&mut self, placeholder: &str, name: &str) {
+        self.parts.names.insert(placeholder.into(), name.into());
+    }
+
+    fn value(&mut self, placeholder: &str, value: AttributeValue) {
+        self.parts.values.insert(placeholder.into(), value);
+    }
+
+    fn set(&mut self, clause: impl Into<String>) {
+        self.sets.push(clause.into());
+    }
+
+    /// The expression's length as `finish` writes it (counting a REMOVE clause either way).
+    fn len(&self) -> usize {
+        "SET ".len()
+            + self.sets.iter().map(|x| x.len() + 2).sum::<usize>()
+            + " REMOVE ".len()
+            + self.removes.iter().map(|x| x.len() + 2).sum::<usize>()
+            + " ADD #v :one".len()
+    }
+
+    fn finish(self, condition: String) -> UpdateParts {
+        let mut update = format!("SET {}", self.sets.join(", "));
+        if !self.removes.is_empty() {
+            update.push_str(&format!(" REMOVE {}", self.removes.join(", ")));
+        }
+        update.push_str(" ADD #v :one");
+        UpdateParts {
+            update,
+            condition,
+            ..self.parts
+        }
+    }
+}
+
+/// What every patch sets (the time, the version) and its title and state.
+fn scalar_updates(patch: &IssuePatch, now: &str) -> Expression {
+    let mut expr = Expression::default();
+    expr.name("#u", attr::UPDATED_AT);
+    expr.name("#v", attr::VERSION);
+    expr.value(":now", AttributeValue::S(now.into()));
+    expr.value(":one", AttributeValue::N("1".into()));
+    expr.set("#u = :now");
+    if let Some(title) = &patch.title {
+        expr.set("#t = :t");
+        expr.name("#t", attr::TITLE);
+        expr.value(":t", AttributeValue::S(title.clone()));
+    }
+    if let Some(state) = patch.state {
+        expr.set("#s = :s");
+        expr.name("#s", attr::STATE);
+        expr.value(":s", AttributeValue::S(state.as_str().into()));
+    }
+    if patch.clear_fields || !patch.set_fields.is_empty() || !patch.remove_fields.is_empty() {
+        expr.name("#f", attr::FIELDS);
+    }
+    expr
+}
+
+/// `expr` with each set and removed field value as its own path (`#f.#a0`, `#f.#r0`).
+fn keyed_fields(mut expr: Expression, patch: &IssuePatch) -> Expression {
+    for (i, (id, value)) in patch.set_fields.iter().enumerate() {
+        expr.set(format!("#f.#a{i} = :a{i}"));
+        expr.name(&format!("#a{i}"), id);
+        expr.value(&format!(":a{i}"), value_to_attr(value));
+    }
+    for (i, id) in patch.remove_fields.iter().enumerate() {
+        expr.removes.push(format!("#f.#r{i}"));
+        expr.name(&format!("#r{i}"), id);
+    }
+    expr
+}
+
+/// `expr` writing the whole values map, `base`'s merged with the patch, conditioned on
+/// `base`'s version when the caller gave none.
+fn whole_map(
+    mut expr: Expression,
+    patch: &IssuePatch,
+    expected_version: Option<u64>,
+    mut condition: String,
+    base: &Issue,
+) -> UpdateParts {
     let mut fields: BTreeMap<String, StoredValue> = base.fields.clone();
     fields.retain(|k, _| {
         !patch.remove_fields.contains(k)
@@ -175,16 +207,13 @@ pub fn patch_update(
                 .is_none_or(|known| known.contains(k))
     });
     fields.extend(patch.set_fields.clone());
-    sets.push("#f = :f".into());
-    parts.values.insert(":f".into(), fields_attr(&fields));
+    expr.set("#f = :f");
+    expr.value(":f", fields_attr(&fields));
     if expected_version.is_none() {
-        parts.values.insert(
-            ":expected".into(),
-            AttributeValue::N(base.version.to_string()),
-        );
-        condition = "attribute_exists(PK) AND #v = :expected".into();
+        expr.value(":expected", AttributeValue::N(base.version.to_string()));
+        condition = VERSION_CONDITION.into();
     }
-    Some(finish(parts, sets, removes, condition))
+    expr.finish(condition)
 }
 
 /// Whether DynamoDB refused a write because the item would pass 400 KB.
@@ -214,18 +243,18 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "create_issue"))]
     pub async fn create_issue(
         &self,
-        tenant: &str,
-        project_id: &str,
+        tenant: &TenantId,
+        project_id: &ProjectId,
         mut last_num: u64,
         new: NewIssue,
-        id: String,
+        id: IssueId,
         now: String,
     ) -> Result<Issue, CreateIssueError> {
         for attempt in 0..MAX_CREATE_ATTEMPTS {
             let num = last_num + 1;
             let issue = Issue {
                 id: id.clone(),
-                project_id: project_id.to_string(),
+                project_id: project_id.clone(),
                 num,
                 title: new.title.clone(),
                 state: new.state,
@@ -261,7 +290,7 @@ impl Store {
     /// moved from `last_num`, the summary, and the description when there is one.
     fn create_items(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         issue: &Issue,
         last_num: u64,
     ) -> Result<Vec<TransactWriteItem>, CreateIssueError> {
@@ -301,8 +330,8 @@ impl Store {
     /// Starts an UpdateItem of the issue's summary item.
     fn update_issue(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
     ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
         self.client
             .update_item()
@@ -314,8 +343,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "get_issue"))]
     pub async fn get_issue(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
     ) -> Result<Option<Issue>, StoreError> {
         // Two small items: one page always holds them.
         let query = Query::partition(&self.records, keys::records::issue_pk(tenant, issue_id))
@@ -342,13 +371,13 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "patch_issue"))]
     pub async fn patch_issue(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         current: &Issue,
         patch: &IssuePatch,
         expected_version: Option<u64>,
         now: &str,
     ) -> Result<PatchOutcome, StoreError> {
-        let issue_id = current.id.as_str();
+        let issue_id = &current.id;
         let pk = keys::records::issue_pk(tenant, issue_id);
         let mut base = current.clone();
         for attempt in 0..MAX_MERGE_ATTEMPTS {
@@ -403,7 +432,11 @@ impl Store {
 
     /// Deletes an issue and its description; `false` if there was no issue.
     #[tracing::instrument(skip_all, fields(op = "delete_issue"))]
-    pub async fn delete_issue(&self, tenant: &str, issue_id: &str) -> Result<bool, StoreError> {
+    pub async fn delete_issue(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+    ) -> Result<bool, StoreError> {
         let pk = keys::records::issue_pk(tenant, issue_id);
         let summary = Delete::builder()
             .table_name(&self.records)
@@ -434,8 +467,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "put_participant"))]
     pub async fn put_participant(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
         p: &crate::domain::Participant,
         now: &str,
     ) -> Result<ParticipantOutcome, StoreError> {
@@ -476,8 +509,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "delete_participant"))]
     pub async fn delete_participant(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
         kind: crate::domain::ParticipantKind,
         id: &str,
         now: &str,
@@ -509,15 +542,16 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "batch_get_issues", n = ids.len()))]
     pub async fn batch_get_issues(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         ids: &[String],
     ) -> Result<HashMap<String, Issue>, StoreError> {
-        let unique: BTreeSet<&String> = ids.iter().collect();
+        // Ids come from index entries; one that is no issue id names no issue.
+        let unique: BTreeSet<IssueId> = ids.iter().filter_map(|id| IssueId::parse(id)).collect();
         let keys = unique.iter().map(|id| issue_key(tenant, id)).collect();
         let mut found = HashMap::new();
         for item in self.batch_get_records(keys).await? {
             let issue = issue_from(item, None)?;
-            found.insert(issue.id.clone(), issue);
+            found.insert(issue.id.to_string(), issue);
         }
         Ok(found)
     }
@@ -526,8 +560,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "issues_of_project"))]
     pub async fn issues_of_project(
         &self,
-        tenant: &str,
-        project_id: &str,
+        tenant: &TenantId,
+        project_id: &ProjectId,
         start: Option<&Position>,
     ) -> Result<Page<Issue>, StoreError> {
         let query = Query::gsi1(
@@ -561,8 +595,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "get_issue_summary"))]
     pub async fn get_issue_summary(
         &self,
-        tenant: &str,
-        issue_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
     ) -> Result<Option<Issue>, StoreError> {
         self.get_item(&self.records, issue_key(tenant, issue_id))
             .await?
@@ -575,9 +609,9 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "remove_field_value"))]
     pub async fn remove_field_value(
         &self,
-        tenant: &str,
-        issue_id: &str,
-        field_id: &str,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        field_id: &FieldId,
     ) -> Result<(), StoreError> {
         let result = self
             .update_issue(tenant, issue_id)
@@ -599,8 +633,8 @@ mod tests {
 
     fn issue(fields: BTreeMap<String, StoredValue>) -> Issue {
         Issue {
-            id: "01ARZ3NDEKTSV4RRFFQ69G5FAV".into(),
-            project_id: "01ARZ3NDEKTSV4RRFFQ69G5FAW".into(),
+            id: IssueId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap(),
+            project_id: ProjectId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAW").unwrap(),
             num: 1,
             title: "t".into(),
             state: IssueState::Open,

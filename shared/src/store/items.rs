@@ -6,7 +6,8 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 use super::{Item, StoreError, stored_size};
-use crate::domain::number::DynNumber;
+use crate::domain::decimal::DynNumber;
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::{FieldDef, FieldType, StoredValue};
 use crate::domain::{Issue, IssueState, Participant, Project, Role};
 use crate::keys::{self, records::entity};
@@ -41,7 +42,7 @@ pub struct ProjectItem {
     #[serde(rename = "GSI1SK")]
     pub gsi1sk: String,
     pub entity: String,
-    pub id: String,
+    pub id: ProjectId,
     pub name: String,
     pub created_at: String,
     /// Last issue number handed out; absent until the first issue.
@@ -54,7 +55,7 @@ pub struct ProjectItem {
 }
 
 impl ProjectItem {
-    pub fn new(tenant: &str, p: &Project) -> Self {
+    pub fn new(tenant: &TenantId, p: &Project) -> Self {
         Self {
             pk: keys::records::project_pk(tenant, &p.id),
             sk: keys::records::PROJECT_SK.into(),
@@ -86,8 +87,8 @@ pub struct FieldItem {
     #[serde(rename = "SK")]
     pub sk: String,
     pub entity: String,
-    pub project_id: String,
-    pub id: String,
+    pub project_id: ProjectId,
+    pub id: FieldId,
     pub name: String,
     #[serde(rename = "type")]
     pub field_type: FieldType,
@@ -96,12 +97,12 @@ pub struct FieldItem {
 }
 
 impl FieldItem {
-    pub fn new(tenant: &str, project_id: &str, f: &FieldDef) -> Self {
+    pub fn new(tenant: &TenantId, project_id: &ProjectId, f: &FieldDef) -> Self {
         Self {
             pk: keys::records::project_pk(tenant, project_id),
             sk: keys::records::field_sk(&f.id),
             entity: entity::FIELD.into(),
-            project_id: project_id.into(),
+            project_id: project_id.clone(),
             id: f.id.clone(),
             name: f.name.clone(),
             field_type: f.field_type,
@@ -132,8 +133,8 @@ struct IssueScalars {
     #[serde(rename = "GSI1SK")]
     gsi1sk: String,
     entity: String,
-    id: String,
-    project_id: String,
+    id: IssueId,
+    project_id: ProjectId,
     num: u64,
     title: String,
     state: IssueState,
@@ -182,7 +183,7 @@ pub fn participants_attrs(ps: &[Participant]) -> (Option<AttributeValue>, Attrib
 }
 
 /// The summary item of an issue (without its description).
-pub fn issue_item(tenant: &str, issue: &Issue) -> Result<Item, StoreError> {
+pub fn issue_item(tenant: &TenantId, issue: &Issue) -> Result<Item, StoreError> {
     let scalars = IssueScalars {
         pk: keys::records::issue_pk(tenant, &issue.id),
         sk: keys::records::ISSUE_SK.into(),
@@ -209,7 +210,7 @@ pub fn issue_item(tenant: &str, issue: &Issue) -> Result<Item, StoreError> {
 }
 
 /// The size of an issue's summary item as it would be stored.
-pub fn issue_item_size(tenant: &str, issue: &Issue) -> Result<usize, StoreError> {
+pub fn issue_item_size(tenant: &TenantId, issue: &Issue) -> Result<usize, StoreError> {
     Ok(stored_size(&issue_item(tenant, issue)?))
 }
 
@@ -276,7 +277,7 @@ fn parse_participant(edge: &str, role: Option<&str>) -> Option<Participant> {
 }
 
 /// The item holding an issue's long description.
-pub fn description_item(tenant: &str, issue_id: &str, text: &str) -> Item {
+pub fn description_item(tenant: &TenantId, issue_id: &IssueId, text: &str) -> Item {
     Item::from([
         (
             keys::PK.into(),
@@ -307,7 +308,7 @@ pub fn key(pk: String, sk: &str) -> Item {
 }
 
 /// Key of an issue's summary item.
-pub fn issue_key(tenant: &str, issue_id: &str) -> Item {
+pub fn issue_key(tenant: &TenantId, issue_id: &IssueId) -> Item {
     key(
         keys::records::issue_pk(tenant, issue_id),
         keys::records::ISSUE_SK,
@@ -315,7 +316,7 @@ pub fn issue_key(tenant: &str, issue_id: &str) -> Item {
 }
 
 /// Key of a project's own item.
-pub fn project_key(tenant: &str, project_id: &str) -> Item {
+pub fn project_key(tenant: &TenantId, project_id: &ProjectId) -> Item {
     key(
         keys::records::project_pk(tenant, project_id),
         keys::records::PROJECT_SK,

@@ -1,7 +1,7 @@
 //! DynamoDB access: the one adapter ([`Store`]) and the records table's items.
 //!
 //! - this file: the adapter, its error, paging positions, GetItem / BatchGetItem / transactions.
-//! - [`query`](self::query): the one Query builder and its page ([`Store::query_page`]).
+//! - `query`: the one Query builder and its page (`Store::query_page`).
 //! - `retry`: the one jittered backoff every retry loop sleeps through.
 //! - `projects`, `people`, `issues`: the records table's entities; `items`: their item shapes;
 //!   `size`: DynamoDB's item-size arithmetic.
@@ -118,7 +118,9 @@ pub(crate) fn position_of(key: Option<&Item>) -> Result<Option<Position>, StoreE
 
 /// A cursor position back to an `ExclusiveStartKey`.
 pub(crate) fn start_key(position: Option<&Position>) -> Option<Item> {
-    position.map(|p| {
+    // An empty position (the grid's cursor at the start of a phase) is no start key: DynamoDB
+    // refuses an empty `ExclusiveStartKey`.
+    position.filter(|p| !p.is_empty()).map(|p| {
         p.iter()
             .map(|(k, v)| (k.clone(), AttributeValue::S(v.clone())))
             .collect()
@@ -363,4 +365,23 @@ pub async fn sdk_config(endpoint: Option<&str>) -> aws_config::SdkConfig {
         }
     }
     loader.load().await
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn an_empty_position_is_no_start_key() {
+        assert_eq!(start_key(Some(&Position::new())), None);
+        assert_eq!(start_key(None), None);
+        let p = Position::from([("PK".to_string(), "a".to_string())]);
+        assert_eq!(
+            start_key(Some(&p)),
+            Some(Item::from([(
+                "PK".to_string(),
+                AttributeValue::S("a".into())
+            )]))
+        );
+    }
 }

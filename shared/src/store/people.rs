@@ -10,18 +10,19 @@ use super::items::{attr, key, string};
 use super::query::Query;
 use super::{Item, Page, Store, StoreError, Tx, build_err};
 use crate::cursor::Position;
+use crate::domain::ids::{TeamId, TenantId, UserId};
 use crate::domain::{MAX_TEAMS_PER_USER, ParticipantKind};
 use crate::keys;
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
-    pub id: String,
+    pub id: UserId,
     pub display_name: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Team {
-    pub id: String,
+    pub id: TeamId,
     pub name: String,
     pub created_at: String,
 }
@@ -35,7 +36,7 @@ struct UserTeamEdge {
     #[serde(rename = "SK")]
     sk: String,
     entity: String,
-    team_id: String,
+    team_id: TeamId,
     name: String,
     created_at: String,
 }
@@ -47,7 +48,7 @@ struct MemberEdge {
     #[serde(rename = "SK")]
     sk: String,
     entity: String,
-    user_id: String,
+    user_id: UserId,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -59,7 +60,31 @@ pub enum AddMemberError {
 }
 
 /// Key of the user's membership counter.
-fn team_count_key(tenant: &str, user_id: &str) -> Item {
+/// A membership's two edges: the member in the team's partition, the team (with its name and
+/// creation time) in the user's.
+fn membership_edges(
+    tenant: &TenantId,
+    team: &Team,
+    user_id: &UserId,
+) -> Result<(Item, Item), StoreError> {
+    let member = serde_dynamo::to_item(MemberEdge {
+        pk: keys::records::team_pk(tenant, &team.id),
+        sk: keys::records::member_sk(user_id),
+        entity: "member".into(),
+        user_id: user_id.clone(),
+    })?;
+    let user_team = serde_dynamo::to_item(UserTeamEdge {
+        pk: keys::records::user_pk(tenant, user_id),
+        sk: keys::records::user_team_sk(&team.id),
+        entity: "user_team".into(),
+        team_id: team.id.clone(),
+        name: team.name.clone(),
+        created_at: team.created_at.clone(),
+    })?;
+    Ok((member, user_team))
+}
+
+fn team_count_key(tenant: &TenantId, user_id: &UserId) -> Item {
     key(
         keys::records::user_pk(tenant, user_id),
         keys::records::USER_TEAM_COUNT_SK,
@@ -71,8 +96,8 @@ impl Store {
     /// membership transaction to finish.
     fn team_count(
         &self,
-        tenant: &str,
-        user_id: &str,
+        tenant: &TenantId,
+        user_id: &UserId,
     ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
         Update::builder()
             .table_name(&self.records)
@@ -83,7 +108,11 @@ impl Store {
     }
 
     #[tracing::instrument(skip_all, fields(op = "put_profile"))]
-    pub async fn put_profile(&self, tenant: &str, profile: &Profile) -> Result<(), StoreError> {
+    pub async fn put_profile(
+        &self,
+        tenant: &TenantId,
+        profile: &Profile,
+    ) -> Result<(), StoreError> {
         let mut item = key(
             keys::records::user_pk(tenant, &profile.id),
             keys::records::PROFILE_SK,
@@ -97,7 +126,11 @@ impl Store {
     }
 
     #[tracing::instrument(skip_all, fields(op = "get_profile"))]
-    pub async fn get_profile(&self, tenant: &str, user_id: &str) -> Result<Profile, StoreError> {
+    pub async fn get_profile(
+        &self,
+        tenant: &TenantId,
+        user_id: &UserId,
+    ) -> Result<Profile, StoreError> {
         let key = key(
             keys::records::user_pk(tenant, user_id),
             keys::records::PROFILE_SK,
@@ -111,13 +144,13 @@ impl Store {
                 _ => None,
             });
         Ok(Profile {
-            id: user_id.to_string(),
+            id: user_id.clone(),
             display_name,
         })
     }
 
     #[tracing::instrument(skip_all, fields(op = "create_team"))]
-    pub async fn create_team(&self, tenant: &str, team: &Team) -> Result<(), StoreError> {
+    pub async fn create_team(&self, tenant: &TenantId, team: &Team) -> Result<(), StoreError> {
         let mut item = key(
             keys::records::team_pk(tenant, &team.id),
             keys::records::TEAM_SK,
@@ -130,7 +163,11 @@ impl Store {
     }
 
     #[tracing::instrument(skip_all, fields(op = "get_team"))]
-    pub async fn get_team(&self, tenant: &str, team_id: &str) -> Result<Option<Team>, StoreError> {
+    pub async fn get_team(
+        &self,
+        tenant: &TenantId,
+        team_id: &TeamId,
+    ) -> Result<Option<Team>, StoreError> {
         let key = key(
             keys::records::team_pk(tenant, team_id),
             keys::records::TEAM_SK,
@@ -150,9 +187,9 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "add_member"))]
     pub async fn add_member(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         team: &Team,
-        user_id: &str,
+        user_id: &UserId,
     ) -> Result<bool, AddMemberError> {
         let check = ConditionCheck::builder()
             .table_name(&self.records)
@@ -163,22 +200,7 @@ impl Store {
             .condition_expression("attribute_exists(PK)")
             .build()
             .map_err(build_err)?;
-        let member: Item = serde_dynamo::to_item(MemberEdge {
-            pk: keys::records::team_pk(tenant, &team.id),
-            sk: keys::records::member_sk(user_id),
-            entity: "member".into(),
-            user_id: user_id.into(),
-        })
-        .map_err(StoreError::from)?;
-        let user_team: Item = serde_dynamo::to_item(UserTeamEdge {
-            pk: keys::records::user_pk(tenant, user_id),
-            sk: keys::records::user_team_sk(&team.id),
-            entity: "user_team".into(),
-            team_id: team.id.clone(),
-            name: team.name.clone(),
-            created_at: team.created_at.clone(),
-        })
-        .map_err(StoreError::from)?;
+        let (member, user_team) = membership_edges(tenant, team, user_id)?;
         let count = self
             .team_count(tenant, user_id)
             .update_expression("SET #n = if_not_exists(#n, :zero) + :one")
@@ -218,9 +240,9 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "remove_member"))]
     pub async fn remove_member(
         &self,
-        tenant: &str,
-        team_id: &str,
-        user_id: &str,
+        tenant: &TenantId,
+        team_id: &TeamId,
+        user_id: &UserId,
     ) -> Result<bool, StoreError> {
         let member = Delete::builder()
             .table_name(&self.records)
@@ -268,11 +290,11 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "list_members"))]
     pub async fn list_members(
         &self,
-        tenant: &str,
-        team_id: &str,
+        tenant: &TenantId,
+        team_id: &TeamId,
         limit: i32,
         start: Option<&Position>,
-    ) -> Result<Page<String>, StoreError> {
+    ) -> Result<Page<UserId>, StoreError> {
         let query = Query::partition(&self.records, keys::records::team_pk(tenant, team_id))
             .sk_begins_with(keys::records::MEMBER_SK_PREFIX)
             .limit(Some(limit))
@@ -286,8 +308,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "teams_of_user"))]
     pub async fn teams_of_user(
         &self,
-        tenant: &str,
-        user_id: &str,
+        tenant: &TenantId,
+        user_id: &UserId,
         limit: Option<i32>,
         start: Option<&Position>,
     ) -> Result<Page<Team>, StoreError> {
@@ -308,20 +330,22 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "names", n = who.len()))]
     pub async fn names(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         who: &BTreeSet<(ParticipantKind, String)>,
     ) -> Result<HashMap<(ParticipantKind, String), String>, StoreError> {
         let mut names = HashMap::new();
+        // A participant id that is no id of its kind has no name to find.
         let keys_: Vec<Item> = who
             .iter()
-            .map(|(kind, id)| match kind {
-                ParticipantKind::User => key(
-                    keys::records::user_pk(tenant, id),
+            .filter_map(|(kind, id)| match kind {
+                ParticipantKind::User => Some(key(
+                    keys::records::user_pk(tenant, &UserId::parse(id)?),
                     keys::records::PROFILE_SK,
-                ),
-                ParticipantKind::Team => {
-                    key(keys::records::team_pk(tenant, id), keys::records::TEAM_SK)
-                }
+                )),
+                ParticipantKind::Team => Some(key(
+                    keys::records::team_pk(tenant, &TeamId::parse(id)?),
+                    keys::records::TEAM_SK,
+                )),
             })
             .collect();
         for item in self.batch_get_records(keys_).await? {

@@ -6,6 +6,7 @@ use super::items::{FieldItem, ProjectItem, attr, key, project_key, sk_of};
 use super::query::Query;
 use super::{Item, Page, Store, StoreError, Tx, build_err};
 use crate::cursor::Position;
+use crate::domain::ids::{FieldId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::domain::{MAX_FIELD_DEF_BYTES, MAX_FIELDS_PER_PROJECT, Project};
 use crate::keys;
@@ -24,7 +25,11 @@ pub enum CreateFieldError {
 
 impl Store {
     #[tracing::instrument(skip_all, fields(op = "create_project"))]
-    pub async fn create_project(&self, tenant: &str, project: &Project) -> Result<(), StoreError> {
+    pub async fn create_project(
+        &self,
+        tenant: &TenantId,
+        project: &Project,
+    ) -> Result<(), StoreError> {
         self.put_new(serde_dynamo::to_item(ProjectItem::new(tenant, project))?)
             .await
     }
@@ -33,7 +38,7 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "list_projects"))]
     pub async fn list_projects(
         &self,
-        tenant: &str,
+        tenant: &TenantId,
         limit: i32,
         start: Option<&Position>,
     ) -> Result<Page<Project>, StoreError> {
@@ -49,8 +54,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "get_project"))]
     pub async fn get_project(
         &self,
-        tenant: &str,
-        project_id: &str,
+        tenant: &TenantId,
+        project_id: &ProjectId,
     ) -> Result<Option<ProjectItem>, StoreError> {
         self.get_item(&self.records, project_key(tenant, project_id))
             .await?
@@ -63,8 +68,8 @@ impl Store {
     /// collection (at most 64 KB of definitions, so about 30 RCU at 400 fields).
     pub async fn project_with_fields(
         &self,
-        tenant: &str,
-        project_id: &str,
+        tenant: &TenantId,
+        project_id: &ProjectId,
     ) -> Result<Option<(ProjectItem, Vec<FieldDef>)>, StoreError> {
         self.project_with_fields_read(tenant, project_id, true)
             .await
@@ -77,8 +82,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "project_with_fields", consistent))]
     pub async fn project_with_fields_read(
         &self,
-        tenant: &str,
-        project_id: &str,
+        tenant: &TenantId,
+        project_id: &ProjectId,
         consistent: bool,
     ) -> Result<Option<(ProjectItem, Vec<FieldDef>)>, StoreError> {
         let query = Query::partition(&self.records, keys::records::project_pk(tenant, project_id))
@@ -99,8 +104,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "list_fields"))]
     pub async fn list_fields(
         &self,
-        tenant: &str,
-        project_id: &str,
+        tenant: &TenantId,
+        project_id: &ProjectId,
         limit: i32,
         start: Option<&Position>,
     ) -> Result<Page<FieldDef>, StoreError> {
@@ -116,8 +121,8 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "create_field"))]
     pub async fn create_field(
         &self,
-        tenant: &str,
-        project_id: &str,
+        tenant: &TenantId,
+        project_id: &ProjectId,
         def: &FieldDef,
     ) -> Result<(), CreateFieldError> {
         let bytes = def.definition_bytes();
@@ -175,9 +180,9 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "delete_field"))]
     pub async fn delete_field(
         &self,
-        tenant: &str,
-        project_id: &str,
-        field_id: &str,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        field_id: &FieldId,
     ) -> Result<bool, StoreError> {
         let pk = keys::records::project_pk(tenant, project_id);
         let Some(field) = self
@@ -199,40 +204,8 @@ impl Store {
             let Some(project) = self.get_project(tenant, project_id).await? else {
                 return Ok(false);
             };
-            let delete = Delete::builder()
-                .table_name(&self.records)
-                .set_key(Some(key(pk.clone(), &keys::records::field_sk(field_id))))
-                .condition_expression("attribute_exists(PK)")
-                .build()
-                .map_err(build_err)?;
-            let mut count = Update::builder()
-                .table_name(&self.records)
-                .set_key(Some(key(pk.clone(), keys::records::PROJECT_SK)))
-                .expression_attribute_names("#c", attr::FIELD_COUNT)
-                .expression_attribute_values(":one", AttributeValue::N("1".into()));
-            count = match project.field_bytes {
-                Some(old) => count
-                    .update_expression("SET #c = #c - :one, #b = :new")
-                    .condition_expression("attribute_exists(#c) AND #b = :old")
-                    .expression_attribute_names("#b", attr::FIELD_BYTES)
-                    .expression_attribute_values(":old", AttributeValue::N(old.to_string()))
-                    .expression_attribute_values(
-                        ":new",
-                        AttributeValue::N(old.saturating_sub(bytes as u64).to_string()),
-                    ),
-                None => count
-                    .update_expression("SET #c = #c - :one")
-                    .condition_expression("attribute_exists(#c) AND attribute_not_exists(#b)")
-                    .expression_attribute_names("#b", attr::FIELD_BYTES),
-            };
-            let tx = self
-                .transact(vec![
-                    TransactWriteItem::builder().delete(delete).build(),
-                    TransactWriteItem::builder()
-                        .update(count.build().map_err(build_err)?)
-                        .build(),
-                ])
-                .await?;
+            let items = self.field_delete_items(&pk, field_id, project.field_bytes, bytes)?;
+            let tx = self.transact(items).await?;
             if tx == Tx::Committed {
                 return Ok(true);
             }
@@ -249,5 +222,51 @@ impl Store {
             }
         }
         Err(StoreError::Contention(5))
+    }
+
+    /// The transaction deleting a field of `bytes` bytes: the definition (if it is still
+    /// there) and the project's count and bytes, conditioned on the bytes read
+    /// (`field_bytes`).
+    fn field_delete_items(
+        &self,
+        pk: &str,
+        field_id: &FieldId,
+        field_bytes: Option<u64>,
+        bytes: usize,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
+        let delete = Delete::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(
+                pk.to_string(),
+                &keys::records::field_sk(field_id),
+            )))
+            .condition_expression("attribute_exists(PK)")
+            .build()
+            .map_err(build_err)?;
+        let count = Update::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(pk.to_string(), keys::records::PROJECT_SK)))
+            .expression_attribute_names("#c", attr::FIELD_COUNT)
+            .expression_attribute_names("#b", attr::FIELD_BYTES)
+            .expression_attribute_values(":one", AttributeValue::N("1".into()));
+        let count = match field_bytes {
+            Some(old) => count
+                .update_expression("SET #c = #c - :one, #b = :new")
+                .condition_expression("attribute_exists(#c) AND #b = :old")
+                .expression_attribute_values(":old", AttributeValue::N(old.to_string()))
+                .expression_attribute_values(
+                    ":new",
+                    AttributeValue::N(old.saturating_sub(bytes as u64).to_string()),
+                ),
+            None => count
+                .update_expression("SET #c = #c - :one")
+                .condition_expression("attribute_exists(#c) AND attribute_not_exists(#b)"),
+        };
+        Ok(vec![
+            TransactWriteItem::builder().delete(delete).build(),
+            TransactWriteItem::builder()
+                .update(count.build().map_err(build_err)?)
+                .build(),
+        ])
     }
 }
