@@ -14,6 +14,7 @@ use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
 use aws_smithy_types::body::SdkBody;
+use aws_smithy_types::config_bag::{Storable, StoreReplace};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
@@ -43,8 +44,6 @@ pub struct Chaos {
     rates: Rates,
     rng: Mutex<StdRng>,
     /// The last BatchWriteItem request body, to hand back as unprocessed.
-    last_batch: Mutex<Option<Vec<u8>>>,
-    throttle_next: Mutex<bool>,
     /// While set, every write fails (an outage of the table or the network).
     pub outage: AtomicBool,
     /// Faults injected so far.
@@ -56,8 +55,6 @@ impl Chaos {
         Arc::new(Self {
             rates,
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
-            last_batch: Mutex::new(None),
-            throttle_next: Mutex::new(false),
             outage: AtomicBool::new(false),
             faults: AtomicU64::new(0),
         })
@@ -107,6 +104,14 @@ pub fn is_write(target: &str) -> bool {
         || target.ends_with("UpdateItem")
 }
 
+/// The request body of a batch this attempt hands back as unprocessed (`None`: it does not).
+#[derive(Debug, Clone)]
+struct Throttled(Option<Vec<u8>>);
+
+impl Storable for Throttled {
+    type Storer = StoreReplace<Self>;
+}
+
 /// Interceptors are registered by value; the handle shares one `Chaos` with the test.
 #[derive(Debug, Clone)]
 struct ChaosHandle(Arc<Chaos>);
@@ -120,13 +125,15 @@ impl Intercept for ChaosHandle {
         &self,
         ctx: &BeforeTransmitInterceptorContextRef<'_>,
         _: &RuntimeComponents,
-        _: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let chaos = &self.0;
         let op = target(ctx.request());
         if !is_write(&op) {
             return Ok(());
         }
+        // No attempt's throttling outlives it (a retried attempt decides again).
+        cfg.interceptor_state().store_put(Throttled(None));
         if chaos.outage.load(Ordering::Relaxed) {
             chaos.faults.fetch_add(1, Ordering::Relaxed);
             return Err("injected: the table is unreachable".into());
@@ -147,36 +154,29 @@ impl Intercept for ChaosHandle {
             return Err("injected: the invocation was stopped at its timeout".into());
         }
         if op.ends_with("BatchWriteItem") && roll > 1.0 - r.throttle {
-            if let Ok(mut last) = chaos.last_batch.lock() {
-                *last = ctx.request().body().bytes().map(<[u8]>::to_vec);
-            }
-            if let Ok(mut next) = chaos.throttle_next.lock() {
-                *next = true;
-            }
+            let batch = ctx.request().body().bytes().map(<[u8]>::to_vec);
+            cfg.interceptor_state().store_put(Throttled(batch));
         }
         Ok(())
     }
 
     /// Throttling as DynamoDB reports it in a batch: the items come back unprocessed (the
-    /// engine did apply them, which a retry makes harmless: writes are idempotent).
+    /// engine did apply them, which a retry makes harmless: writes are idempotent). Only the
+    /// response of the very batch chosen is changed: the choice lives in that operation's
+    /// config bag. (Kept on the shared `Chaos`, a choice whose invocation was cut before its
+    /// response was read fell on the next response of any kind — the retried invocation's
+    /// watermark read came back empty, which no DynamoDB does, and the chaos test failed.)
     fn modify_before_deserialization(
         &self,
         ctx: &mut BeforeDeserializationInterceptorContextMut<'_>,
         _: &RuntimeComponents,
-        _: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let chaos = &self.0;
-        let throttle = chaos
-            .throttle_next
-            .lock()
-            .map(|mut t| std::mem::take(&mut *t))
-            .unwrap_or(false);
-        if !throttle {
-            return Ok(());
-        }
-        let Some(request) = chaos.last_batch.lock().ok().and_then(|mut l| l.take()) else {
+        let Some(Throttled(Some(request))) = cfg.load::<Throttled>().cloned() else {
             return Ok(());
         };
+        cfg.interceptor_state().store_put(Throttled(None));
         let request: Value = serde_json::from_slice(&request)?;
         let body = json!({ "UnprocessedItems": request["RequestItems"] }).to_string();
         chaos.faults.fetch_add(1, Ordering::Relaxed);
