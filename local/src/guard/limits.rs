@@ -1,7 +1,7 @@
 //! DynamoDB's limits where the embedded engine does not enforce them.
 //!
 //! dynoxide 3.2 enforces, with AWS's own texts, nearly every limit AWS has (probed one by one in
-//! `local/tests/limits.rs`): item 400 KB on every write path (an update's resulting item
+//! `local/tests/system/limits.rs`): item 400 KB on every write path (an update's resulting item
 //! included), partition key 2,048 B and sort key 1,024 B, 4 KB per expression, BatchWriteItem
 //! 25 items / 16 MB, BatchGetItem 100 keys / 16 MB (the rest as `UnprocessedKeys`),
 //! TransactWriteItems 100 items / 4 MB, and a Query/Scan page of 1 MB counted before the

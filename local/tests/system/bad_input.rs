@@ -137,3 +137,31 @@ async fn validation_errors_name_each_invalid_member() {
         .collect();
     assert_eq!(fields, ["title", "fields.nope"]);
 }
+
+/// Path ids and list parameters answer in the contract's order: no token is `401` whatever
+/// else is wrong; a segment that does not decode is `400`; an id the server never issued is
+/// `404` for what the path names.
+#[tokio::test]
+async fn bad_path_ids_and_list_parameters_answer_in_order() {
+    let (api, _) = TestApi::with_project("p").await;
+    let anonymous = api
+        .send(Method::GET, "/projects?limit=0", None, None, &[])
+        .await;
+    assert_eq!(anonymous.status, StatusCode::UNAUTHORIZED);
+    assert_eq!(
+        api.get("/projects?limit=0").await.status,
+        StatusCode::BAD_REQUEST
+    );
+    assert_eq!(api.get("/issues/%FF").await.status, StatusCode::BAD_REQUEST);
+    let unknown = api.get("/issues/not-an-id").await;
+    assert_eq!(unknown.status, StatusCode::NOT_FOUND);
+    assert_eq!(
+        unknown.body["detail"], "issue not found",
+        "{:?}",
+        unknown.body
+    );
+    assert_eq!(
+        api.get("/teams/not-an-id").await.status,
+        StatusCode::NOT_FOUND
+    );
+}

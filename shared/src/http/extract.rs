@@ -42,18 +42,20 @@ pub fn path_id<T: PathId>(id: &str) -> Result<T, ApiError> {
 }
 
 /// The one id of a route such as `/issues/{issue_id}`, typed. Put it after the `Caller` so a
-/// request without a valid token is `401` before anything about its path is said.
+/// request without a valid token is `401` before anything about its path is said. A segment
+/// that does not decode is the path extractor's own `400`, as for every other route; one that
+/// decodes to no id of the server's is `404`.
 pub struct Id<T>(pub T);
 
 impl<S: Send + Sync, T: PathId> FromRequestParts<S> for Id<T> {
-    type Rejection = ApiError;
+    type Rejection = Response;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
         let axum::extract::Path(raw) =
             axum::extract::Path::<String>::from_request_parts(parts, state)
                 .await
-                .map_err(|_| ApiError::NotFound(T::WHAT))?;
-        path_id(&raw).map(Id)
+                .map_err(IntoResponse::into_response)?;
+        path_id(&raw).map(Id).map_err(IntoResponse::into_response)
     }
 }
 
@@ -168,10 +170,11 @@ impl FromRequestParts<AppState> for Paging {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        let ListQuery { limit, cursor } = ListQuery::from_request_parts(parts, state)
+        // The caller first: a request without a valid token is `401` whatever its parameters.
+        let caller = Caller::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
-        let caller = Caller::from_request_parts(parts, state)
+        let ListQuery { limit, cursor } = ListQuery::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
         let matched = MatchedPath::from_request_parts(parts, state)
