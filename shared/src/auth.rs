@@ -80,6 +80,10 @@ where
     type Rejection = Unauthorized;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        // Verified once per request: a handler's `Caller` and its `Paging` share the result.
+        if let Some(caller) = parts.extensions.get::<Caller>() {
+            return Ok(caller.clone());
+        }
         let caller = match AuthMode::from_ref(state) {
             AuthMode::ApiGateway { client_ids } => from_request_context(parts, &client_ids),
             AuthMode::Hs256 { secret } => {
@@ -88,6 +92,7 @@ where
         };
         let caller = caller.ok_or(Unauthorized)?;
         crate::telemetry::note_tenant(&caller.tenant);
+        parts.extensions.insert(caller.clone());
         Ok(caller)
     }
 }
@@ -241,6 +246,13 @@ mod tests {
         let (mut parts, ()) = request.into_parts();
         let caller = Caller::from_request_parts(&mut parts, &mode).await.unwrap();
         assert_eq!(caller.user, "alice");
+        // A second extractor of the same request (a handler's Paging) reuses the verified
+        // caller instead of verifying the token again.
+        parts.headers.remove(AUTHORIZATION);
+        assert_eq!(
+            Caller::from_request_parts(&mut parts, &mode).await,
+            Ok(caller)
+        );
         let (mut parts, ()) = axum::http::Request::new(()).into_parts();
         assert_eq!(
             Caller::from_request_parts(&mut parts, &mode).await,

@@ -170,7 +170,8 @@ impl FromRequestParts<AppState> for Paging {
         parts: &mut Parts,
         state: &AppState,
     ) -> Result<Self, Self::Rejection> {
-        // The caller first: a request without a valid token is `401` whatever its parameters.
+        // The caller first (verified once per request; the handler's own `Caller` reuses it): a
+        // request without a valid token is `401` whatever its parameters.
         let caller = Caller::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;

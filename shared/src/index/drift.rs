@@ -10,6 +10,7 @@ use serde::Serialize;
 use crate::domain::Issue;
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
+use crate::index::entries::keys_of;
 use crate::index::indexer::DELETED;
 use crate::index::{Entry, entries};
 use crate::index::{Parked, Table, Watermark, entry_from_item, parked_from_item};
@@ -219,14 +220,6 @@ async fn desired_entries(
     Ok(entries(tenant, issue, &defs))
 }
 
-/// The `(pk, sk)` keys of entries.
-fn entry_keys<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> BTreeSet<(String, String)> {
-    entries
-        .into_iter()
-        .map(|e| (e.pk.clone(), e.sk.clone()))
-        .collect()
-}
-
 /// What makes `actual` into `desired`: the entries to put (absent or different) and the ones
 /// to delete (not desired).
 fn differences<'a>(
@@ -275,17 +268,17 @@ pub async fn repair_issue(
             continue;
         }
         let desired = desired_entries(store, tenant, issue.as_ref()).await?;
-        let recorded = entry_keys(wm.iter().flat_map(|w| &w.entries));
-        let pending = entry_keys(wm.iter().flat_map(|w| &w.pending));
+        let recorded = keys_of(wm.iter().flat_map(|w| &w.entries));
+        let pending = keys_of(wm.iter().flat_map(|w| &w.pending));
         // Every entry this may have to touch, read fresh.
-        let mut candidates = entry_keys(desired.iter().chain(hints));
+        let mut candidates = keys_of(desired.iter().chain(hints));
         candidates.extend(recorded.iter().chain(&pending).cloned());
         let candidates: Vec<_> = candidates.into_iter().collect();
         let actual: BTreeSet<Entry> = store.entries_at(&candidates).await?.into_iter().collect();
         let (puts, deletes) = differences(&desired, &actual);
         if puts.is_empty()
             && deletes.is_empty()
-            && (orphan || (recorded == entry_keys(&desired) && pending.is_empty()))
+            && (orphan || (recorded == keys_of(&desired) && pending.is_empty()))
         {
             return Ok(Repaired::AlreadyRight);
         }

@@ -137,6 +137,18 @@ pub struct Entry {
     pub role: Option<String>,
 }
 
+impl Entry {
+    /// `(pk, sk)`: the entry's identity in the index table; the rest follows from it.
+    pub fn key(&self) -> (String, String) {
+        (self.pk.clone(), self.sk.clone())
+    }
+}
+
+/// The keys of `entries`.
+pub fn keys_of<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> BTreeSet<(String, String)> {
+    entries.into_iter().map(Entry::key).collect()
+}
+
 /// Every entry `issue` should have: for each built-in column and each field the project
 /// defines, a value entry (or a missing entry when it has no value), in the `all` scope and in
 /// its state's scope; and for each participant, a participation copy in their inbox for the

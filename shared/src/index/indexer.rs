@@ -20,6 +20,7 @@ use serde_dynamo::AttributeValue as Av;
 use crate::domain::Issue;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
+use crate::index::entries::keys_of;
 use crate::index::stream::{self, Change, Op};
 use crate::index::{Entry, entries};
 use crate::index::{Parked, Watermark};
@@ -499,9 +500,8 @@ impl Indexer {
         metrics: &mut Metrics,
     ) -> Result<bool, IndexError> {
         // Entries are compared by key: everything else on an entry follows from its key.
-        let key = |e: &Entry| (e.pk.clone(), e.sk.clone());
-        let written_keys: BTreeSet<_> = written.iter().map(key).collect();
-        let desired_keys: BTreeSet<_> = desired.iter().map(key).collect();
+        let key = Entry::key;
+        let (written_keys, desired_keys) = (keys_of(written), keys_of(desired));
         let puts: Vec<&Entry> = desired
             .iter()
             .filter(|e| !written_keys.contains(&key(e)))
