@@ -44,7 +44,8 @@ async fn faulty_poller(stack: &Stack, chaos: &Arc<Chaos>) -> Poller {
     );
     let mut poller = stack.poller(Indexer::new(store)).await;
     poller.duplicate_delivery = true;
-    poller.invocation_timeout = Some(Duration::from_millis(100));
+    // Stalls stop the invocation mid-batch, as its timeout would.
+    poller.kill_switch = Some(chaos.kill_switch());
     poller.max_retries = 4;
     poller
 }

@@ -248,7 +248,6 @@ async fn replay_redrives_what_the_on_failure_queue_names() {
             error: 0.0,
             stall: 0.0,
             throttle: 0.0,
-            ..Rates::default()
         },
     );
     let faulty = Store::new(

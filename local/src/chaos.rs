@@ -1,11 +1,11 @@
 //! Faults for the indexer's DynamoDB client, injected by an SDK interceptor on the real client
-//! talking to the real engine: errors, stalls that time an invocation out mid-batch (a kill),
-//! throttling (a batch handed back as unprocessed), and outages (every write fails). Only the
-//! fault is simulated; everything else is the real request path.
+//! talking to the real engine: errors, stalls that time an invocation out mid-batch (a kill,
+//! signalled to the poller through its [`KillSwitch`]), throttling (a batch handed back as
+//! unprocessed), and outages (every write fails). Only the fault is simulated; everything else
+//! is the real request path.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use aws_sdk_dynamodb::config::interceptors::{
     BeforeDeserializationInterceptorContextMut, BeforeTransmitInterceptorContextRef,
@@ -19,13 +19,15 @@ use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
 
-/// Shares of write requests that fail, stall or come back throttled.
+use crate::stream::KillSwitch;
+
+/// Shares of write requests that fail, stall (the invocation is stopped at its timeout) or
+/// come back throttled.
 #[derive(Debug, Clone, Copy)]
 pub struct Rates {
     pub error: f64,
     pub stall: f64,
     pub throttle: f64,
-    pub stall_for: Duration,
 }
 
 impl Default for Rates {
@@ -34,7 +36,6 @@ impl Default for Rates {
             error: 0.10,
             stall: 0.05,
             throttle: 0.30,
-            stall_for: Duration::from_millis(120),
         }
     }
 }
@@ -48,6 +49,8 @@ pub struct Chaos {
     pub outage: AtomicBool,
     /// Faults injected so far.
     pub faults: AtomicU64,
+    /// Thrown by a stall; the poller resets it before each invocation.
+    killed: KillSwitch,
 }
 
 impl Chaos {
@@ -57,7 +60,14 @@ impl Chaos {
             rng: Mutex::new(StdRng::seed_from_u64(seed)),
             outage: AtomicBool::new(false),
             faults: AtomicU64::new(0),
+            killed: KillSwitch::default(),
         })
+    }
+
+    /// The switch a stall throws: give it to the poller (`Poller::kill_switch`), which then
+    /// treats the invocation as timed out. Without it a stall is only an error.
+    pub fn kill_switch(&self) -> KillSwitch {
+        self.killed.clone()
     }
 
     pub fn faults(&self) -> u64 {
@@ -128,6 +138,10 @@ impl Intercept for ChaosHandle {
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let chaos = &self.0;
+        if chaos.killed.is_killed() {
+            // The invocation was stopped: nothing it would still send leaves.
+            return Err("injected: the invocation was stopped at its timeout".into());
+        }
         let op = target(ctx.request());
         if !is_write(&op) {
             return Ok(());
@@ -146,11 +160,13 @@ impl Intercept for ChaosHandle {
         }
         if roll < r.error + r.stall {
             // A write slow enough for the invocation to time out mid-batch. Lambda then stops
-            // the invocation: what it sent before has landed, this and later writes never
-            // leave. (Letting it go out after the timeout would model an invocation that
-            // outlives its own kill, which Lambda does not allow.)
+            // the invocation: what it sent before has landed (requests already in flight run
+            // to their end), this and later requests never leave. (Letting it go out after the
+            // timeout would model an invocation that outlives its own kill, which Lambda does
+            // not allow.) A switch rather than a sleep past a short timeout: the cut falls at
+            // the same request however slow the machine.
             chaos.faults.fetch_add(1, Ordering::Relaxed);
-            std::thread::sleep(r.stall_for);
+            chaos.killed.kill();
             return Err("injected: the invocation was stopped at its timeout".into());
         }
         if op.ends_with("BatchWriteItem") && roll > 1.0 - r.throttle {

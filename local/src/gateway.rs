@@ -61,6 +61,30 @@ pub fn function_timeout(function_logical_id: &str) -> Result<Duration> {
     Ok(Duration::from_secs(secs))
 }
 
+/// A function's environment variable `name` as the template deploys it by default: its own
+/// `Environment` or the `Globals` one, a `!Ref` to a parameter read as that parameter's
+/// `Default`. `None` when neither sets it.
+pub fn function_env(function_logical_id: &str, name: &str) -> Result<Option<String>> {
+    let doc: Value =
+        serde_yaml_ng::from_str(crate::template::TEMPLATE).context("template.yaml is not YAML")?;
+    let own =
+        &doc["Resources"][function_logical_id]["Properties"]["Environment"]["Variables"][name];
+    let global = &doc["Globals"]["Function"]["Environment"]["Variables"][name];
+    let value = if own.is_null() { global } else { own };
+    let scalar = |v: &Value| match v {
+        Value::String(s) => Some(s.clone()),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    };
+    Ok(match value {
+        Value::Tagged(t) if t.tag == "Ref" => t
+            .value
+            .as_str()
+            .and_then(|p| scalar(&doc["Parameters"][p]["Default"])),
+        other => scalar(other),
+    })
+}
+
 /// Wraps one function's routes with the limits Lambda and API Gateway put on it. A function
 /// the template does not know keeps Lambda's defaults (3 s), which no route should rely on.
 pub fn lambda_limits(router: Router, function_logical_id: &str) -> Router {

@@ -296,9 +296,17 @@ impl Stack {
         }
     }
 
-    /// The indexer, running as IndexerFunction.
+    /// The indexer, running as IndexerFunction with the template's default concurrency.
     pub fn indexer(&self) -> gridline::index::indexer::Indexer {
+        let configured =
+            gateway::function_env(INDEXER_FUNCTION, gridline::config::INDEXER_CONCURRENCY_VAR)
+                .ok()
+                .flatten();
+        // The template's own value: a bad one fails its own test, not every local run.
+        let concurrency = gridline::config::parse_concurrency(configured.as_deref())
+            .unwrap_or(gridline::index::indexer::DEFAULT_CONCURRENCY);
         gridline::index::indexer::Indexer::new(self.function_store(INDEXER_FUNCTION))
+            .with_concurrency(concurrency)
     }
 
     /// A DynamoDB Streams client as IndexerFunction's event source mapping reads the stream

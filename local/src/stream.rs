@@ -51,6 +51,30 @@ pub struct Poller {
     pub on_failure_policy: Option<(std::sync::Arc<crate::guard::Policy>, String)>,
     /// The indexer's DynamoDB requests in flight, awaited after a timed-out invocation.
     pub in_flight: Option<crate::guard::InFlight>,
+    /// Set by a fault injector to stop the running invocation as its timeout would (see
+    /// [`KillSwitch`]).
+    pub kill_switch: Option<KillSwitch>,
+}
+
+/// A fault injector's signal that the running invocation has been stopped at its timeout: once
+/// set, the injector fails every request the invocation still makes, and the poller treats the
+/// invocation as timed out. It cuts an invocation at the same point on a slow machine as on a
+/// fast one, where a short wall-clock timeout would cut a slow machine's every invocation.
+#[derive(Debug, Clone, Default)]
+pub struct KillSwitch(std::sync::Arc<std::sync::atomic::AtomicBool>);
+
+impl KillSwitch {
+    pub fn kill(&self) {
+        self.0.store(true, std::sync::atomic::Ordering::SeqCst);
+    }
+
+    pub fn is_killed(&self) -> bool {
+        self.0.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    fn reset(&self) {
+        self.0.store(false, std::sync::atomic::Ordering::SeqCst);
+    }
 }
 
 /// The longest a batch whose invocation timed out waits for the invocation's requests to land
@@ -85,6 +109,7 @@ impl Poller {
             invocation_timeout: None,
             on_failure_policy: None,
             in_flight: None,
+            kill_switch: None,
         }
     }
 
@@ -269,32 +294,41 @@ impl Poller {
                 indexer.handle(event_copy).await.0
             }
         };
+        if let Some(switch) = &self.kill_switch {
+            switch.reset();
+        }
         let response = match self.invocation_timeout {
             Some(limit) => match tokio::time::timeout(limit, call).await {
                 Ok(r) => r,
-                Err(_) => {
-                    tracing::warn!("indexer invocation timed out; the batch will be retried");
-                    // Lambda stops a timed-out invocation and retries the batch later, by
-                    // which time what the invocation had sent has landed (DynamoDB applies a
-                    // write within milliseconds). The local engine may still be applying a
-                    // request the abandoned invocation sent (on a busy machine, for longer
-                    // than any fixed pause); retrying first would let it land after the
-                    // retry's own writes, which no Lambda retry sees.
-                    if let Some(in_flight) = &self.in_flight {
-                        in_flight.settled(SETTLE_LIMIT).await;
-                    }
-                    return event
-                        .records
-                        .first()
-                        .and_then(|r| r.change.sequence_number.clone());
-                }
+                Err(_) => return self.timed_out(event).await,
             },
             None => call.await,
         };
+        if self.kill_switch.as_ref().is_some_and(KillSwitch::is_killed) {
+            return self.timed_out(event).await;
+        }
         response
             .batch_item_failures
             .first()
             .and_then(|f| f.item_identifier.clone())
+    }
+
+    /// After an invocation was stopped at its timeout: the whole batch is delivered again,
+    /// once what the invocation had sent has landed.
+    async fn timed_out(&self, event: &Event) -> Option<String> {
+        tracing::warn!("indexer invocation timed out; the batch will be retried");
+        // Lambda stops a timed-out invocation and retries the batch later, by which time what
+        // the invocation had sent has landed (DynamoDB applies a write within milliseconds).
+        // The local engine may still be applying a request the abandoned invocation sent (on a
+        // busy machine, for longer than any fixed pause); retrying first would let it land
+        // after the retry's own writes, which no Lambda retry sees.
+        if let Some(in_flight) = &self.in_flight {
+            in_flight.settled(SETTLE_LIMIT).await;
+        }
+        event
+            .records
+            .first()
+            .and_then(|r| r.change.sequence_number.clone())
     }
 
     /// Polls until a pass delivers nothing (bounded, so a stuck stream fails a test rather

@@ -32,6 +32,8 @@ pub enum ConfigError {
 pub const CURSOR_KEY_SECRET_VAR: &str = "CURSOR_SIGNING_KEY_SECRET_ARN";
 /// The cursor signing key itself, on the local stack and in tests.
 pub const CURSOR_KEY_VAR: &str = "CURSOR_SIGNING_KEY";
+/// How many distinct issues of a stream batch the indexer indexes at once.
+pub const INDEXER_CONCURRENCY_VAR: &str = "INDEXER_CONCURRENCY";
 /// Shortest key accepted: HMAC-SHA256 wants at least 16 bytes of secret.
 const MIN_KEY_BYTES: usize = 16;
 
@@ -47,6 +49,11 @@ impl Config {
             index_table: var("INDEX_TABLE").ok_or(ConfigError::Missing("INDEX_TABLE"))?,
             dynamodb_endpoint: var("DYNAMODB_ENDPOINT"),
         })
+    }
+
+    /// `INDEXER_CONCURRENCY` (1–256), or the indexer's default when unset.
+    pub fn indexer_concurrency() -> Result<usize, ConfigError> {
+        parse_concurrency(var(INDEXER_CONCURRENCY_VAR).as_deref())
     }
 
     /// `CURSOR_SIGNING_KEY`, which only the HTTP functions need (the local stack and tests).
@@ -81,6 +88,21 @@ impl Config {
     }
 }
 
+/// An indexer concurrency setting: unset is the default; anything but 1–256 is refused at
+/// start-up rather than clamped, so a typo in the template shows at once.
+pub fn parse_concurrency(value: Option<&str>) -> Result<usize, ConfigError> {
+    match value {
+        None => Ok(crate::index::indexer::DEFAULT_CONCURRENCY),
+        Some(v) => match v.trim().parse::<usize>() {
+            Ok(n @ 1..=256) => Ok(n),
+            _ => Err(ConfigError::Invalid(
+                INDEXER_CONCURRENCY_VAR,
+                "must be a whole number from 1 to 256",
+            )),
+        },
+    }
+}
+
 /// Reads the key from Secrets Manager. The secret is the key itself (the template generates
 /// 64 random characters); its value never reaches a log.
 #[tracing::instrument(level = "debug", skip_all)]
@@ -101,4 +123,19 @@ pub async fn cursor_key_from_secret(
         return Err(ConfigError::SecretInvalid("must be at least 16 bytes"));
     }
     Ok(CursorKey::new(key.as_bytes()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn indexer_concurrency_is_the_default_unset_and_refused_out_of_range() {
+        let default = crate::index::indexer::DEFAULT_CONCURRENCY;
+        assert_eq!(parse_concurrency(None).unwrap(), default);
+        assert_eq!(parse_concurrency(Some("4")).unwrap(), 4);
+        for bad in ["0", "257", "-1", "many", ""] {
+            assert!(parse_concurrency(Some(bad)).is_err(), "{bad:?}");
+        }
+    }
 }

@@ -9,8 +9,9 @@ use lambda_runtime::{Error, LambdaEvent, service_fn};
 async fn main() -> Result<(), Error> {
     gridline::telemetry::init_lambda();
     let store = Config::from_env()?.store().await;
+    let concurrency = Config::indexer_concurrency()?;
     store.warm_up().await;
-    let indexer = Indexer::new(store);
+    let indexer = Indexer::new(store).with_concurrency(concurrency);
     let indexer = &indexer;
     lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {
         Ok::<_, Error>(indexer.handle_and_report(event.payload).await)

@@ -4,8 +4,6 @@
 //! client talking to the real engine — the only thing simulated is the fault itself. At the end
 //! the index equals a recomputation from the records, with nothing lost.
 
-use std::time::Duration;
-
 use gridline::domain::ids::{IssueId, ProjectId};
 use gridline::index::indexer::Indexer;
 use gridline::store::Store;
@@ -26,7 +24,8 @@ async fn the_index_converges_under_errors_throttling_timeouts_duplicates_and_rep
         let store = Store::new(faulty, &api.stack.tables.records, &api.stack.tables.index);
         let mut poller = api.stack.poller(Indexer::new(store)).await;
         poller.duplicate_delivery = true;
-        poller.invocation_timeout = Some(Duration::from_millis(100));
+        // Stalls stop the invocation mid-batch, as its timeout would.
+        poller.kill_switch = Some(chaos.kill_switch());
         // Faults this frequent need more retries than the default before giving up.
         poller.max_retries = 100;
 
@@ -160,7 +159,15 @@ async fn parked(api: &TestApi) -> Vec<gridline::index::Parked> {
 struct Poison {
     permanent: std::sync::Mutex<Vec<String>>,
     transient: std::sync::Mutex<Vec<String>>,
-    refuse_next: std::sync::Mutex<bool>,
+}
+
+/// Marks the one operation whose answer becomes the size refusal: in its own config bag, as
+/// the indexer runs several issues' requests at once.
+#[derive(Debug, Clone)]
+struct Refuse(bool);
+
+impl aws_smithy_types::config_bag::Storable for Refuse {
+    type Storer = aws_smithy_types::config_bag::StoreReplace<Self>;
 }
 
 #[derive(Debug, Clone)]
@@ -196,11 +203,13 @@ impl aws_sdk_dynamodb::config::Intercept for PoisonHandle {
         &self,
         ctx: &mut aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextMut<'_>,
         _: &aws_sdk_dynamodb::config::RuntimeComponents,
-        _: &mut aws_sdk_dynamodb::config::ConfigBag,
+        cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
         if !gridline_local::chaos::is_write(&gridline_local::chaos::target(ctx.request())) {
             return Ok(());
         }
+        // No attempt's refusal outlives it.
+        cfg.interceptor_state().store_put(Refuse(false));
         let body = ctx
             .request()
             .body()
@@ -213,7 +222,7 @@ impl aws_sdk_dynamodb::config::Intercept for PoisonHandle {
         if Poison::hit(&self.0.permanent, &body) {
             // Nothing lands (the engine refuses an empty request), and the answer becomes the
             // one DynamoDB gives an item over its size limit.
-            *self.0.refuse_next.lock().unwrap() = true;
+            cfg.interceptor_state().store_put(Refuse(true));
             let request = ctx.request_mut();
             request.headers_mut().insert("content-length", "2");
             *request.body_mut() = aws_smithy_types::body::SdkBody::from("{}");
@@ -225,9 +234,9 @@ impl aws_sdk_dynamodb::config::Intercept for PoisonHandle {
         &self,
         ctx: &mut aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextMut<'_>,
         _: &aws_sdk_dynamodb::config::RuntimeComponents,
-        _: &mut aws_sdk_dynamodb::config::ConfigBag,
+        cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
     ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
-        if !std::mem::take(&mut *self.0.refuse_next.lock().unwrap()) {
+        if !cfg.load::<Refuse>().is_some_and(|r| r.0) {
             return Ok(());
         }
         let response = ctx.response_mut();
@@ -451,4 +460,83 @@ async fn read_stream(
                     .is_some_and(|s| s == "#ISSUE")
         })
         .collect()
+}
+
+#[tokio::test]
+async fn the_lowest_failed_sequence_number_is_reported_and_the_rest_of_the_batch_still_runs() {
+    let (api, p) = TestApi::with_project("p").await;
+    let poison = std::sync::Arc::new(Poison::default());
+    let store = Store::new(
+        poison.client(&api.stack.function_client("IndexerFunction")),
+        &api.stack.tables.records,
+        &api.stack.tables.index,
+    );
+    let indexer = Indexer::new(store);
+    api.sync().await;
+    let mut ids = Vec::new();
+    for i in 0..6 {
+        let issue = api.issue(&p, json!({"title": format!("t{i}")})).await;
+        ids.push(issue["id"].as_str().unwrap().to_string());
+    }
+    // Two issues fail for now: the later one (in record order) may well finish first.
+    poison
+        .transient
+        .lock()
+        .unwrap()
+        .extend([ids[3].clone(), ids[1].clone()]);
+    let records = read_stream(&api, true).await;
+    let event = gridline_local::stream::to_event(&records, "arn").unwrap();
+    let seq_of = |id: &str| {
+        event
+            .records
+            .iter()
+            .find(|r| {
+                r.change.keys.get("PK").is_some_and(
+                    |pk| matches!(pk, serde_dynamo::AttributeValue::S(s) if s.ends_with(id)),
+                )
+            })
+            .and_then(|r| r.change.sequence_number.clone())
+            .unwrap()
+    };
+    let (response, metrics) = indexer.handle(event.clone()).await;
+    let failed: Vec<_> = response
+        .batch_item_failures
+        .iter()
+        .filter_map(|f| f.item_identifier.clone())
+        .collect();
+    assert_eq!(
+        failed,
+        [seq_of(&ids[1])],
+        "the first failure in record order"
+    );
+    assert_eq!(metrics.failures, 1);
+    let titles = |r: &gridline_local::testing::Reply| -> Vec<String> {
+        r.body["items"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["title"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let r = api.get(&format!("/projects/{p}/issues?sort=title")).await;
+    assert_eq!(
+        titles(&r),
+        ["t0", "t2", "t4", "t5"],
+        "the issues that did not fail were indexed in the same invocation"
+    );
+
+    // The retry from the reported record indexes the rest; the ones done are skipped.
+    poison.transient.lock().unwrap().clear();
+    let from = event
+        .records
+        .iter()
+        .position(|r| r.change.sequence_number.as_deref() == Some(seq_of(&ids[1]).as_str()))
+        .unwrap();
+    let mut retry = event.clone();
+    retry.records.drain(..from);
+    let (response, metrics) = indexer.handle(retry).await;
+    assert!(response.batch_item_failures.is_empty());
+    assert!(metrics.skipped >= 3, "{metrics:?}");
+    api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
+        .await;
 }

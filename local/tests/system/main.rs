@@ -16,6 +16,7 @@ mod gateway;
 mod grid;
 mod guard;
 mod inbox;
+mod indexer_batches;
 mod indexer_limits;
 mod issues;
 mod limits;

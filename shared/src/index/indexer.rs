@@ -2,7 +2,9 @@
 //!
 //! A batch's records are classified by [`stream::classify`] and planned into units (one per
 //! issue touched, one per field change); each unit is then applied, or parked when no retry
-//! can fix it.
+//! can fix it. Distinct issues are independent, so a batch's issue units run concurrently (at
+//! most [`Indexer::concurrency`] at once); a field change is a barrier: the units before it
+//! finish first, and it runs alone.
 //!
 //! For each issue in a batch it takes the net change (the last record's new image, or the
 //! deletion), computes the entries the issue should have, and writes only the difference from
@@ -12,6 +14,9 @@
 //! missing entry); deleting one removes its values from the issues and re-indexes them.
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+
+use futures::StreamExt;
 
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
@@ -195,6 +200,20 @@ fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
     })
 }
 
+/// Where the segment starting at `start` ends: a field change is a segment of its own (it
+/// re-indexes its project from the records as they are, so the units before it finish first
+/// and the ones after it wait); any other run of units is one segment.
+fn segment_end(units: &[(String, Unit)], start: usize) -> usize {
+    let is_barrier = |u: &Unit| matches!(u, Unit::FieldAdded { .. } | Unit::FieldRemoved { .. });
+    if units.get(start).is_some_and(|(_, u)| is_barrier(u)) {
+        return start + 1;
+    }
+    units[start..]
+        .iter()
+        .position(|(_, u)| is_barrier(u))
+        .map_or(units.len(), |p| start + p)
+}
+
 /// What the index should look like for an issue, and at which version.
 struct Target<'a> {
     version: u64,
@@ -243,14 +262,43 @@ impl Metrics {
     }
 }
 
+impl Metrics {
+    /// Adds a unit's counters to the batch's (the batch-level ones stay).
+    fn absorb(&mut self, unit: &Metrics) {
+        self.skipped += unit.skipped;
+        self.writes += unit.writes;
+        self.parked += unit.parked;
+    }
+}
+
+/// Issues indexed at once by default: each costs a few round trips of a few milliseconds, so
+/// 16 in flight keep one shard's batch of 100 within a second while staying far below the
+/// connection pool and the index table's per-partition rates.
+pub const DEFAULT_CONCURRENCY: usize = 16;
+
 #[derive(Clone)]
 pub struct Indexer {
     store: Store,
+    concurrency: usize,
 }
 
 impl Indexer {
     pub fn new(store: Store) -> Self {
-        Self { store }
+        Self {
+            store,
+            concurrency: DEFAULT_CONCURRENCY,
+        }
+    }
+
+    /// At most `n` distinct issues indexed at once (1: one after another).
+    pub fn with_concurrency(mut self, n: usize) -> Self {
+        self.concurrency = n.max(1);
+        self
+    }
+
+    /// How many distinct issues are indexed at once.
+    pub fn concurrency(&self) -> usize {
+        self.concurrency
     }
 
     /// Handles a batch and prints its metrics as an EMF line (CloudWatch reads stdout).
@@ -281,22 +329,15 @@ impl Indexer {
         let Plan { units } = plan(&event.records);
         metrics.units = units.len();
         let mut failed: Option<String> = None;
-        let mut defs = DefsCache::default();
-        for (seq, unit) in &units {
-            // Boxed: the per-unit future is deep, and Lambda's runtime nests it further.
-            let outcome = match Box::pin(self.process(unit, seq, &mut defs, &mut metrics)).await {
-                Err(e) if e.is_permanent() => {
-                    let (tenant, subject, issue) = unit.subject();
-                    self.park(tenant, &subject, issue, &e, seq, &mut metrics)
-                        .await
-                }
-                other => other,
-            };
-            if let Err(e) = outcome {
-                tracing::error!(sequence_number = %seq, error = %crate::telemetry::chain(&e), "indexing failed");
-                failed = Some(seq.clone());
+        let mut start = 0;
+        while start < units.len() {
+            let end = segment_end(&units, start);
+            let segment = &units[start..end];
+            if let Some(i) = self.run_segment(segment, &mut metrics).await {
+                failed = Some(segment[i].0.clone());
                 break;
             }
+            start = end;
         }
         metrics.failures = usize::from(failed.is_some());
         let mut response = DynamoDbEventResponse::default();
@@ -306,6 +347,68 @@ impl Indexer {
             response.batch_item_failures.push(failure);
         }
         (response, metrics)
+    }
+
+    /// Runs a segment's units, at most [`Indexer::concurrency`] at once, each to its end (an
+    /// issue's records are one unit, so its order holds). Returns the position of the first
+    /// unit, in record order, that failed for a reason a retry may fix: the event source
+    /// retries from its sequence number, and the units after it that succeeded are skipped
+    /// then as duplicates.
+    async fn run_segment(&self, units: &[(String, Unit)], metrics: &mut Metrics) -> Option<usize> {
+        let defs = Defs::default();
+        // The futures are made first and then driven: a stream mapped by a closure over
+        // borrowed units is not provably `Send` (a limit of the compiler's higher-ranked
+        // lifetimes), and Lambda's runtime needs a `Send` handler.
+        let runs: Vec<_> = units
+            .iter()
+            .enumerate()
+            .map(|(i, (seq, unit))| self.run_counted(i, unit, seq, &defs))
+            .collect();
+        let outcomes: Vec<(usize, Result<(), IndexError>, Metrics)> = futures::stream::iter(runs)
+            .buffer_unordered(self.concurrency)
+            .collect()
+            .await;
+        let mut first_failed: Option<usize> = None;
+        for (i, outcome, unit_metrics) in outcomes {
+            metrics.absorb(&unit_metrics);
+            if let Err(e) = outcome {
+                let seq = &units[i].0;
+                tracing::error!(sequence_number = %seq, error = %crate::telemetry::chain(&e), "indexing failed");
+                first_failed = Some(first_failed.map_or(i, |f| f.min(i)));
+            }
+        }
+        first_failed
+    }
+
+    /// [`Indexer::run_unit`] with the unit's position and its own counters.
+    async fn run_counted(
+        &self,
+        i: usize,
+        unit: &Unit,
+        seq: &str,
+        defs: &Defs,
+    ) -> (usize, Result<(), IndexError>, Metrics) {
+        let mut metrics = Metrics::default();
+        // Boxed: the per-unit future is deep, and Lambda's runtime nests it further.
+        let outcome = Box::pin(self.run_unit(unit, seq, defs, &mut metrics)).await;
+        (i, outcome, metrics)
+    }
+
+    /// Applies one unit; one that fails for good is parked (and then counts as done).
+    async fn run_unit(
+        &self,
+        unit: &Unit,
+        seq: &str,
+        defs: &Defs,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        match self.process(unit, seq, defs, metrics).await {
+            Err(e) if e.is_permanent() => {
+                let (tenant, subject, issue) = unit.subject();
+                self.park(tenant, &subject, issue, &e, seq, metrics).await
+            }
+            other => other,
+        }
     }
 
     /// Parks a unit that failed for good: logs it, writes its marker, counts it.
@@ -340,7 +443,7 @@ impl Indexer {
         &self,
         unit: &Unit,
         seq: &str,
-        defs: &mut DefsCache,
+        defs: &Defs,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
         match unit {
@@ -356,9 +459,9 @@ impl Indexer {
                 self.apply(tenant, issue_id, &target, false, defs, metrics)
                     .await
             }
+            // A field change runs alone in its segment, with definitions read after it.
             Unit::FieldAdded { tenant, project_id } => {
-                defs.clear();
-                self.reindex_project(tenant, project_id, None, seq, defs, metrics)
+                self.reindex_project(tenant, project_id, None, seq, metrics)
                     .await
             }
             Unit::FieldRemoved {
@@ -366,8 +469,7 @@ impl Indexer {
                 project_id,
                 field_id,
             } => {
-                defs.clear();
-                self.reindex_project(tenant, project_id, Some(field_id), seq, defs, metrics)
+                self.reindex_project(tenant, project_id, Some(field_id), seq, metrics)
                     .await
             }
             Unit::Malformed { reason, .. } => {
@@ -389,9 +491,15 @@ impl Indexer {
             version: issue.as_ref().map_or(DELETED, |i| i.version),
             issue: issue.as_ref(),
         };
-        let mut defs = DefsCache::default();
-        self.apply(tenant, issue_id, &target, true, &mut defs, &mut metrics)
-            .await?;
+        self.apply(
+            tenant,
+            issue_id,
+            &target,
+            true,
+            &Defs::default(),
+            &mut metrics,
+        )
+        .await?;
         // Whatever parked it is behind it now.
         self.store.unpark(tenant, issue_id).await?;
         Ok(metrics)
@@ -405,8 +513,7 @@ impl Indexer {
         project_id: &ProjectId,
     ) -> Result<Metrics, IndexError> {
         let mut metrics = Metrics::default();
-        let mut defs = DefsCache::default();
-        self.reindex_project(tenant, project_id, None, "replay", &mut defs, &mut metrics)
+        self.reindex_project(tenant, project_id, None, "replay", &mut metrics)
             .await?;
         Ok(metrics)
     }
@@ -420,7 +527,7 @@ impl Indexer {
         issue_id: &IssueId,
         target: &Target<'_>,
         allow_equal: bool,
-        defs: &mut DefsCache,
+        defs: &Defs,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
         let wm = self.store.get_watermark(tenant, issue_id).await?;
@@ -451,23 +558,24 @@ impl Indexer {
             )
             .await?
         {
-            self.catch_up(tenant, issue_id, desired, defs, metrics)
-                .await?;
+            self.catch_up(tenant, issue_id, desired, metrics).await?;
         }
         Ok(())
     }
 
     /// After a newer version was recorded while `written` was being written: what this wrote
     /// may be stale, so re-index from the issue as it is now, counting those writes as
-    /// entries that may be in the index.
+    /// entries that may be in the index. The field definitions are read again too: the newer
+    /// write may have come from a field change (another shard's, with a parallelization
+    /// factor above 1) that this unit's definitions predate.
     async fn catch_up(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
         written: BTreeSet<Entry>,
-        defs: &mut DefsCache,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
+        let defs = Defs::default();
         let now = self.store.get_issue_summary(tenant, issue_id).await?;
         let wm = self
             .store
@@ -549,42 +657,82 @@ impl Indexer {
         project_id: &ProjectId,
         removed_field: Option<&FieldId>,
         seq: &str,
-        defs: &mut DefsCache,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
+        // Read after the change, so every issue is indexed with the project's fields as they are.
+        let defs = Defs::default();
         let mut start = None;
         loop {
             let page = self
                 .store
                 .issues_of_project(tenant, project_id, start.as_ref())
                 .await?;
-            for mut issue in page.items {
-                if let Some(field) = removed_field
-                    && issue.fields.remove(field.as_str()).is_some()
-                {
-                    self.store
-                        .remove_field_value(tenant, &issue.id, field)
-                        .await?;
-                    metrics.writes += 1;
-                }
-                let target = Target {
-                    version: issue.version,
-                    issue: Some(&issue),
-                };
-                match self
-                    .apply(tenant, &issue.id, &target, true, defs, metrics)
-                    .await
-                {
-                    Err(e) if e.is_permanent() => {
-                        self.park(tenant, &issue.id, true, &e, seq, metrics).await?;
-                    }
-                    other => other?,
-                }
+            let runs: Vec<_> = page
+                .items
+                .into_iter()
+                .map(|issue| self.reindex_counted(tenant, issue, removed_field, seq, &defs))
+                .collect();
+            let outcomes: Vec<(Result<(), IndexError>, Metrics)> = futures::stream::iter(runs)
+                .buffer_unordered(self.concurrency)
+                .collect()
+                .await;
+            for (outcome, issue_metrics) in outcomes {
+                metrics.absorb(&issue_metrics);
+                outcome?;
             }
             start = page.next;
             if start.is_none() {
                 return Ok(());
             }
+        }
+    }
+
+    /// [`Indexer::reindex_one`] with the issue's own counters.
+    async fn reindex_counted(
+        &self,
+        tenant: &TenantId,
+        issue: Issue,
+        removed_field: Option<&FieldId>,
+        seq: &str,
+        defs: &Defs,
+    ) -> (Result<(), IndexError>, Metrics) {
+        let mut metrics = Metrics::default();
+        let outcome =
+            Box::pin(self.reindex_one(tenant, issue, removed_field, seq, defs, &mut metrics)).await;
+        (outcome, metrics)
+    }
+
+    /// One issue of a project being re-indexed: without the removed field's value, if any,
+    /// and with the project's current fields; parked at `seq` if that fails for good.
+    async fn reindex_one(
+        &self,
+        tenant: &TenantId,
+        mut issue: Issue,
+        removed_field: Option<&FieldId>,
+        seq: &str,
+        defs: &Defs,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        if let Some(field) = removed_field
+            && issue.fields.remove(field.as_str()).is_some()
+        {
+            self.store
+                .remove_field_value(tenant, &issue.id, field)
+                .await?;
+            metrics.writes += 1;
+        }
+        let target = Target {
+            version: issue.version,
+            issue: Some(&issue),
+        };
+        match self
+            .apply(tenant, &issue.id, &target, true, defs, metrics)
+            .await
+        {
+            Err(e) if e.is_permanent() => {
+                self.park(tenant, &issue.id, true, &e, seq, metrics).await
+            }
+            other => other,
         }
     }
 }
@@ -614,32 +762,48 @@ impl Unit {
     }
 }
 
-/// Field definitions per project, read once per batch (and again after a field change).
+/// Field definitions per project, read once per segment of a batch by whichever unit needs
+/// them first (the others wait for that read), and again after a field change.
 #[derive(Default)]
-struct DefsCache(HashMap<(TenantId, ProjectId), Vec<FieldDef>>);
+struct Defs(Mutex<HashMap<(TenantId, ProjectId), Arc<DefsCell>>>);
 
-impl DefsCache {
+/// One project's definitions, read once.
+type DefsCell = tokio::sync::OnceCell<Arc<[FieldDef]>>;
+
+impl Defs {
     async fn get(
-        &mut self,
+        &self,
         store: &Store,
         tenant: &TenantId,
         project_id: &ProjectId,
-    ) -> Result<&[FieldDef], StoreError> {
-        let key = (tenant.clone(), project_id.clone());
-        if !self.0.contains_key(&key) {
-            let defs = store
-                .project_with_fields(tenant, project_id)
-                .await?
-                .map(|(_, d)| d)
-                .unwrap_or_default();
-            self.0.insert(key.clone(), defs);
-        }
-        Ok(self.0.get(&key).map(Vec::as_slice).unwrap_or_default())
+    ) -> Result<Arc<[FieldDef]>, StoreError> {
+        let cell = {
+            let mut cells = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            cells
+                .entry((tenant.clone(), project_id.clone()))
+                .or_default()
+                .clone()
+        };
+        // A failed read leaves the cell empty: the next unit that needs it reads again.
+        let defs = cell
+            .get_or_try_init(|| async {
+                let defs = store
+                    .project_with_fields(tenant, project_id)
+                    .await?
+                    .map(|(_, d)| d)
+                    .unwrap_or_default();
+                Ok::<_, StoreError>(Arc::from(defs))
+            })
+            .await?;
+        Ok(defs.clone())
     }
 
     /// The entries `issue` should have (none for a deleted issue).
     async fn entries(
-        &mut self,
+        &self,
         store: &Store,
         tenant: &TenantId,
         issue: Option<&Issue>,
@@ -648,14 +812,10 @@ impl DefsCache {
             Some(issue) => entries(
                 tenant,
                 issue,
-                self.get(store, tenant, &issue.project_id).await?,
+                &self.get(store, tenant, &issue.project_id).await?,
             ),
             None => BTreeSet::new(),
         })
-    }
-
-    fn clear(&mut self) {
-        self.0.clear();
     }
 }
 
@@ -757,6 +917,33 @@ mod tests {
         assert!(!dynamo("AccessDeniedException").is_permanent());
         assert!(IndexError::Malformed("1".into(), "no PK".into()).is_permanent());
         assert!(!IndexError::Store(StoreError::Contention(8)).is_permanent());
+    }
+
+    #[test]
+    fn a_field_change_is_a_segment_of_its_own_between_runs_of_issues() {
+        let tenant = TenantId::parse("acme").unwrap();
+        let issue = |n| Unit::Issue {
+            tenant: tenant.clone(),
+            issue_id: IssueId::numbered(n),
+            last: None,
+        };
+        let field = Unit::FieldAdded {
+            tenant: tenant.clone(),
+            project_id: ProjectId::numbered(1),
+        };
+        let units: Vec<(String, Unit)> = [issue(1), issue(2), field.clone(), field, issue(3)]
+            .into_iter()
+            .enumerate()
+            .map(|(i, u)| (i.to_string(), u))
+            .collect();
+        let mut segments = Vec::new();
+        let mut start = 0;
+        while start < units.len() {
+            let end = segment_end(&units, start);
+            segments.push(start..end);
+            start = end;
+        }
+        assert_eq!(segments, [0..2, 2..3, 3..4, 4..5]);
     }
 
     #[test]
