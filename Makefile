@@ -67,7 +67,7 @@ conformance: $(STAMP) ## Schemathesis against the local stack (bounded; fails on
 test-ddblocal: ## The integration suite against AWS's DynamoDB Local (Java 17, from the npm lock file)
 	tools/ddblocal/ddblocal.sh test
 
-bench: ## Benchmarks, not part of make test: regenerates BENCHMARKS.md and benchmarks.svg (BENCH_ARGS="--sizes 1000" for a quick run)
+bench: ## Benchmarks, not part of make test: regenerates BENCHMARKS.md, benchmarks.svg and bench/results.json (BENCH_ARGS="--sizes 1000" for a quick run)
 	cargo build --release -p projects -p issues -p grid -p people -p inbox -p indexer -p gridline-bench
 	target/release/gridline-bench $(BENCH_ARGS)
 

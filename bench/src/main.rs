@@ -4,11 +4,14 @@
 //! sorting in memory, a table of field values read with one Query per issue, and a GSI on the
 //! value with a FilterExpression for the issues without one; the indexer's throughput and write
 //! amplification; each function's release binary size and cold-start init time. Writes
-//! BENCHMARKS.md and benchmarks.svg. Not part of `make test`: it measures, it asserts nothing.
+//! BENCHMARKS.md, benchmarks.svg and bench/results.json (the figures by name, for comparing
+//! runs). Not part of `make test`: it measures, it asserts nothing.
 
 mod baselines;
+mod delay;
 mod meter;
 mod report;
+mod results;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -41,6 +44,9 @@ struct Args {
     out: std::path::PathBuf,
     #[arg(long, default_value = "benchmarks.svg")]
     plot: std::path::PathBuf,
+    /// The figures by name, as one flat JSON object (see `results`).
+    #[arg(long, default_value = "bench/results.json")]
+    results: std::path::PathBuf,
     /// Where the engine's SQLite files go, one per size, removed after it: RAM-backed
     /// `/dev/shm` when there is one, else the temp directory. A file rather than an in-memory
     /// engine so the local stack can index the engine's stream table (see
@@ -62,6 +68,10 @@ pub struct Stat {
     pub rows: f64,
     pub p50_ms: f64,
     pub p99_ms: f64,
+    /// The part of `capacity` consumed by writes.
+    pub write_capacity: f64,
+    /// The part of `capacity` consumed by display-name reads.
+    pub names_capacity: f64,
 }
 
 pub fn percentile(sorted: &[f64], p: f64) -> f64 {
@@ -99,6 +109,8 @@ where
         total.calls += d.calls;
         total.capacity += d.capacity;
         total.items += d.items;
+        total.write_capacity += d.write_capacity;
+        total.names_capacity += d.names_capacity;
         rows += n;
         done += 1;
     }
@@ -112,6 +124,8 @@ where
         rows: rows as f64 / k,
         p50_ms: percentile(&latencies, 0.5),
         p99_ms: percentile(&latencies, 0.99),
+        write_capacity: total.write_capacity / k,
+        names_capacity: total.names_capacity / k,
     })
 }
 
@@ -125,6 +139,8 @@ pub struct Env {
     pub issue_ids: Vec<IssueId>,
     pub index_seconds: f64,
     pub stream_records: usize,
+    /// The poller that indexed the seed, where it stopped.
+    pub poller: tokio::sync::Mutex<gridline_local::stream::Poller>,
 }
 
 impl Env {
@@ -214,6 +230,7 @@ async fn setup(n: u64, db: &std::path::Path) -> Result<Env> {
         issue_ids,
         index_seconds,
         stream_records,
+        poller: tokio::sync::Mutex::new(poller),
     })
 }
 
@@ -309,6 +326,7 @@ async fn main() -> Result<()> {
     let args = Args::parse();
     let mut results = report::Results::default();
     let engine_dir = engine_dir(&args);
+    let s = args.samples;
     for &n in &args.sizes {
         eprintln!("== {n} issues");
         let db = engine_dir.join(format!("gridline-bench-{}-{n}.db", std::process::id()));
@@ -316,10 +334,13 @@ async fn main() -> Result<()> {
         results
             .index_e2e
             .push((n, env.stream_records, env.index_seconds));
-        let mut rows = list_patterns(&env, args.samples).await?;
-        issue_patterns(&env, n, args.samples, &mut rows).await?;
-        other_designs(&env, n, args.samples, &mut rows).await?;
+        let mut rows = list_patterns(&env, s).await?;
+        issue_patterns(&env, n, s, &mut rows).await?;
+        other_designs(&env, n, s, &mut rows).await?;
         results.patterns.push((n, rows));
+        // Last: the new field changes every issue's entries.
+        let (calls, seconds) = field_add(&env).await?;
+        results.field_add.push((n, calls, seconds));
         eprintln!(
             "   index: {} records in {:.1} s",
             env.stream_records, env.index_seconds
@@ -327,12 +348,63 @@ async fn main() -> Result<()> {
         drop(env);
         remove_db(&db);
     }
-    results.indexer_core = report::indexer_core(5_000).await?;
-    results.amplification = report::write_amplification().await?;
-    results.binaries = report::binaries(&args.binaries).await?;
+    (results.indexer_core, results.indexer_core_json) = report::indexer_core(5_000).await?;
+    let amplification = report::write_amplification().await?;
+    let f5 = report::update_costs(0, &[1]).await?;
+    for (fields, costs) in [(5, &f5), (55, &amplification)] {
+        if let Some(one) = costs.iter().find(|c| c.fields_changed == 1) {
+            results
+                .update_wcu
+                .push((fields, one.request_wcu, one.index_wcu));
+        }
+    }
+    results.amplification = amplification
+        .iter()
+        .map(|c| (c.fields_changed, c.index_write_requests, c.index_capacity))
+        .collect();
+    results.indexer_delayed = report::indexer_delayed().await?;
+    (results.binaries, results.missing_binaries) = report::binaries(&args.binaries).await?;
     report::write(&results, &args.out, &args.plot)?;
-    eprintln!("wrote {} and {}", args.out.display(), args.plot.display());
+    results::write(&results, &args.sizes, s, &args.results)?;
+    eprintln!(
+        "wrote {}, {} and {}",
+        args.out.display(),
+        args.plot.display(),
+        args.results.display()
+    );
     Ok(())
+}
+
+/// Adds a field to the seeded project through the API: the request's DynamoDB calls, and the
+/// seconds until the indexer had re-indexed the project after it, run as Lambda runs it (one
+/// invocation, cut at the function's timeout; no retries, which would only repeat it). `None`
+/// when the invocation did not finish: the project's re-index went to the on-failure list.
+async fn field_add(env: &Env) -> Result<(f64, Option<f64>)> {
+    let mut poller = env.poller.lock().await;
+    // What the earlier patterns wrote, indexed first so only the re-index is timed.
+    drain(&mut poller).await?;
+    let (p, _, me) = project_points_caller(env);
+    let path = format!("/projects/{p}/fields");
+    let body = json!({"name": "Bench added", "type": "number"});
+    let before = env.meter.now();
+    let (status, reply) = env.call(me, Method::POST, &path, Some(body)).await?;
+    anyhow::ensure!(status == 201, "{path}: {status} {reply}");
+    let calls = (env.meter.now() - before).calls as f64;
+    poller.max_retries = 0;
+    let failed = poller.dead_letters.len();
+    let started = Instant::now();
+    drain(&mut poller).await?;
+    let seconds = started.elapsed().as_secs_f64();
+    let finished = poller.dead_letters.len() == failed;
+    eprintln!(
+        "   field add: {calls} calls; re-index {} in {seconds:.1} s",
+        if finished {
+            "done"
+        } else {
+            "cut at the timeout"
+        }
+    );
+    Ok((calls, finished.then_some(seconds)))
 }
 
 /// The seeded project, its Points field, and the caller (the first user, in every team).

@@ -1,7 +1,9 @@
 //! Counts what every DynamoDB call costs: an SDK interceptor asks each request for
 //! `ReturnConsumedCapacity: TOTAL` and reads the engine's answer (capacity units, items
 //! returned, write requests sent). The engine reports capacity by DynamoDB's rules (reads in
-//! 4 KB units, half for eventually consistent reads; writes in 1 KB units).
+//! 4 KB units, half for eventually consistent reads; writes in 1 KB units). It also keeps
+//! apart the capacity of writes (WCU) and of display-name reads (a BatchGetItem of profiles and
+//! teams only), which results.json reports on their own.
 
 use std::sync::{Arc, Mutex};
 
@@ -19,6 +21,8 @@ use aws_sdk_dynamodb::operation::{
 use aws_sdk_dynamodb::types::ConsumedCapacity;
 use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
 use aws_smithy_types::body::SdkBody;
+use aws_smithy_types::config_bag::{Storable, StoreReplace};
+use gridline::keys;
 use serde_json::Value;
 
 #[derive(Debug, Default, Clone, Copy)]
@@ -27,6 +31,11 @@ pub struct Counts {
     pub capacity: f64,
     pub items: u64,
     pub write_requests: u64,
+    /// The part of `capacity` consumed by writes (PutItem, UpdateItem, DeleteItem,
+    /// BatchWriteItem, TransactWriteItems): WCU.
+    pub write_capacity: f64,
+    /// The part of `capacity` consumed by display-name reads.
+    pub names_capacity: f64,
 }
 
 impl std::ops::Sub for Counts {
@@ -37,6 +46,8 @@ impl std::ops::Sub for Counts {
             capacity: self.capacity - o.capacity,
             items: self.items - o.items,
             write_requests: self.write_requests - o.write_requests,
+            write_capacity: self.write_capacity - o.write_capacity,
+            names_capacity: self.names_capacity - o.names_capacity,
         }
     }
 }
@@ -119,19 +130,48 @@ fn measure_output(
     (0.0, 0)
 }
 
+/// What a call is, for the capacity it consumes: decided from the request, read with the
+/// response (kept in the call's own config bag, so concurrent calls cannot mix them up).
+#[derive(Debug, Clone, Copy, Default)]
+struct Kind {
+    write: bool,
+    names: bool,
+}
+
+impl Storable for Kind {
+    type Storer = StoreReplace<Self>;
+}
+
+/// Whether a request body is a BatchGetItem of display names only: every key a user's
+/// profile or a team (the only keys `Store::names` asks for).
+fn names_only(body: &Value) -> bool {
+    let keys_of = |t: &Value| t.get("Keys").and_then(Value::as_array).cloned();
+    let Some(Value::Object(tables)) = body.get("RequestItems") else {
+        return false;
+    };
+    let keys: Vec<Value> = tables.values().filter_map(keys_of).flatten().collect();
+    !keys.is_empty()
+        && keys.iter().all(|k| {
+            matches!(
+                k.pointer("/SK/S").and_then(Value::as_str),
+                Some(keys::records::PROFILE_SK | keys::records::TEAM_SK)
+            )
+        })
+}
+
 /// Adds `ReturnConsumedCapacity: TOTAL` to a request's body; the write requests it sends (a
-/// batch's or transaction's items, or one for a single write).
-fn ask_for_capacity(request: &mut HttpRequest) -> Result<u64, BoxError> {
+/// batch's or transaction's items, or one for a single write), and what kind of call it is.
+fn ask_for_capacity(request: &mut HttpRequest) -> Result<(u64, Kind), BoxError> {
     let target = request
         .headers()
         .get("x-amz-target")
         .unwrap_or_default()
         .to_string();
-    let single_write = ["PutItem", "UpdateItem", "DeleteItem"]
-        .iter()
-        .any(|op| target.ends_with(&format!(".{op}")));
+    let is = |ops: &[&str]| ops.iter().any(|op| target.ends_with(&format!(".{op}")));
+    let single_write = is(&["PutItem", "UpdateItem", "DeleteItem"]);
+    let write = single_write || is(&["BatchWriteItem", "TransactWriteItems"]);
     let Some(bytes) = request.body().bytes() else {
-        return Ok(0);
+        return Ok((0, Kind::default()));
     };
     let mut body: Value = serde_json::from_slice(bytes)?;
     let writes = match body.get("RequestItems") {
@@ -152,12 +192,16 @@ fn ask_for_capacity(request: &mut HttpRequest) -> Result<u64, BoxError> {
             Value::String("TOTAL".into()),
         );
     }
+    let kind = Kind {
+        write,
+        names: is(&["BatchGetItem"]) && names_only(&body),
+    };
     let bytes = serde_json::to_vec(&body)?;
     request
         .headers_mut()
         .insert("content-length", bytes.len().to_string());
     *request.body_mut() = SdkBody::from(bytes);
-    Ok(writes)
+    Ok((writes, kind))
 }
 
 /// Interceptors are registered by value; the handle shares one `Meter` with the bench.
@@ -173,9 +217,10 @@ impl Intercept for Handle {
         &self,
         ctx: &mut BeforeTransmitInterceptorContextMut<'_>,
         _: &RuntimeComponents,
-        _: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let writes = ask_for_capacity(ctx.request_mut())?;
+        let (writes, kind) = ask_for_capacity(ctx.request_mut())?;
+        cfg.interceptor_state().store_put(kind);
         self.0.add(|c| {
             c.calls += 1;
             c.write_requests += writes;
@@ -188,15 +233,22 @@ impl Intercept for Handle {
         &self,
         ctx: &FinalizerInterceptorContextRef<'_>,
         _: &RuntimeComponents,
-        _: &mut ConfigBag,
+        cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
         let Some(Ok(output)) = ctx.output_or_error() else {
             return Ok(());
         };
         let (capacity, items) = measure_output(output);
+        let kind = cfg.load::<Kind>().copied().unwrap_or_default();
         self.0.add(|c| {
             c.capacity += capacity;
             c.items += items;
+            if kind.write {
+                c.write_capacity += capacity;
+            }
+            if kind.names {
+                c.names_capacity += capacity;
+            }
         });
         Ok(())
     }

@@ -1,13 +1,15 @@
 //! The indexer's figures, the binaries, and BENCHMARKS.md with its plot.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::fmt::Write as _;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
+use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
-use gridline::domain::ids::{FieldId, TenantId};
+use gridline::domain::ids::{FieldId, IssueId, TenantId};
+use gridline::domain::values::FieldDef;
 use gridline::index::indexer::{Unit, plan};
 use gridline::store::Store;
 use gridline_local::testing::{TestApi, test_stack};
@@ -16,6 +18,7 @@ use http::Method;
 use indicatif::ProgressBar;
 use serde_json::json;
 
+use crate::delay::Delay;
 use crate::meter::Meter;
 use crate::{Stat, baselines};
 
@@ -25,13 +28,31 @@ pub struct Results {
     pub patterns: Vec<(u64, BTreeMap<&'static str, Stat>)>,
     /// (issues, stream records, seconds) of the indexer draining the seed's stream.
     pub index_e2e: Vec<(u64, usize, f64)>,
-    /// (records, seconds) of the pure core: plan + entries, no I/O.
+    /// (records, seconds) of the pure core: plan, entries and the diff, no I/O.
     pub indexer_core: (usize, f64),
+    /// (records, seconds) of the same with the Lambda event's JSON decoded first.
+    pub indexer_core_json: (usize, f64),
     /// (fields changed, index write requests per update, WCU per update).
     pub amplification: Vec<(usize, f64, f64)>,
+    /// A 1-field update's write capacity per project field count: (custom fields, the
+    /// request's WCU, the indexer's WCU).
+    pub update_wcu: Vec<(usize, f64, f64)>,
+    /// (issues, seconds) through one poller with each of the indexer's calls delayed by
+    /// [`DELAY`].
+    pub indexer_delayed: (usize, f64),
+    /// Per project size: the POST field request's calls, and the seconds until the indexer
+    /// had re-indexed the project (`None`: its invocation did not finish; see
+    /// `crate::field_add`).
+    pub field_add: Vec<(u64, f64, Option<f64>)>,
     /// (function, host binary bytes, arm64 bootstrap bytes, median init ms).
     pub binaries: Vec<(String, u64, Option<u64>, f64)>,
+    /// Functions whose binary was not found (their rows are left out).
+    pub missing_binaries: Vec<String>,
 }
+
+/// What each of the indexer's DynamoDB calls waits in the delayed throughput figure: about a
+/// round trip within a region.
+pub const DELAY: Duration = Duration::from_millis(5);
 
 async fn stack() -> Result<Stack> {
     test_stack(Data::Memory).await
@@ -97,9 +118,39 @@ async fn stream_history(
     Ok((records, arn))
 }
 
-/// The pure core on real stream records: `plan` groups them, `entries` computes each issue's
-/// entries; no I/O.
-pub async fn indexer_core(issues: u64) -> Result<(usize, f64)> {
+/// The indexer's pure path over one batch, only through its public API: `plan` groups the
+/// records into units, `entries` computes each issue's entries, and the diff against its
+/// watermark (the entry keys the index holds for it: here, what its previous record gave)
+/// gives the writes. Returns the writes. One function, so a change of the core's interface is
+/// one edit here.
+fn index_core(
+    batch: &[EventRecord],
+    defs: &[FieldDef],
+    watermarks: &mut HashMap<IssueId, BTreeSet<(String, String)>>,
+) -> usize {
+    let mut writes = 0;
+    for (_, unit) in plan(batch).units {
+        if let Unit::Issue {
+            tenant,
+            issue_id,
+            last,
+        } = unit
+        {
+            let new = last.map_or_else(BTreeSet::new, |issue| {
+                gridline::index::entries::keys_of(&gridline::index::entries(&tenant, &issue, defs))
+            });
+            let old = watermarks.remove(&issue_id).unwrap_or_default();
+            writes += new.difference(&old).count() + old.difference(&new).count();
+            watermarks.insert(issue_id, new);
+        }
+    }
+    writes
+}
+
+/// The pure core on real stream records in Lambda's batches of 100, one core, no I/O:
+/// (records, seconds) from records already decoded, and (records, seconds) from each batch's
+/// Lambda event JSON, decoded with serde_json as the runtime does.
+pub async fn indexer_core(issues: u64) -> Result<((usize, f64), (usize, f64))> {
     let stack = stack().await?;
     let seeded = gridctl::seed::seed(
         &stack.state.store,
@@ -116,32 +167,64 @@ pub async fn indexer_core(issues: u64) -> Result<(usize, f64)> {
         .await?
         .map(|(_, d)| d)
         .unwrap_or_default();
+    let n = event.records.len();
+    let mut writes = 0;
+
     let started = Instant::now();
-    let mut entries = 0;
+    let mut watermarks = HashMap::new();
     for batch in event.records.chunks(100) {
-        for (_, unit) in plan(batch).units {
-            if let Unit::Issue {
-                tenant,
-                last: Some(issue),
-                ..
-            } = unit
-            {
-                entries += gridline::index::entries(&tenant, &issue, &defs).len();
-            }
-        }
+        writes += index_core(batch, &defs, &mut watermarks);
     }
-    let seconds = started.elapsed().as_secs_f64();
-    std::hint::black_box(entries);
-    Ok((event.records.len(), seconds))
+    let decoded = started.elapsed().as_secs_f64();
+
+    let json = event
+        .records
+        .chunks(100)
+        .map(|batch| {
+            let mut e = Event::default();
+            e.records = batch.to_vec();
+            serde_json::to_string(&e)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let started = Instant::now();
+    let mut watermarks = HashMap::new();
+    for text in &json {
+        let e: Event = serde_json::from_str(text)?;
+        writes += index_core(&e.records, &defs, &mut watermarks);
+    }
+    let with_json = started.elapsed().as_secs_f64();
+    std::hint::black_box(writes);
+    Ok(((n, decoded), (n, with_json)))
 }
 
-/// Index writes per issue update touching 1, 5 and 50 custom fields.
-pub async fn write_amplification() -> Result<Vec<(usize, f64, f64)>> {
+/// What one round of issue updates cost: each issue patched once.
+pub struct UpdateCost {
+    /// Custom fields each update changed.
+    pub fields_changed: usize,
+    /// The indexer's write requests per update.
+    pub index_write_requests: f64,
+    /// The indexer's capacity units per update (its watermark reads included).
+    pub index_capacity: f64,
+    /// The indexer's write capacity units per update.
+    pub index_wcu: f64,
+    /// The PATCH request's write capacity units per update.
+    pub request_wcu: f64,
+}
+
+/// Index writes per issue update touching 1, 5 and 50 custom fields, in a project with 55.
+pub async fn write_amplification() -> Result<Vec<UpdateCost>> {
+    update_costs(50, &[1, 5, 50]).await
+}
+
+/// Updates of the 100 issues of a project with 5 + `extra_fields` custom fields, one round per
+/// entry of `rounds` (the custom fields each update changes), the requests and the indexer each
+/// metered on their own.
+pub async fn update_costs(extra_fields: usize, rounds: &[usize]) -> Result<Vec<UpdateCost>> {
     const ISSUES: usize = 100;
     let stack = stack().await?;
     let seeded = gridctl::seed::seed(
         &stack.state.store,
-        &spec(ISSUES as u64, 50)?,
+        &spec(ISSUES as u64, extra_fields)?,
         &ProgressBar::hidden(),
     )
     .await?;
@@ -156,46 +239,108 @@ pub async fn write_amplification() -> Result<Vec<(usize, f64, f64)>> {
         .await;
     poller.emit_metrics = false;
     poller.drain().await?;
-    let numbers: Vec<FieldId> = seeded
+    let numbers = updatable_fields(&seeded);
+    let ids = first_issues(&stack, &seeded).await?;
+    let requests = Meter::new();
+    let router = stack.router_with(|id| requests.client(&stack.function_client(id)));
+    let token = TestApi::token(&seeded.users[0], &seeded.tenant);
+    let mut out = Vec::new();
+    for (round, &k) in rounds.iter().enumerate() {
+        let sent = requests.now();
+        for id in &ids {
+            let fields = new_values(&seeded, &numbers[..k.min(numbers.len())], round);
+            patch(&router, &token, id, fields).await?;
+        }
+        let request = requests.now() - sent;
+        let before = meter.now();
+        poller.drain().await?;
+        let d = meter.now() - before;
+        let per = |x: f64| x / ids.len() as f64;
+        out.push(UpdateCost {
+            fields_changed: k,
+            index_write_requests: per(d.write_requests as f64),
+            index_capacity: per(d.capacity),
+            index_wcu: per(d.write_capacity),
+            request_wcu: per(request.write_capacity),
+        });
+    }
+    Ok(out)
+}
+
+/// The fields the update rounds change: the extra fields and Points.
+fn updatable_fields(seeded: &gridctl::seed::Seeded) -> Vec<FieldId> {
+    seeded
         .fields
         .iter()
         .filter(|(name, _)| name.starts_with("Extra") || name.as_str() == "Points")
         .map(|(_, id)| id.clone())
-        .collect();
-    let mut ids = Vec::new();
+        .collect()
+}
+
+/// The ids of the project's first page of issues.
+async fn first_issues(stack: &Stack, seeded: &gridctl::seed::Seeded) -> Result<Vec<IssueId>> {
     let page = stack
         .state
         .store
         .issues_of_project(&seeded.tenant, &seeded.project_id, None)
         .await?;
-    ids.extend(page.items.into_iter().map(|i| i.id));
+    Ok(page.items.into_iter().map(|i| i.id).collect())
+}
+
+/// `PATCH /issues/{id}` with these field values, which must answer 200.
+async fn patch(
+    router: &axum::Router,
+    token: &str,
+    id: &IssueId,
+    fields: serde_json::Map<String, serde_json::Value>,
+) -> Result<()> {
+    let reply = gridline_local::testing::send(
+        router.clone(),
+        Method::PATCH,
+        &format!("/issues/{id}"),
+        Some(token),
+        Some(&json!({ "fields": fields }).to_string()),
+        &[],
+    )
+    .await;
+    anyhow::ensure!(reply.status == 200, "patch: {}", reply.text);
+    Ok(())
+}
+
+/// Issues indexed per second through one poller when each of the indexer's DynamoDB calls
+/// waits [`DELAY`] first: a 1-field update of each of a project's first issues, indexed with
+/// the delay on (the seed is indexed before, at full speed). (issues, seconds).
+pub async fn indexer_delayed() -> Result<(usize, f64)> {
+    let stack = stack().await?;
+    let seeded =
+        gridctl::seed::seed(&stack.state.store, &spec(200, 0)?, &ProgressBar::hidden()).await?;
+    let delay = Delay::default();
+    let delayed = Store::new(
+        delay.client(&stack.function_client("IndexerFunction"))?,
+        &stack.tables.records,
+        &stack.tables.index,
+    );
+    let mut poller = stack
+        .poller(gridline::index::indexer::Indexer::new(delayed))
+        .await;
+    poller.emit_metrics = false;
+    poller.drain().await?;
+    let numbers = updatable_fields(&seeded);
+    let ids = first_issues(&stack, &seeded).await?;
     let router = stack.router();
     let token = TestApi::token(&seeded.users[0], &seeded.tenant);
-    let mut out = Vec::new();
-    for (round, k) in [1usize, 5, 50].into_iter().enumerate() {
-        for id in &ids {
-            let fields = new_values(&seeded, &numbers[..k.min(numbers.len())], round);
-            let reply = gridline_local::testing::send(
-                router.clone(),
-                Method::PATCH,
-                &format!("/issues/{id}"),
-                Some(&token),
-                Some(&json!({ "fields": fields }).to_string()),
-                &[],
-            )
-            .await;
-            anyhow::ensure!(reply.status == 200, "patch: {}", reply.text);
-        }
-        let before = meter.now();
-        poller.drain().await?;
-        let d = meter.now() - before;
-        out.push((
-            k,
-            d.write_requests as f64 / ids.len() as f64,
-            d.capacity / ids.len() as f64,
-        ));
+    for id in &ids {
+        patch(&router, &token, id, new_values(&seeded, &numbers[..1], 1)).await?;
     }
-    Ok(out)
+    delay.set(DELAY);
+    let started = Instant::now();
+    poller.drain().await?;
+    let seconds = started.elapsed().as_secs_f64();
+    anyhow::ensure!(
+        poller.dead_letters.is_empty(),
+        "the delayed indexer sent batches to the on-failure list"
+    );
+    Ok((ids.len(), seconds))
 }
 
 /// New values for `fields` in update round `round`, each of the field's own type: the extra
@@ -282,19 +427,24 @@ async fn init_time(binary: &Path, engine: &str) -> Result<Duration> {
     Ok(at - started)
 }
 
-pub async fn binaries(dir: &Path) -> Result<Vec<(String, u64, Option<u64>, f64)>> {
+/// Each function's binary in `dir`: sizes and median init time; and the functions whose
+/// binary is not there (a debug run: `make bench` builds them), left out rather than failing
+/// the run after its long measurements.
+pub async fn binaries(dir: &Path) -> Result<(Vec<(String, u64, Option<u64>, f64)>, Vec<String>)> {
     let engine = stack().await?;
     let mut out = Vec::new();
+    let mut missing = Vec::new();
     for (name, logical) in FUNCTIONS {
         let path = dir.join(name);
-        let size = std::fs::metadata(&path)
-            .with_context(|| {
-                format!(
-                    "{}: build the release binaries first (make bench does)",
-                    path.display()
-                )
-            })?
-            .len();
+        let Ok(meta) = std::fs::metadata(&path) else {
+            eprintln!(
+                "   {}: not found, left out (build the release binaries first; make bench does)",
+                path.display()
+            );
+            missing.push(name.to_string());
+            continue;
+        };
+        let size = meta.len();
         let arm = std::fs::metadata(Path::new(".aws-sam/build").join(logical).join("bootstrap"))
             .ok()
             .map(|m| m.len());
@@ -305,7 +455,7 @@ pub async fn binaries(dir: &Path) -> Result<Vec<(String, u64, Option<u64>, f64)>
         times.sort_by(f64::total_cmp);
         out.push((name.to_string(), size, arm, crate::percentile(&times, 0.5)));
     }
-    Ok(out)
+    Ok((out, missing))
 }
 
 fn mib(b: u64) -> String {
@@ -326,6 +476,7 @@ pub fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
     write_other_designs(&mut md, r)?;
     write_indexer(&mut md, r)?;
     write_functions(&mut md, r, &host)?;
+    write_results_names(&mut md)?;
     std::fs::write(out, md)?;
     plot_svg(r, plot)
 }
@@ -450,7 +601,14 @@ fn write_indexer(md: &mut String, r: &Results) -> Result<()> {
     let (recs, secs) = r.indexer_core;
     writeln!(
         md,
-        "- Pure core (`plan` + `entries` over real stream records, no I/O): {recs} records in {:.3} s, **{:.0} records/s**.",
+        "- Pure core (`plan` + `entries` + the diff against each issue's watermark, over real stream records already decoded, in batches of 100, one core, no I/O): {recs} records in {:.3} s, **{:.0} records/s**.",
+        secs,
+        recs as f64 / secs.max(1e-9)
+    )?;
+    let (recs, secs) = r.indexer_core_json;
+    writeln!(
+        md,
+        "- The same from each batch's Lambda event JSON (decoded with serde_json into `aws_lambda_events`' `Event`, as the runtime does): {recs} records in {:.3} s, **{:.0} records/s**.",
         secs,
         recs as f64 / secs.max(1e-9)
     )?;
@@ -459,6 +617,23 @@ fn write_indexer(md: &mut String, r: &Results) -> Result<()> {
             md,
             "- End to end at {n} issues (the seed's stream through the real handler, the local stream poller, the embedded engine): {recs} records in {secs:.1} s, **{:.0} records/s**.",
             *recs as f64 / secs.max(1e-9)
+        )?;
+    }
+    let (issues, secs) = r.indexer_delayed;
+    writeln!(
+        md,
+        "- Through one poller (one shard) with each of the indexer's DynamoDB calls delayed {} ms, about a round trip within a region (the local engine answers in well under a millisecond): a 1-field update of each of {issues} issues indexed in {secs:.1} s, **{:.0} issues/s**.",
+        DELAY.as_millis(),
+        issues as f64 / secs.max(1e-9)
+    )?;
+    for (n, calls, secs) in &r.field_add {
+        let index = secs.map_or(
+            "did not finish within the indexer's invocation timeout (the batch went to the on-failure list)".to_string(),
+            |s| format!("re-indexed in **{s:.1} s**"),
+        );
+        writeln!(
+            md,
+            "- Adding a field at {n} issues: the request makes {calls:.0} DynamoDB calls; the project's re-index, one indexer invocation as Lambda runs it, {index}."
         )?;
     }
     writeln!(
@@ -471,6 +646,21 @@ fn write_indexer(md: &mut String, r: &Results) -> Result<()> {
     )?;
     for (k, w, c) in &r.amplification {
         writeln!(md, "| {k} | {w:.1} | {c:.1} |")?;
+    }
+    writeln!(
+        md,
+        "\nWrite capacity of a 1-field update, the request's and the indexer's (write operations only; 100 issues, each updated once):\n"
+    )?;
+    writeln!(
+        md,
+        "| custom fields in the project | request WCU | indexer WCU | total |\n|---:|---:|---:|---:|"
+    )?;
+    for (fields, request, index) in &r.update_wcu {
+        writeln!(
+            md,
+            "| {fields} | {request:.1} | {index:.1} | {:.1} |",
+            request + index
+        )?;
     }
     writeln!(
         md,
@@ -498,10 +688,31 @@ fn write_functions(md: &mut String, r: &Results, host: &str) -> Result<()> {
             arm.map_or("–".into(), mib)
         )?;
     }
+    if !r.missing_binaries.is_empty() {
+        writeln!(
+            md,
+            "\nNot measured, their binaries were not found: {} (build the release binaries first; `make bench` does).",
+            r.missing_binaries.join(", ")
+        )?;
+    }
     writeln!(
         md,
         "\nThe HTTP functions' init reads the cursor key from the environment here; in AWS it reads it from Secrets Manager in parallel with the warm-up, which adds one HTTPS round trip."
     )?;
+    Ok(())
+}
+
+/// What `bench/results.json` holds, name by name.
+fn write_results_names(md: &mut String) -> Result<()> {
+    writeln!(md, "\n## bench/results.json\n")?;
+    writeln!(
+        md,
+        "The same run writes its figures to `bench/results.json` (`--results` for another path) as one flat JSON object of numbers, so a figure can be compared from run to run, and `_meta`: the sizes run, the samples, the build profile (debug figures do not compare with release ones), the git commit and whether the tree had uncommitted changes, the date, and the names left out with the reason. `{{size}}` is 1k, 10k or 100k; `{{function}}` a function's short name.\n"
+    )?;
+    writeln!(md, "| name | what |\n|---|---|")?;
+    for (name, what) in crate::results::NAMES {
+        writeln!(md, "| `{name}` | {what} |")?;
+    }
     Ok(())
 }
 

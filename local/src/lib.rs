@@ -79,7 +79,12 @@ impl TableNames {
 pub struct Engine {
     pub endpoint: String,
     stop: Option<oneshot::Sender<()>>,
+    /// The server's task: it holds the database until it ends.
+    task: Option<tokio::task::JoinHandle<()>>,
 }
+
+/// How long [`Engine::stop`] waits for the engine's requests in flight to finish.
+const ENGINE_STOP_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 impl Engine {
     /// Starts an engine backed by the SQLite file `data`, or in memory, on `port` (0: any).
@@ -102,7 +107,7 @@ impl Engine {
             .with_context(|| format!("binding the engine to port {port}"))?;
         let endpoint = format!("http://{}", listener.local_addr()?);
         let (stop, stopped) = oneshot::channel::<()>();
-        tokio::spawn(async move {
+        let task = tokio::spawn(async move {
             if let Err(e) = dynoxide::server::serve_with_shutdown(listener, db, async {
                 let _ = stopped.await;
             })
@@ -114,7 +119,24 @@ impl Engine {
         Ok(Self {
             endpoint,
             stop: Some(stop),
+            task: Some(task),
         })
+    }
+
+    /// Stops serving and waits until the server has ended, which closes its database: a
+    /// restart on the same file then finds no earlier engine still writing it. Dropping the
+    /// engine stops it too, but without waiting.
+    pub async fn stop(mut self) -> Result<()> {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(());
+        }
+        if let Some(task) = self.task.take() {
+            tokio::time::timeout(ENGINE_STOP_LIMIT, task)
+                .await
+                .context("the local engine did not stop")?
+                .context("the local engine's task failed")?;
+        }
+        Ok(())
     }
 }
 
@@ -256,6 +278,16 @@ impl Stack {
             names,
             policies,
         })
+    }
+
+    /// Stops the stack and waits for its engine to close its data (see [`Engine::stop`]).
+    pub async fn stop(mut self) -> Result<()> {
+        let engine = self.engine.take();
+        drop(self);
+        match engine {
+            Some(engine) => engine.stop().await,
+            None => Ok(()),
+        }
     }
 
     /// The policy of `function_logical_id`; a function the template does not have gets an

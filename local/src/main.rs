@@ -177,9 +177,11 @@ async fn serve(
     );
     // The indexer, fed from the engine's real stream about four times a second.
     let mut poller = stack.poller(stack.indexer()).await;
-    // Where `gridctl replay --file` finds what exhausted its retries.
+    // Where `gridctl replay --file` finds what exhausted its retries, and where the poller
+    // keeps its place so a restart resumes there, as an event source mapping does.
     if let Data::File(path) = &data {
         poller.on_failure_file = Some(path.with_file_name("on-failure.jsonl"));
+        poller.checkpoint_file = Some(gridline_local::stream::checkpoint_path(path));
     }
     tokio::spawn(poller.run(std::time::Duration::from_millis(250)));
     axum::serve(listener, stack.router())

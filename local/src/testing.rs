@@ -116,6 +116,40 @@ impl TestApi {
         }
     }
 
+    /// A stack on the SQLite file `path` (the embedded engine, whatever engine the suite
+    /// runs against otherwise), its poller keeping its checkpoint beside the file as
+    /// `make dev`'s does.
+    pub async fn on_file(path: &std::path::Path) -> Self {
+        let stack = test_stack(Data::File(path.to_path_buf()))
+            .await
+            .expect("the stack starts on its data file");
+        let router = stack.router();
+        let mut poller = stack.poller(stack.indexer()).await;
+        poller.checkpoint_file = Some(crate::stream::checkpoint_path(path));
+        Self {
+            stack,
+            router,
+            poller: tokio::sync::Mutex::new(poller),
+        }
+    }
+
+    /// Stops the stack and waits until its engine has closed its data file.
+    pub async fn stop(self) {
+        drop(self.poller);
+        drop(self.router);
+        self.stack.stop().await.expect("the engine stops");
+    }
+
+    /// One pass of the poller: how many records it delivered.
+    pub async fn poll_once(&self) -> usize {
+        self.poller
+            .lock()
+            .await
+            .poll_once()
+            .await
+            .expect("the stream is read")
+    }
+
     /// A fresh engine with fresh tables and one project of Alice's, named `name`: the stack
     /// and the project's id.
     pub async fn with_project(name: &str) -> (Self, String) {

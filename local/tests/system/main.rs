@@ -6,6 +6,7 @@
 
 mod bad_input;
 mod bounds;
+mod checkpoint;
 mod concurrency;
 mod contract;
 mod cors;

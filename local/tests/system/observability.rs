@@ -1,28 +1,14 @@
 //! The request log: one record per request with the route template, tenant, status, latency and
 //! the DynamoDB calls it made; never the token or a field value.
 
-use std::io::Write;
-use std::sync::{Arc, Mutex};
-
 use gridline_local::testing::{ALICE, TestApi};
 use http::Method;
 use serde_json::{Value, json};
 
-#[derive(Clone, Default)]
-struct Buffer(Arc<Mutex<Vec<u8>>>);
-
-impl Write for Buffer {
-    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        self.0.lock().unwrap().extend_from_slice(buf);
-        Ok(buf.len())
-    }
-    fn flush(&mut self) -> std::io::Result<()> {
-        Ok(())
-    }
-}
+use crate::support::Buffer;
 
 fn records(buffer: &Buffer) -> Vec<Value> {
-    let text = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let text = buffer.text();
     text.lines()
         .filter_map(|l| serde_json::from_str::<Value>(l).ok())
         .filter(|v| v["fields"]["request_id"].is_string())
@@ -93,7 +79,7 @@ async fn each_request_logs_its_route_tenant_and_calls_and_no_secrets() {
     assert_eq!(logged[2]["tenant"], "-");
     assert_eq!(logged[2]["dynamodb_calls"], 0);
 
-    let all = String::from_utf8(buffer.0.lock().unwrap().clone()).unwrap();
+    let all = buffer.text();
     assert!(!all.contains(&token), "the token reached the log");
     assert!(!all.contains("hush"), "a field value reached the log");
     assert!(!all.contains(&issue_id), "a concrete path reached the log");

@@ -1,0 +1,268 @@
+//! `bench/results.json`: the run's figures as one flat JSON object of numbers under stable
+//! names, so a figure can be compared from run to run (the open issues state their goals in
+//! these names), and `_meta`, what run made them.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use serde_json::{Value, json};
+
+use crate::Stat;
+use crate::report::Results;
+
+/// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
+/// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
+pub const NAMES: [(&str, &str); 16] = [
+    (
+        "update_1_field_wcu_f5",
+        "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
+    ),
+    (
+        "update_1_field_wcu_f55",
+        "the same in a project with 55 custom fields",
+    ),
+    (
+        "index_core_records_per_s",
+        "the indexer's pure core, one core, no I/O: decoded stream records → `plan`, `entries`, and the diff against each issue's watermark (the writes to make)",
+    ),
+    (
+        "index_core_with_json_records_per_s",
+        "the same from each batch's Lambda event JSON, decoded with serde_json into `aws_lambda_events`' `Event`",
+    ),
+    (
+        "indexer_issues_per_s_per_shard_5ms",
+        "issues indexed per second through one stream poller (one shard) with each of the indexer's DynamoDB calls delayed 5 ms, about a round trip within a region",
+    ),
+    (
+        "index_e2e_{size}_records_per_s",
+        "stream records indexed per second while the seed's stream is drained (the real handler, the local poller, the embedded engine)",
+    ),
+    (
+        "grid_page_custom_field_{size}_calls",
+        "DynamoDB calls of a grid page of 50 sorted by a custom field (the `grid page by custom field` row), the display-name read included",
+    ),
+    (
+        "grid_page_custom_field_{size}_rcu_issues",
+        "its read capacity units, all but the display names' BatchGetItem (the meter tells it apart: a BatchGetItem whose keys are all profiles and teams)",
+    ),
+    (
+        "inbox_me_{size}_calls",
+        "DynamoDB calls of a page of `/me/issues` (the `my issues` row)",
+    ),
+    (
+        "inbox_me_{size}_rcu_issues",
+        "its read capacity units, all but the display names'",
+    ),
+    (
+        "inbox_my_teams_{size}_calls",
+        "DynamoDB calls of a page of `/me/teams/issues`, the caller in 5 teams (the `my teams' issues` row)",
+    ),
+    (
+        "inbox_my_teams_{size}_rcu_issues",
+        "its read capacity units, all but the display names'",
+    ),
+    (
+        "field_add_{size}_request_calls",
+        "DynamoDB calls of the `POST /projects/{id}/fields` request that adds a field to the seeded project",
+    ),
+    (
+        "field_add_{size}_index_seconds",
+        "seconds from that request's answer until the indexer has re-indexed the project, run as Lambda runs it (one invocation, cut at the function's timeout); absent when it did not finish, and `_meta.omitted` says why",
+    ),
+    (
+        "binary_{function}_bytes",
+        "the function's binary size, as `--binaries` holds it (release, for the host)",
+    ),
+    (
+        "init_{function}_ms",
+        "its init time, median of 10 (see Functions)",
+    ),
+];
+
+/// How a project size appears in a name: 1000 → `1k`.
+pub fn size_label(n: u64) -> String {
+    if n >= 1000 && n.is_multiple_of(1000) {
+        format!("{}k", n / 1000)
+    } else {
+        n.to_string()
+    }
+}
+
+/// Read capacity units of an operation, all but the display names'.
+fn rcu_issues(s: &Stat) -> f64 {
+    s.capacity - s.write_capacity - s.names_capacity
+}
+
+fn per_second(count: usize, seconds: f64) -> f64 {
+    count as f64 / seconds.max(1e-9)
+}
+
+/// The figures by name, and the names left out with the reason.
+pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>) {
+    let mut f = BTreeMap::new();
+    let mut omitted = BTreeMap::new();
+    for (fields, request, index) in &r.update_wcu {
+        f.insert(format!("update_1_field_wcu_f{fields}"), request + index);
+    }
+    let (records, seconds) = r.indexer_core;
+    f.insert(
+        "index_core_records_per_s".into(),
+        per_second(records, seconds),
+    );
+    let (records, seconds) = r.indexer_core_json;
+    f.insert(
+        "index_core_with_json_records_per_s".into(),
+        per_second(records, seconds),
+    );
+    let (issues, seconds) = r.indexer_delayed;
+    f.insert(
+        "indexer_issues_per_s_per_shard_5ms".into(),
+        per_second(issues, seconds),
+    );
+    for (n, records, seconds) in &r.index_e2e {
+        f.insert(
+            format!("index_e2e_{}_records_per_s", size_label(*n)),
+            per_second(*records, *seconds),
+        );
+    }
+    let lists = [
+        ("grid_page_custom_field", "grid page by custom field"),
+        ("inbox_me", "my issues"),
+        ("inbox_my_teams", "my teams' issues (5 teams)"),
+    ];
+    for (n, patterns) in &r.patterns {
+        let size = size_label(*n);
+        for (name, row) in lists {
+            if let Some(s) = patterns.get(row) {
+                f.insert(format!("{name}_{size}_calls"), s.calls);
+                f.insert(format!("{name}_{size}_rcu_issues"), rcu_issues(s));
+            }
+        }
+    }
+    for (n, calls, seconds) in &r.field_add {
+        let size = size_label(*n);
+        f.insert(format!("field_add_{size}_request_calls"), *calls);
+        let name = format!("field_add_{size}_index_seconds");
+        match seconds {
+            Some(s) => {
+                f.insert(name, *s);
+            }
+            None => {
+                omitted.insert(
+                    name,
+                    "the re-index did not finish within the indexer's invocation timeout (it went to the on-failure list)".into(),
+                );
+            }
+        }
+    }
+    for (function, bytes, _, init_ms) in &r.binaries {
+        f.insert(format!("binary_{function}_bytes"), *bytes as f64);
+        f.insert(format!("init_{function}_ms"), *init_ms);
+    }
+    for function in &r.missing_binaries {
+        omitted.insert(
+            format!("binary_{function}_bytes"),
+            "its binary was not found".into(),
+        );
+    }
+    // JSON has no NaN or infinity; a figure that is one was not measured.
+    f.retain(|name, v| {
+        let keep = v.is_finite();
+        if !keep {
+            omitted.insert(name.clone(), "not a finite number".into());
+        }
+        keep
+    });
+    (f, omitted)
+}
+
+/// The output of `git args`, trimmed, if git ran and succeeded.
+fn git(args: &[&str]) -> Option<String> {
+    let out = std::process::Command::new("git").args(args).output().ok()?;
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_string())
+}
+
+/// Writes the figures and `_meta` to `path`.
+pub fn write(r: &Results, sizes: &[u64], samples: usize, path: &Path) -> Result<()> {
+    let (figures, omitted) = figures(r);
+    let mut object: serde_json::Map<String, Value> = figures
+        .into_iter()
+        .map(|(name, v)| (name, json!(v)))
+        .collect();
+    let date = time::OffsetDateTime::now_utc()
+        .format(&time::format_description::well_known::Rfc3339)
+        .unwrap_or_default();
+    let mut meta = json!({
+        "sizes": sizes,
+        "samples": samples,
+        "date": date,
+        // A debug build's figures are not comparable with a release build's.
+        "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
+        "delay_ms": crate::report::DELAY.as_secs_f64() * 1000.0,
+        "omitted": omitted,
+    });
+    if let Some(commit) = git(&["rev-parse", "HEAD"]) {
+        meta["git_commit"] = json!(commit);
+        // Uncommitted changes: the commit alone does not say what was measured.
+        if let Some(status) = git(&["status", "--porcelain", "--untracked-files=no"]) {
+            meta["git_dirty"] = json!(!status.is_empty());
+        }
+    }
+    object.insert("_meta".into(), meta);
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
+    }
+    let mut text = serde_json::to_string_pretty(&Value::Object(object))?;
+    text.push('\n');
+    std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_name_in_thousands() {
+        assert_eq!(size_label(1000), "1k");
+        assert_eq!(size_label(100_000), "100k");
+        assert_eq!(size_label(500), "500");
+        assert_eq!(size_label(1500), "1500");
+    }
+
+    #[test]
+    fn every_figure_is_a_documented_name() {
+        let mut patterns = BTreeMap::new();
+        for row in [
+            "grid page by custom field",
+            "my issues",
+            "my teams' issues (5 teams)",
+        ] {
+            patterns.insert(row, Stat::default());
+        }
+        let r = Results {
+            patterns: vec![(1000, patterns)],
+            index_e2e: vec![(1000, 10, 1.0)],
+            indexer_core: (10, 1.0),
+            indexer_core_json: (10, 1.0),
+            update_wcu: vec![(5, 1.0, 2.0), (55, 1.0, 2.0)],
+            indexer_delayed: (10, 1.0),
+            field_add: vec![(1000, 3.0, Some(1.0))],
+            binaries: vec![("grid".into(), 1, None, 1.0)],
+            ..Results::default()
+        };
+        let documented: Vec<String> = NAMES
+            .iter()
+            .map(|(n, _)| n.replace("{size}", "1k").replace("{function}", "grid"))
+            .collect();
+        let (figures, omitted) = figures(&r);
+        assert!(omitted.is_empty(), "{omitted:?}");
+        for name in figures.keys() {
+            assert!(documented.contains(name), "{name} is not in NAMES");
+        }
+        assert_eq!(figures.len(), documented.len());
+        assert_eq!(figures["update_1_field_wcu_f55"], 3.0);
+    }
+}
