@@ -296,3 +296,82 @@ async fn participants_in_the_create_body_are_kept_and_the_creator_can_choose_a_r
         ])
     );
 }
+
+/// Records the operation (`x-amz-target`) of every request a client sends.
+#[derive(Debug, Clone, Default)]
+struct Operations(std::sync::Arc<std::sync::Mutex<Vec<String>>>);
+
+impl aws_sdk_dynamodb::config::Intercept for Operations {
+    fn name(&self) -> &'static str {
+        "Operations"
+    }
+
+    fn read_before_transmit(
+        &self,
+        ctx: &aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextRef<'_>,
+        _: &aws_sdk_dynamodb::config::RuntimeComponents,
+        _: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let op = gridline_local::chaos::target(ctx.request());
+        let op = op.rsplit('.').next().unwrap_or_default().to_string();
+        self.0.lock().unwrap().push(op);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_patch_writes_with_one_update_item_and_a_description_change_with_a_transaction() {
+    let (api, p) = TestApi::with_project("p").await;
+    let f = api.field(&p, json!({"name": "n", "type": "number"})).await;
+    let issue = api
+        .issue(&p, json!({"title": "t", "description": "d"}))
+        .await;
+    let id = issue["id"].as_str().unwrap();
+    let ops = Operations::default();
+    let router = api.stack.router_with(|function| {
+        gridline_local::chaos::intercepted(&api.stack.function_client(function), ops.clone())
+    });
+    let token = TestApi::token("alice", "acme");
+    let patch = |body: Value| {
+        let router = router.clone();
+        let (token, ops) = (token.clone(), ops.clone());
+        async move {
+            ops.0.lock().unwrap().clear();
+            let r = gridline_local::testing::send(
+                router,
+                Method::PATCH,
+                &format!("/issues/{id}"),
+                Some(&token),
+                Some(&body.to_string()),
+                &[],
+            )
+            .await;
+            assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+            let writes: Vec<String> = ops
+                .0
+                .lock()
+                .unwrap()
+                .iter()
+                .filter(|op| !op.starts_with("Get") && *op != "Query" && !op.starts_with("Batch"))
+                .cloned()
+                .collect();
+            writes
+        }
+    };
+    assert_eq!(
+        patch(json!({"fields": {&f: 3}, "title": "u"})).await,
+        ["UpdateItem"],
+        "half the capacity of a one-item transaction"
+    );
+    assert_eq!(
+        patch(json!({"description": "new"})).await,
+        ["TransactWriteItems"],
+        "the summary and the description change together"
+    );
+    let r = api.get(&format!("/issues/{id}")).await;
+    assert_eq!(
+        (r.body["title"].as_str(), r.body["description"].as_str()),
+        (Some("u"), Some("new"))
+    );
+    assert_eq!(r.body["fields"][&f], json!(3));
+}

@@ -367,7 +367,9 @@ impl Store {
     /// members it names, or, past what one expression holds, of the whole map merged from
     /// `current` and conditioned on its version (re-read and re-merged when another write got
     /// in first). With `expected_version`, the update is conditioned on it and a stale version
-    /// writes nothing.
+    /// writes nothing. A patch that leaves the description alone is one conditional
+    /// UpdateItem; one that changes it is a transaction with the description's put or delete
+    /// (a transaction bills each item twice, so only what needs it pays for it).
     #[tracing::instrument(skip_all, fields(op = "patch_issue"))]
     pub async fn patch_issue(
         &self,
@@ -378,56 +380,92 @@ impl Store {
         now: &str,
     ) -> Result<PatchOutcome, StoreError> {
         let issue_id = &current.id;
-        let pk = keys::records::issue_pk(tenant, issue_id);
         let mut base = current.clone();
         for attempt in 0..MAX_MERGE_ATTEMPTS {
             let parts = patch_update(patch, expected_version, now, Some(&base))
                 .ok_or_else(|| StoreError::Build("a patch without its base".into()))?;
             let whole_map = parts.values.contains_key(":expected") && expected_version.is_none();
-            let update = Update::builder()
-                .table_name(&self.records)
-                .set_key(Some(key(pk.clone(), keys::records::ISSUE_SK)))
-                .update_expression(parts.update)
-                .condition_expression(parts.condition)
-                .set_expression_attribute_names(Some(parts.names))
-                .set_expression_attribute_values(Some(parts.values))
-                .build()
-                .map_err(build_err)?;
-            let mut items = vec![TransactWriteItem::builder().update(update).build()];
-            match &patch.description {
-                Some(Some(text)) => {
-                    let put = self.put_in_tx(description_item(tenant, issue_id, text), None)?;
-                    items.push(TransactWriteItem::builder().put(put).build());
+            let written = match &patch.description {
+                None => self.update_summary(tenant, issue_id, parts).await,
+                Some(text) => {
+                    self.update_with_description(tenant, issue_id, parts, text.as_deref())
+                        .await
                 }
-                Some(None) => {
-                    let delete = Delete::builder()
-                        .table_name(&self.records)
-                        .set_key(Some(key(pk.clone(), keys::records::DESCRIPTION_SK)))
-                        .build()
-                        .map_err(build_err)?;
-                    items.push(TransactWriteItem::builder().delete(delete).build());
-                }
-                None => {}
-            }
-            let tx = match self.transact(items).await {
-                Ok(tx) => tx,
+            };
+            let held = match written {
+                Ok(held) => held,
                 Err(e) if item_too_large(&e) => return Ok(PatchOutcome::TooLarge),
                 Err(e) => return Err(e),
             };
-            match tx {
-                Tx::Committed => return Ok(PatchOutcome::Updated),
-                // Only the issue's update has a condition: it is gone, or its version moved on.
-                Tx::ConditionFailed => match self.get_issue(tenant, issue_id).await? {
-                    None => return Ok(PatchOutcome::NotFound),
-                    Some(fresh) if whole_map => {
-                        tracing::debug!(attempt, "issue moved on, merging again");
-                        base = fresh;
-                    }
-                    Some(_) => return Ok(PatchOutcome::VersionMismatch),
-                },
+            if held {
+                return Ok(PatchOutcome::Updated);
+            }
+            // Only the issue's update has a condition: it is gone, or its version moved on.
+            match self.get_issue(tenant, issue_id).await? {
+                None => return Ok(PatchOutcome::NotFound),
+                Some(fresh) if whole_map => {
+                    tracing::debug!(attempt, "issue moved on, merging again");
+                    base = fresh;
+                }
+                Some(_) => return Ok(PatchOutcome::VersionMismatch),
             }
         }
         Err(StoreError::Contention(MAX_MERGE_ATTEMPTS))
+    }
+
+    /// The summary item's conditional UpdateItem; `false` when its condition failed.
+    async fn update_summary(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        parts: UpdateParts,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .update_issue(tenant, issue_id)
+            .update_expression(parts.update)
+            .condition_expression(parts.condition)
+            .set_expression_attribute_names(Some(parts.names))
+            .set_expression_attribute_values(Some(parts.values))
+            .send()
+            .await;
+        condition_held("UpdateItem", result)
+    }
+
+    /// The summary's update and the description's put (`Some`) or delete (`None`) in one
+    /// transaction; `false` when the update's condition failed.
+    async fn update_with_description(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        parts: UpdateParts,
+        description: Option<&str>,
+    ) -> Result<bool, StoreError> {
+        let pk = keys::records::issue_pk(tenant, issue_id);
+        let update = Update::builder()
+            .table_name(&self.records)
+            .set_key(Some(key(pk.clone(), keys::records::ISSUE_SK)))
+            .update_expression(parts.update)
+            .condition_expression(parts.condition)
+            .set_expression_attribute_names(Some(parts.names))
+            .set_expression_attribute_values(Some(parts.values))
+            .build()
+            .map_err(build_err)?;
+        let second = match description {
+            Some(text) => {
+                let put = self.put_in_tx(description_item(tenant, issue_id, text), None)?;
+                TransactWriteItem::builder().put(put).build()
+            }
+            None => {
+                let delete = Delete::builder()
+                    .table_name(&self.records)
+                    .set_key(Some(key(pk, keys::records::DESCRIPTION_SK)))
+                    .build()
+                    .map_err(build_err)?;
+                TransactWriteItem::builder().delete(delete).build()
+            }
+        };
+        let items = vec![TransactWriteItem::builder().update(update).build(), second];
+        Ok(self.transact(items).await? == Tx::Committed)
     }
 
     /// Deletes an issue and its description; `false` if there was no issue.
