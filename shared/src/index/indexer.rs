@@ -31,7 +31,7 @@ use crate::index::{Entry, entries};
 use crate::index::{Parked, Watermark};
 use crate::keys;
 use crate::keys::index::ParkedUnit;
-use crate::store::{Store, StoreError, issue_from};
+use crate::store::{Store, StoreError, issue_from_image};
 use crate::telemetry::{Emf, MetricUnit, now_ms};
 
 /// Version recorded for a deleted issue: above every real version, so nothing older is
@@ -171,9 +171,10 @@ fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
             let last = if op == Some(Op::Remove) {
                 None
             } else {
-                let item: HashMap<String, aws_sdk_dynamodb::types::AttributeValue> =
-                    record.change.new_image.clone().into();
-                Some(Box::new(issue_from(item, None).map_err(|e| e.to_string())?))
+                // Read where the event holds it: no copy of the image.
+                Some(Box::new(
+                    issue_from_image(&record.change.new_image).map_err(|e| e.to_string())?,
+                ))
             };
             Some(Unit::Issue {
                 tenant,

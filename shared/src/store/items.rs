@@ -1,6 +1,6 @@
 //! Items of the records table and their mapping to domain types (via `serde_dynamo`).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
@@ -150,16 +150,6 @@ pub fn value_to_attr(v: &StoredValue) -> AttributeValue {
     }
 }
 
-fn attr_to_value(a: &AttributeValue) -> Result<StoredValue, StoreError> {
-    match a {
-        AttributeValue::S(s) => Ok(StoredValue::S(s.clone())),
-        AttributeValue::N(n) => DynNumber::parse(n)
-            .map(StoredValue::N)
-            .map_err(|_| StoreError::Corrupt(format!("number {n}"))),
-        _ => Err(StoreError::Corrupt("field value of unexpected type".into())),
-    }
-}
-
 pub fn fields_attr(fields: &BTreeMap<String, StoredValue>) -> AttributeValue {
     AttributeValue::M(
         fields
@@ -219,52 +209,141 @@ pub fn field_def_from(item: Item) -> Result<FieldDef, StoreError> {
     Ok(serde_dynamo::from_item::<_, FieldItem>(item)?.def())
 }
 
+/// An attribute value as the issue decoder reads it, whichever crate's type holds it: the
+/// SDK's (what the store reads) or serde_dynamo's (a stream image inside the Lambda event).
+/// serde_dynamo only decodes items it owns; the indexer reads each image where the event holds
+/// it instead of deep-copying it first, so the issue decoder is written once over this view.
+pub trait AttrView: Sized {
+    fn s(&self) -> Option<&str>;
+    fn n(&self) -> Option<&str>;
+    fn ss(&self) -> Option<&[String]>;
+    fn m(&self) -> Option<&HashMap<String, Self>>;
+}
+
+impl AttrView for AttributeValue {
+    fn s(&self) -> Option<&str> {
+        self.as_s().ok().map(String::as_str)
+    }
+    fn n(&self) -> Option<&str> {
+        self.as_n().ok().map(String::as_str)
+    }
+    fn ss(&self) -> Option<&[String]> {
+        self.as_ss().ok().map(Vec::as_slice)
+    }
+    fn m(&self) -> Option<&HashMap<String, Self>> {
+        self.as_m().ok()
+    }
+}
+
+impl AttrView for serde_dynamo::AttributeValue {
+    fn s(&self) -> Option<&str> {
+        match self {
+            Self::S(s) => Some(s),
+            _ => None,
+        }
+    }
+    fn n(&self) -> Option<&str> {
+        match self {
+            Self::N(n) => Some(n),
+            _ => None,
+        }
+    }
+    fn ss(&self) -> Option<&[String]> {
+        match self {
+            Self::Ss(v) => Some(v),
+            _ => None,
+        }
+    }
+    fn m(&self) -> Option<&HashMap<String, Self>> {
+        match self {
+            Self::M(m) => Some(m),
+            _ => None,
+        }
+    }
+}
+
 /// An issue from its summary item and, if read, its description item.
 pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, StoreError> {
-    let fields = match item.get(attr::FIELDS) {
-        Some(AttributeValue::M(m)) => m
+    let description = description.and_then(|d| d.get(attr::TEXT)?.s());
+    issue_from_attrs(&item, description)
+}
+
+/// An issue from a stream record's image, read where the event holds it.
+pub fn issue_from_image(image: &serde_dynamo::Item) -> Result<Issue, StoreError> {
+    issue_from_attrs(image, None)
+}
+
+/// The issue an issue's summary item holds: the attributes [`issue_item`] writes, each
+/// required with its type (an item the API would never write is corrupt, not half-read).
+pub fn issue_from_attrs<A: AttrView>(
+    item: &HashMap<String, A>,
+    description: Option<&str>,
+) -> Result<Issue, StoreError> {
+    let missing =
+        |name: &str| StoreError::Corrupt(format!("issue item: {name} missing or mistyped"));
+    let text = |name: &'static str| item.get(name).and_then(A::s).ok_or_else(|| missing(name));
+    let whole = |name: &'static str| {
+        item.get(name)
+            .and_then(A::n)
+            .and_then(|n| n.parse::<u64>().ok())
+            .ok_or_else(|| missing(name))
+    };
+    // The keys and the entity are not read, but an item without them is none the API wrote.
+    for name in [
+        keys::PK,
+        keys::SK,
+        keys::GSI1_PK,
+        keys::GSI1_SK,
+        attr::ENTITY,
+    ] {
+        text(name)?;
+    }
+    let fields = match item.get(attr::FIELDS).and_then(A::m) {
+        Some(m) => m
             .iter()
-            .map(|(k, v)| Ok((k.clone(), attr_to_value(v)?)))
+            .map(|(k, v)| Ok((k.clone(), stored_value(v)?)))
             .collect::<Result<BTreeMap<_, _>, StoreError>>()?,
-        _ => BTreeMap::new(),
+        None => BTreeMap::new(),
     };
-    let roles = match item.get(attr::ROLES) {
-        Some(AttributeValue::M(m)) => Some(m),
-        _ => None,
-    };
-    let mut participants = match item.get(attr::PARTICIPANTS) {
-        Some(AttributeValue::Ss(edges)) => edges
-            .iter()
-            .map(|e| {
-                let role = roles.and_then(|r| match r.get(e) {
-                    Some(AttributeValue::S(role)) => Some(role.as_str()),
-                    _ => None,
-                });
-                parse_participant(e, role)
-                    .ok_or_else(|| StoreError::Corrupt(format!("participant edge {e}")))
-            })
-            .collect::<Result<Vec<_>, _>>()?,
-        _ => Vec::new(),
-    };
+    let roles = item.get(attr::ROLES).and_then(A::m);
+    let mut participants = item
+        .get(attr::PARTICIPANTS)
+        .and_then(A::ss)
+        .unwrap_or_default()
+        .iter()
+        .map(|e| {
+            let role = roles.and_then(|r| r.get(e)?.s());
+            parse_participant(e, role)
+                .ok_or_else(|| StoreError::Corrupt(format!("participant edge {e}")))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
     participants.sort();
-    let s: IssueScalars = serde_dynamo::from_item(item)?;
-    let description = description.and_then(|d| match d.get(attr::TEXT) {
-        Some(AttributeValue::S(s)) => Some(s.clone()),
-        _ => None,
-    });
     Ok(Issue {
-        id: s.id,
-        project_id: s.project_id,
-        num: s.num,
-        title: s.title,
-        state: s.state,
-        description,
+        id: IssueId::parse(text("id")?).ok_or_else(|| missing("id"))?,
+        project_id: ProjectId::parse(text("project_id")?).ok_or_else(|| missing("project_id"))?,
+        num: whole("num")?,
+        title: text(attr::TITLE)?.to_string(),
+        state: IssueState::parse(text(attr::STATE)?).ok_or_else(|| missing(attr::STATE))?,
+        description: description.map(str::to_string),
         fields,
         participants,
-        version: s.version,
-        created_at: s.created_at,
-        updated_at: s.updated_at,
+        version: whole(attr::VERSION)?,
+        created_at: text("created_at")?.to_string(),
+        updated_at: text(attr::UPDATED_AT)?.to_string(),
     })
+}
+
+/// A stored field value: a string, or a number kept exact.
+fn stored_value<A: AttrView>(a: &A) -> Result<StoredValue, StoreError> {
+    if let Some(s) = a.s() {
+        return Ok(StoredValue::S(s.to_string()));
+    }
+    let n = a
+        .n()
+        .ok_or_else(|| StoreError::Corrupt("field value of unexpected type".into()))?;
+    DynNumber::parse(n)
+        .map(StoredValue::N)
+        .map_err(|_| StoreError::Corrupt(format!("number {n}")))
 }
 
 fn parse_participant(edge: &str, role: Option<&str>) -> Option<Participant> {
@@ -327,5 +406,110 @@ pub fn sk_of(item: &Item) -> Option<&str> {
     match item.get(keys::SK) {
         Some(AttributeValue::S(s)) => Some(s),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ParticipantKind;
+    use proptest::prelude::*;
+
+    fn value() -> impl Strategy<Value = StoredValue> {
+        prop_oneof![
+            any::<String>().prop_map(StoredValue::S),
+            (-1_000_000i64..1_000_000, prop::bool::ANY).prop_map(|(i, half)| {
+                let text = if half {
+                    format!("{i}.25")
+                } else {
+                    i.to_string()
+                };
+                StoredValue::N(DynNumber::parse(&text).expect("a number"))
+            }),
+        ]
+    }
+
+    fn participant() -> impl Strategy<Value = Participant> {
+        (
+            prop::bool::ANY,
+            "[a-z0-9._-]{1,12}",
+            prop_oneof![
+                Just(Role::Assignee),
+                Just(Role::Reporter),
+                Just(Role::Watcher)
+            ],
+        )
+            .prop_map(|(user, id, role)| Participant {
+                kind: if user {
+                    ParticipantKind::User
+                } else {
+                    ParticipantKind::Team
+                },
+                id,
+                role,
+            })
+    }
+
+    prop_compose! {
+        fn issue()(
+            n in 1u64..1_000_000,
+            title in any::<String>(),
+            closed in prop::bool::ANY,
+            fields in prop::collection::btree_map(0u64..50, value(), 0..8),
+            participants in prop::collection::btree_map(
+                (prop::bool::ANY, "[a-z]{1,6}"), participant(), 0..5),
+            version in 1u64..u64::MAX,
+        ) -> Issue {
+            let mut participants: Vec<Participant> = participants.into_values().collect();
+            participants.sort();
+            // One role per participant: the edge set holds each (kind, id) once.
+            participants.dedup_by(|a, b| a.kind == b.kind && a.id == b.id);
+            Issue {
+                id: IssueId::numbered(n),
+                project_id: ProjectId::numbered(n + 1),
+                num: n,
+                title,
+                state: if closed { IssueState::Closed } else { IssueState::Open },
+                description: None,
+                fields: fields
+                    .into_iter()
+                    .map(|(k, v)| (FieldId::numbered(k).to_string(), v))
+                    .collect(),
+                participants,
+                version,
+                created_at: "2026-11-21T20:42:03.123Z".into(),
+                updated_at: "2026-11-23T08:00:00.000Z".into(),
+            }
+        }
+    }
+
+    proptest! {
+        #[test]
+        fn an_issue_reads_back_from_its_item_and_from_its_stream_image(issue in issue()) {
+            let tenant = TenantId::parse("acme").unwrap();
+            let item = issue_item(&tenant, &issue).unwrap();
+            let image: serde_dynamo::Item = item.clone().into();
+            prop_assert_eq!(issue_from_image(&image).unwrap(), issue.clone());
+            prop_assert_eq!(issue_from(item, None).unwrap(), issue);
+        }
+    }
+
+    #[test]
+    fn an_item_missing_or_mistyping_an_attribute_is_corrupt() {
+        let tenant = TenantId::parse("acme").unwrap();
+        let mut runner = proptest::test_runner::TestRunner::deterministic();
+        let issue = proptest::strategy::ValueTree::current(&issue().new_tree(&mut runner).unwrap());
+        let item = issue_item(&tenant, &issue).unwrap();
+        for name in ["version", "PK", "entity", "num", "state"] {
+            let mut without: serde_dynamo::Item = item.clone().into();
+            without.remove(name);
+            assert!(issue_from_image(&without).is_err(), "{name}");
+        }
+        let mut mistyped = item.clone();
+        mistyped.insert("num".into(), AttributeValue::S("7".into()));
+        assert!(issue_from(mistyped, None).is_err());
+        let mut bad_state = item;
+        bad_state.insert("state".into(), AttributeValue::S("pending".into()));
+        assert!(issue_from(bad_state, None).is_err());
     }
 }
