@@ -3,8 +3,8 @@
 //! A batch's records are classified by [`stream::classify`] and planned into units (one per
 //! issue touched, one per field change); each unit is then applied, or parked when no retry
 //! can fix it. Distinct issues are independent, so a batch's issue units run concurrently (at
-//! most [`Indexer::concurrency`] at once); a field change is a barrier: the units before it
-//! finish first, and it runs alone.
+//! most [`Indexer::concurrency`] at once); a field change or a malformed record is a barrier:
+//! the units before it finish first, and it runs alone.
 //!
 //! For each issue in a batch it takes the net change (the last record's new image, or the
 //! deletion), computes the entries the issue should have, and writes only the difference from
@@ -203,9 +203,16 @@ fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
 
 /// Where the segment starting at `start` ends: a field change is a segment of its own (it
 /// re-indexes its project from the records as they are, so the units before it finish first
-/// and the ones after it wait); any other run of units is one segment.
+/// and the ones after it wait), and so is a malformed record (parking flags its issue's
+/// watermark, which that issue's own unit, earlier in the batch, rewrites: in record order as
+/// before, the flag is not lost); any other run of units is one segment.
 fn segment_end(units: &[(String, Unit)], start: usize) -> usize {
-    let is_barrier = |u: &Unit| matches!(u, Unit::FieldAdded { .. } | Unit::FieldRemoved { .. });
+    let is_barrier = |u: &Unit| {
+        matches!(
+            u,
+            Unit::FieldAdded { .. } | Unit::FieldRemoved { .. } | Unit::Malformed { .. }
+        )
+    };
     if units.get(start).is_some_and(|(_, u)| is_barrier(u)) {
         return start + 1;
     }
@@ -921,7 +928,7 @@ mod tests {
     }
 
     #[test]
-    fn a_field_change_is_a_segment_of_its_own_between_runs_of_issues() {
+    fn field_changes_and_malformed_records_are_segments_of_their_own_between_runs_of_issues() {
         let tenant = TenantId::parse("acme").unwrap();
         let issue = |n| Unit::Issue {
             tenant: tenant.clone(),
@@ -932,11 +939,25 @@ mod tests {
             tenant: tenant.clone(),
             project_id: ProjectId::numbered(1),
         };
-        let units: Vec<(String, Unit)> = [issue(1), issue(2), field.clone(), field, issue(3)]
-            .into_iter()
-            .enumerate()
-            .map(|(i, u)| (i.to_string(), u))
-            .collect();
+        let malformed = Unit::Malformed {
+            tenant: tenant.clone(),
+            subject: IssueId::numbered(2).to_string(),
+            reason: "no version".into(),
+        };
+        let units: Vec<(String, Unit)> = [
+            issue(1),
+            issue(2),
+            field.clone(),
+            field,
+            issue(3),
+            issue(4),
+            malformed,
+            issue(5),
+        ]
+        .into_iter()
+        .enumerate()
+        .map(|(i, u)| (i.to_string(), u))
+        .collect();
         let mut segments = Vec::new();
         let mut start = 0;
         while start < units.len() {
@@ -944,7 +965,7 @@ mod tests {
             segments.push(start..end);
             start = end;
         }
-        assert_eq!(segments, [0..2, 2..3, 3..4, 4..5]);
+        assert_eq!(segments, [0..2, 2..3, 3..4, 4..6, 6..7, 7..8]);
     }
 
     #[test]
