@@ -49,8 +49,11 @@ pub struct Chaos {
     pub outage: AtomicBool,
     /// Faults injected so far.
     pub faults: AtomicU64,
-    /// Thrown by a stall; the poller resets it before each invocation.
+    /// Thrown by a stall once handed to a poller, which resets it before each invocation.
     killed: KillSwitch,
+    /// Whether [`Chaos::kill_switch`] was called: without a poller to reset it, a thrown switch
+    /// would fail every later request.
+    switch_taken: AtomicBool,
 }
 
 impl Chaos {
@@ -61,12 +64,14 @@ impl Chaos {
             outage: AtomicBool::new(false),
             faults: AtomicU64::new(0),
             killed: KillSwitch::default(),
+            switch_taken: AtomicBool::new(false),
         })
     }
 
     /// The switch a stall throws: give it to the poller (`Poller::kill_switch`), which then
     /// treats the invocation as timed out. Without it a stall is only an error.
     pub fn kill_switch(&self) -> KillSwitch {
+        self.switch_taken.store(true, Ordering::SeqCst);
         self.killed.clone()
     }
 
@@ -166,7 +171,9 @@ impl Intercept for ChaosHandle {
             // not allow.) A switch rather than a sleep past a short timeout: the cut falls at
             // the same request however slow the machine.
             chaos.faults.fetch_add(1, Ordering::Relaxed);
-            chaos.killed.kill();
+            if chaos.switch_taken.load(Ordering::SeqCst) {
+                chaos.killed.kill();
+            }
             return Err("injected: the invocation was stopped at its timeout".into());
         }
         if op.ends_with("BatchWriteItem") && roll > 1.0 - r.throttle {

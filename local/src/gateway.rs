@@ -63,7 +63,8 @@ pub fn function_timeout(function_logical_id: &str) -> Result<Duration> {
 
 /// A function's environment variable `name` as the template deploys it by default: its own
 /// `Environment` or the `Globals` one, a `!Ref` to a parameter read as that parameter's
-/// `Default`. `None` when neither sets it.
+/// `Default` (the local stack takes no parameter overrides). `None` when neither sets it, or
+/// when it is another intrinsic (`!Sub`, `!If`): the caller's default applies.
 pub fn function_env(function_logical_id: &str, name: &str) -> Result<Option<String>> {
     let doc: Value =
         serde_yaml_ng::from_str(crate::template::TEMPLATE).context("template.yaml is not YAML")?;

@@ -375,3 +375,100 @@ async fn a_patch_writes_with_one_update_item_and_a_description_change_with_a_tra
     );
     assert_eq!(r.body["fields"][&f], json!(3));
 }
+
+/// Answers the records table's first `conflicts` UpdateItems with DynamoDB's
+/// `TransactionConflictException` (a transaction in progress on the item), writing nothing.
+#[derive(Debug, Clone)]
+struct Conflicting(std::sync::Arc<std::sync::atomic::AtomicUsize>);
+
+#[derive(Debug, Clone)]
+struct Conflicted(bool);
+
+impl aws_smithy_types::config_bag::Storable for Conflicted {
+    type Storer = aws_smithy_types::config_bag::StoreReplace<Self>;
+}
+
+impl aws_sdk_dynamodb::config::Intercept for Conflicting {
+    fn name(&self) -> &'static str {
+        "Conflicting"
+    }
+
+    fn modify_before_transmit(
+        &self,
+        ctx: &mut aws_sdk_dynamodb::config::interceptors::BeforeTransmitInterceptorContextMut<'_>,
+        _: &aws_sdk_dynamodb::config::RuntimeComponents,
+        cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        let update = gridline_local::chaos::target(ctx.request()).ends_with(".UpdateItem");
+        let conflict = update
+            && self
+                .0
+                .fetch_update(
+                    std::sync::atomic::Ordering::SeqCst,
+                    std::sync::atomic::Ordering::SeqCst,
+                    |left| left.checked_sub(1),
+                )
+                .is_ok();
+        cfg.interceptor_state().store_put(Conflicted(conflict));
+        if conflict {
+            // Nothing lands: the engine refuses an empty request.
+            let request = ctx.request_mut();
+            request.headers_mut().insert("content-length", "2");
+            *request.body_mut() = aws_smithy_types::body::SdkBody::from("{}");
+        }
+        Ok(())
+    }
+
+    fn modify_before_deserialization(
+        &self,
+        ctx: &mut aws_sdk_dynamodb::config::interceptors::BeforeDeserializationInterceptorContextMut<'_>,
+        _: &aws_sdk_dynamodb::config::RuntimeComponents,
+        cfg: &mut aws_sdk_dynamodb::config::ConfigBag,
+    ) -> Result<(), aws_sdk_dynamodb::error::BoxError> {
+        if !cfg.load::<Conflicted>().is_some_and(|c| c.0) {
+            return Ok(());
+        }
+        let response = ctx.response_mut();
+        response.headers_mut().remove("x-amz-crc32");
+        *response.status_mut() = 400u16.try_into()?;
+        *response.body_mut() = aws_smithy_types::body::SdkBody::from(
+            json!({
+                "__type": "com.amazonaws.dynamodb.v20120810#TransactionConflictException",
+                "message": "Transaction is ongoing for the item"
+            })
+            .to_string(),
+        );
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_patch_that_meets_a_transaction_on_its_issue_is_retried_and_applied_once() {
+    let (api, p) = TestApi::with_project("p").await;
+    let issue = api.issue(&p, json!({"title": "t"})).await;
+    let id = issue["id"].as_str().unwrap();
+    let conflicts = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(2));
+    let router = api.stack.router_with(|function| {
+        gridline_local::chaos::intercepted(
+            &api.stack.function_client(function),
+            Conflicting(conflicts.clone()),
+        )
+    });
+    let r = gridline_local::testing::send(
+        router,
+        Method::PATCH,
+        &format!("/issues/{id}"),
+        Some(&TestApi::token("alice", "acme")),
+        Some(&json!({"title": "u"}).to_string()),
+        &[],
+    )
+    .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    assert_eq!(conflicts.load(std::sync::atomic::Ordering::SeqCst), 0);
+    let r = api.get(&format!("/issues/{id}")).await;
+    assert_eq!(r.body["title"], "u");
+    let before = issue["version"]
+        .as_u64()
+        .expect("an issue shows its version");
+    assert_eq!(r.body["version"].as_u64(), Some(before + 1), "applied once");
+}

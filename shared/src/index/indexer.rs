@@ -684,9 +684,16 @@ impl Indexer {
                 .buffer_unordered(self.concurrency)
                 .collect()
                 .await;
+            // Every issue's counters first: the ones that wrote count even if another failed.
+            let mut first_error = None;
             for (outcome, issue_metrics) in outcomes {
                 metrics.absorb(&issue_metrics);
-                outcome?;
+                if let Err(e) = outcome {
+                    first_error.get_or_insert(e);
+                }
+            }
+            if let Some(e) = first_error {
+                return Err(e);
             }
             start = page.next;
             if start.is_none() {

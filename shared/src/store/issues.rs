@@ -413,22 +413,39 @@ impl Store {
         Err(StoreError::Contention(MAX_MERGE_ATTEMPTS))
     }
 
-    /// The summary item's conditional UpdateItem; `false` when its condition failed.
+    /// The summary item's conditional UpdateItem; `false` when its condition failed. A
+    /// transaction in progress on the item (a description change, a delete) makes DynamoDB
+    /// refuse it with `TransactionConflictException`, which the SDK does not retry: retried
+    /// here with backoff, as [`Store::transact`] retries its own conflicts.
     async fn update_summary(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
         parts: UpdateParts,
     ) -> Result<bool, StoreError> {
-        let result = self
-            .update_issue(tenant, issue_id)
-            .update_expression(parts.update)
-            .condition_expression(parts.condition)
-            .set_expression_attribute_names(Some(parts.names))
-            .set_expression_attribute_values(Some(parts.values))
-            .send()
-            .await;
-        condition_held("UpdateItem", result)
+        const ATTEMPTS: u32 = 8;
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = self
+                .update_issue(tenant, issue_id)
+                .update_expression(&parts.update)
+                .condition_expression(&parts.condition)
+                .set_expression_attribute_names(Some(parts.names.clone()))
+                .set_expression_attribute_values(Some(parts.values.clone()))
+                .send()
+                .await;
+            let conflict = result.as_ref().err().and_then(|e| e.as_service_error()).is_some_and(
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::is_transaction_conflict_exception,
+            );
+            if !conflict {
+                return condition_held("UpdateItem", result);
+            }
+            if attempt >= ATTEMPTS {
+                return Err(StoreError::Contention(ATTEMPTS));
+            }
+            Backoff::Contended.sleep(attempt).await;
+        }
     }
 
     /// The summary's update and the description's put (`Some`) or delete (`None`) in one
