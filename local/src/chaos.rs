@@ -112,6 +112,32 @@ pub fn target(request: &HttpRequest) -> String {
         .to_string()
 }
 
+/// Empties a request so that nothing it asked for is written (the engine refuses an empty
+/// body); a test then answers it with [`answer_error`], as DynamoDB would have refused it.
+pub fn void_request(request: &mut HttpRequest) {
+    request.headers_mut().insert("content-length", "2");
+    *request.body_mut() = SdkBody::from("{}");
+}
+
+/// Replaces a response with DynamoDB's error `error_type` (its short name, such as
+/// `TransactionConflictException`) and `message`, as a 400.
+pub fn answer_error(
+    response: &mut aws_smithy_runtime_api::client::orchestrator::HttpResponse,
+    error_type: &str,
+    message: &str,
+) -> Result<(), BoxError> {
+    response.headers_mut().remove("x-amz-crc32");
+    *response.status_mut() = 400u16.try_into()?;
+    *response.body_mut() = SdkBody::from(
+        json!({
+            "__type": format!("com.amazonaws.dynamodb.v20120810#{error_type}"),
+            "message": message,
+        })
+        .to_string(),
+    );
+    Ok(())
+}
+
 /// Whether the operation writes items: the requests faults are injected into.
 pub fn is_write(target: &str) -> bool {
     target.ends_with("BatchWriteItem")

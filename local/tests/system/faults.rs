@@ -223,9 +223,7 @@ impl aws_sdk_dynamodb::config::Intercept for PoisonHandle {
             // Nothing lands (the engine refuses an empty request), and the answer becomes the
             // one DynamoDB gives an item over its size limit.
             cfg.interceptor_state().store_put(Refuse(true));
-            let request = ctx.request_mut();
-            request.headers_mut().insert("content-length", "2");
-            *request.body_mut() = aws_smithy_types::body::SdkBody::from("{}");
+            gridline_local::chaos::void_request(ctx.request_mut());
         }
         Ok(())
     }
@@ -239,17 +237,12 @@ impl aws_sdk_dynamodb::config::Intercept for PoisonHandle {
         if !cfg.load::<Refuse>().is_some_and(|r| r.0) {
             return Ok(());
         }
-        let response = ctx.response_mut();
-        response.headers_mut().remove("x-amz-crc32");
-        *response.status_mut() = 400u16.try_into()?;
-        *response.body_mut() = aws_smithy_types::body::SdkBody::from(
-            json!({
-                "__type": "com.amazon.coral.validate#ValidationException",
-                "message": "Item size has exceeded the maximum allowed size"
-            })
-            .to_string(),
-        );
-        Ok(())
+        // The answer DynamoDB gives an item over its size limit.
+        gridline_local::chaos::answer_error(
+            ctx.response_mut(),
+            "ValidationException",
+            "Item size has exceeded the maximum allowed size",
+        )
     }
 }
 
@@ -357,18 +350,7 @@ async fn a_transient_failure_is_reported_at_its_sequence_number_and_the_rest_dea
     direct.max_retries = 0;
     let records = read_stream(&api, true).await;
     let event = gridline_local::stream::to_event(&records, "arn").unwrap();
-    let seq_of = |id: &Value| {
-        event
-            .records
-            .iter()
-            .find(|r| {
-                r.change.keys.get("PK").is_some_and(|pk| {
-                    matches!(pk, serde_dynamo::AttributeValue::S(s) if s.ends_with(id.as_str().unwrap()))
-                })
-            })
-            .and_then(|r| r.change.sequence_number.clone())
-            .unwrap()
-    };
+    let seq_of = |id: &Value| seq_of(&event, id.as_str().unwrap());
     let (response, metrics) = indexer.handle(event.clone()).await;
     let failed: Vec<_> = response
         .batch_item_failures
@@ -486,18 +468,7 @@ async fn the_lowest_failed_sequence_number_is_reported_and_the_rest_of_the_batch
         .extend([ids[3].clone(), ids[1].clone()]);
     let records = read_stream(&api, true).await;
     let event = gridline_local::stream::to_event(&records, "arn").unwrap();
-    let seq_of = |id: &str| {
-        event
-            .records
-            .iter()
-            .find(|r| {
-                r.change.keys.get("PK").is_some_and(
-                    |pk| matches!(pk, serde_dynamo::AttributeValue::S(s) if s.ends_with(id)),
-                )
-            })
-            .and_then(|r| r.change.sequence_number.clone())
-            .unwrap()
-    };
+    let seq_of = |id: &str| seq_of(&event, id);
     let (response, metrics) = indexer.handle(event.clone()).await;
     let failed: Vec<_> = response
         .batch_item_failures
@@ -539,4 +510,18 @@ async fn the_lowest_failed_sequence_number_is_reported_and_the_rest_of_the_batch
     assert!(metrics.skipped >= 3, "{metrics:?}");
     api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
         .await;
+}
+
+/// The sequence number of the first record in `event` about issue `id`.
+fn seq_of(event: &aws_lambda_events::event::dynamodb::Event, id: &str) -> String {
+    event
+        .records
+        .iter()
+        .find(|r| {
+            r.change.keys.get("PK").is_some_and(
+                |pk| matches!(pk, serde_dynamo::AttributeValue::S(s) if s.ends_with(id)),
+            )
+        })
+        .and_then(|r| r.change.sequence_number.clone())
+        .unwrap()
 }

@@ -411,10 +411,7 @@ impl aws_sdk_dynamodb::config::Intercept for Conflicting {
                 .is_ok();
         cfg.interceptor_state().store_put(Conflicted(conflict));
         if conflict {
-            // Nothing lands: the engine refuses an empty request.
-            let request = ctx.request_mut();
-            request.headers_mut().insert("content-length", "2");
-            *request.body_mut() = aws_smithy_types::body::SdkBody::from("{}");
+            gridline_local::chaos::void_request(ctx.request_mut());
         }
         Ok(())
     }
@@ -428,17 +425,11 @@ impl aws_sdk_dynamodb::config::Intercept for Conflicting {
         if !cfg.load::<Conflicted>().is_some_and(|c| c.0) {
             return Ok(());
         }
-        let response = ctx.response_mut();
-        response.headers_mut().remove("x-amz-crc32");
-        *response.status_mut() = 400u16.try_into()?;
-        *response.body_mut() = aws_smithy_types::body::SdkBody::from(
-            json!({
-                "__type": "com.amazonaws.dynamodb.v20120810#TransactionConflictException",
-                "message": "Transaction is ongoing for the item"
-            })
-            .to_string(),
-        );
-        Ok(())
+        gridline_local::chaos::answer_error(
+            ctx.response_mut(),
+            "TransactionConflictException",
+            "Transaction is ongoing for the item",
+        )
     }
 }
 
