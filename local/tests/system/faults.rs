@@ -251,12 +251,17 @@ async fn poisoned(
     api: &TestApi,
     poison: &std::sync::Arc<Poison>,
 ) -> gridline_local::stream::Poller {
+    api.stack.poller(poisoned_indexer(api, poison)).await
+}
+
+/// The indexer, its client going through `poison`.
+fn poisoned_indexer(api: &TestApi, poison: &std::sync::Arc<Poison>) -> Indexer {
     let store = Store::new(
         poison.client(&api.stack.function_client("IndexerFunction")),
         &api.stack.tables.records,
         &api.stack.tables.index,
     );
-    api.stack.poller(Indexer::new(store)).await
+    Indexer::new(store)
 }
 
 #[tokio::test]
@@ -322,12 +327,7 @@ async fn a_transient_failure_is_reported_at_its_sequence_number_and_the_rest_dea
  {
     let (api, p) = TestApi::with_project("p").await;
     let poison = std::sync::Arc::new(Poison::default());
-    let store = Store::new(
-        poison.client(&api.stack.function_client("IndexerFunction")),
-        &api.stack.tables.records,
-        &api.stack.tables.index,
-    );
-    let indexer = Indexer::new(store);
+    let indexer = poisoned_indexer(&api, &poison);
     api.sync().await;
     let a = api.issue(&p, json!({"title": "a"})).await;
     let bad = api.issue(&p, json!({"title": "bad"})).await;
@@ -448,12 +448,7 @@ async fn read_stream(
 async fn the_lowest_failed_sequence_number_is_reported_and_the_rest_of_the_batch_still_runs() {
     let (api, p) = TestApi::with_project("p").await;
     let poison = std::sync::Arc::new(Poison::default());
-    let store = Store::new(
-        poison.client(&api.stack.function_client("IndexerFunction")),
-        &api.stack.tables.records,
-        &api.stack.tables.index,
-    );
-    let indexer = Indexer::new(store);
+    let indexer = poisoned_indexer(&api, &poison);
     api.sync().await;
     let mut ids = Vec::new();
     for i in 0..6 {
