@@ -13,7 +13,7 @@
 //! exactly what the records say. Adding a field re-indexes its project (every issue gains a
 //! missing entry); deleting one removes its values from the issues and re-indexes them.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -121,11 +121,21 @@ pub struct Plan {
 pub fn plan(records: &[EventRecord]) -> Plan {
     let mut units: Vec<(String, Unit)> = Vec::new();
     let mut issue_slot: HashMap<IssueId, usize> = HashMap::new();
+    // Projects whose re-index for an added field is already planned in this batch.
+    let mut reindexed: HashSet<(TenantId, ProjectId)> = HashSet::new();
     for record in records {
         let seq = record.change.sequence_number.clone().unwrap_or_default();
         match plan_one(record) {
             Ok(None) => {}
             Ok(Some(unit)) => {
+                // A re-index reads the project's fields when it runs, after every record of
+                // the batch was written: one re-index covers every field the batch adds to the
+                // project (a burst of 100 new fields is one pass over its issues, not 100).
+                if let Unit::FieldAdded { tenant, project_id } = &unit
+                    && !reindexed.insert((tenant.clone(), project_id.clone()))
+                {
+                    continue;
+                }
                 if let Unit::Issue { issue_id, .. } = &unit {
                     if let Some(&i) = issue_slot.get(issue_id) {
                         units[i].1 = unit;
@@ -876,6 +886,50 @@ mod tests {
             panic!()
         };
         assert_eq!((issue.version, issue.title.as_str()), (3, "c"));
+    }
+
+    #[test]
+    fn fields_added_to_one_project_in_a_batch_are_one_reindex_at_the_first() {
+        let field = |seq: &str, name: &str, project: &str, field: u64| {
+            let sk = format!("F#{}", FieldId::numbered(field));
+            let pk = format!("T#acme#P#{project}");
+            serde_json::from_value::<EventRecord>(json!({
+                "eventID": seq, "eventName": name, "eventSource": "aws:dynamodb",
+                "awsRegion": "us-east-1",
+                "dynamodb": {
+                    "Keys": {"PK": {"S": pk}, "SK": {"S": sk}},
+                    "SequenceNumber": seq, "SizeBytes": 100,
+                    "StreamViewType": "NEW_AND_OLD_IMAGES"
+                }
+            }))
+            .unwrap()
+        };
+        let (p, q) = ("01ARZ3NDEKTSV4RRFFQ69G5FAW", "01ARZ3NDEKTSV4RRFFQ69G5FAX");
+        let records = vec![
+            field("1", "INSERT", p, 1),
+            field("2", "INSERT", q, 2),
+            field("3", "INSERT", p, 3),
+            field("4", "REMOVE", p, 1),
+            field("5", "INSERT", p, 4),
+        ];
+        let planned = plan(&records);
+        let units: Vec<(&str, &str)> = planned
+            .units
+            .iter()
+            .map(|(seq, u)| {
+                let kind = match u {
+                    Unit::FieldAdded { project_id, .. } if project_id.as_str() == p => "added p",
+                    Unit::FieldAdded { .. } => "added q",
+                    Unit::FieldRemoved { .. } => "removed p",
+                    _ => "other",
+                };
+                (seq.as_str(), kind)
+            })
+            .collect();
+        assert_eq!(
+            units,
+            [("1", "added p"), ("2", "added q"), ("4", "removed p")]
+        );
     }
 
     #[test]
