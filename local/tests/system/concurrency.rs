@@ -11,10 +11,12 @@ async fn forty_parallel_creates_get_numbers_one_to_forty() {
     let (api, p) = TestApi::with_project("p").await;
     let token = TestApi::token("alice", "acme");
     let path = format!("/projects/{p}/issues");
-    // On DynamoDB Local (one slow JVM on 2 cores) 40 creates racing for one counter can retry
-    // past the function's 10 s Timeout, which the local API now enforces (502); 20 still race.
+    // On DynamoDB Local (one slow JVM on 2 cores, shared with the test running beside this
+    // one) creates racing for one counter can retry past the function's 10 s Timeout, which
+    // the local API enforces (502): 20 did once in CI-like runs. 10 still race for the counter
+    // there; the embedded engine races 40.
     let n: u64 = if std::env::var_os(gridline_local::testing::TEST_ENDPOINT_VAR).is_some() {
-        20
+        10
     } else {
         40
     };
