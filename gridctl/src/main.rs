@@ -59,6 +59,9 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
+    /// Rewrite watermarks still in the previous layout (every entry key) in the compact one,
+    /// by re-indexing their issues; safe while traffic flows. `verify` counts them.
+    Upgrade,
     /// Re-drive the issues named by the indexer's on-failure messages.
     Replay {
         /// The stack's IndexerFailureQueueUrl; messages are deleted once replayed.
@@ -140,6 +143,7 @@ async fn run(cli: Cli) -> Result<i32> {
     match cli.command {
         Command::Verify { show } => run_verify(&store, cli.segments, json, show).await,
         Command::Repair { rounds } => run_repair(&store, cli.segments, json, rounds).await,
+        Command::Upgrade => run_upgrade(&store, cli.segments, json).await,
         Command::Replay {
             queue_url,
             file,
@@ -192,6 +196,12 @@ fn print_verify(report: &ops::VerifyReport, show: usize) {
         "missing {}, extra {}, stale {} entries, in {} issues",
         report.missing, report.extra, report.stale, report.drifted_issues
     );
+    if report.previous_layout_watermarks > 0 {
+        println!(
+            "{} watermarks in the previous layout (not drift; `gridctl upgrade` rewrites them)",
+            report.previous_layout_watermarks
+        );
+    }
     if report.parked > 0 {
         println!(
             "parked {} units (the indexer could not index them; see each reason)",
@@ -256,6 +266,19 @@ async fn run_repair(store: &Store, segments: u32, json: bool, rounds: u32) -> Re
         );
     }
     Ok(if report.clean { 0 } else { 1 })
+}
+
+async fn run_upgrade(store: &Store, segments: u32, json: bool) -> Result<i32> {
+    let report = ops::upgrade(store, segments, &|what, len| bar(json, what, len)).await?;
+    if json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "{} watermarks in the previous layout: {} upgraded, {} failed",
+            report.found, report.upgraded, report.failed
+        );
+    }
+    Ok(if report.failed == 0 { 0 } else { 1 })
 }
 
 /// `replay`: from the on-failure queue or a file of its messages.

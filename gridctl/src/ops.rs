@@ -25,6 +25,8 @@ pub struct VerifyReport {
     /// Units the indexer parked (see `Drift::parked`): drift too.
     pub parked: usize,
     pub drifted_issues: usize,
+    /// Watermarks still in the previous layout (not drift; `gridctl upgrade` rewrites them).
+    pub previous_layout_watermarks: usize,
     pub drift: Drift,
 }
 
@@ -47,8 +49,65 @@ pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Res
         stale: drift.stale.len(),
         parked: drift.parked.len(),
         drifted_issues: drift.issues().len(),
+        previous_layout_watermarks: snap.previous_layout_watermarks,
         drift,
     })
+}
+
+/// What `upgrade` did.
+#[derive(Debug, Default, Serialize)]
+pub struct UpgradeReport {
+    /// Watermarks found in the previous layout.
+    pub found: usize,
+    pub upgraded: usize,
+    /// Issues whose re-index failed (logged); run again.
+    pub failed: usize,
+}
+
+/// Rewrites every watermark still in the previous layout (every entry key in a string set) in
+/// the compact one, by re-indexing its issue from its current record, 16 at a time: safe
+/// while traffic flows (each write is conditioned on the version it read, as the indexer's
+/// are). The indexer reads both layouts, so this only retires the old one.
+pub async fn upgrade(
+    store: &Store,
+    segments: u32,
+    progress: &dyn Fn(&str, u64) -> ProgressBar,
+) -> Result<UpgradeReport> {
+    use futures::StreamExt;
+    let scan = progress("scanning", 0);
+    let items = store
+        .scan_table(gridline::index::Table::Index, segments, &|n| {
+            scan.inc(n as u64)
+        })
+        .await?;
+    scan.finish_and_clear();
+    let old: Vec<_> = items
+        .iter()
+        .filter_map(gridline::index::watermark::previous_layout_head)
+        .collect();
+    let mut report = UpgradeReport {
+        found: old.len(),
+        ..UpgradeReport::default()
+    };
+    let bar = progress("upgrading", old.len() as u64);
+    let indexer = Indexer::new(store.clone());
+    let runs = old.iter().map(|(tenant, issue)| {
+        let indexer = &indexer;
+        async move { (issue, indexer.reindex_issue(tenant, issue).await) }
+    });
+    let mut done = futures::stream::iter(runs).buffer_unordered(16);
+    while let Some((issue, result)) = done.next().await {
+        match result {
+            Ok(_) => report.upgraded += 1,
+            Err(e) => {
+                tracing::error!(issue = %issue, error = %e, "watermark upgrade failed");
+                report.failed += 1;
+            }
+        }
+        bar.inc(1);
+    }
+    bar.finish_and_clear();
+    Ok(report)
 }
 
 /// What `repair` did.

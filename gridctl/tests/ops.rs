@@ -396,3 +396,136 @@ async fn repair_reindexes_a_parked_project_and_acknowledges_a_parked_record() {
     );
     assert!(verify(&api).await.is_clean());
 }
+
+/// Rewrites every watermark in the layout before the compact one (a version and every entry
+/// key in a string set; no buckets), from what the compact one derives: a stack as the
+/// previous release left it.
+async fn downgrade_watermarks(api: &TestApi) -> usize {
+    let store = &api.stack.state.store;
+    let index = &api.stack.tables.index;
+    let items = api
+        .stack
+        .client
+        .scan()
+        .table_name(index)
+        .send()
+        .await
+        .unwrap()
+        .items
+        .unwrap_or_default();
+    let mut heads = 0;
+    for item in &items {
+        let pk = item["PK"].as_s().unwrap();
+        let sk = item["SK"].as_s().unwrap();
+        let Some((tenant, issue)) = gridline::keys::index::parse_watermark_pk(pk) else {
+            continue;
+        };
+        if sk != gridline::keys::index::WATERMARK_SK {
+            delete_index_item(api, pk, sk).await;
+            continue;
+        }
+        let wm = store
+            .get_full_watermark(&tenant, &issue)
+            .await
+            .unwrap()
+            .unwrap();
+        let mut old = index_key(pk, sk);
+        old.insert("version".into(), AttributeValue::N(wm.version.to_string()));
+        let refs: Vec<String> = wm
+            .certain(&tenant, &issue)
+            .iter()
+            .map(|e| gridline::keys::index::entry_ref(&tenant, &e.pk, &e.sk))
+            .collect();
+        if !refs.is_empty() {
+            old.insert("entries".into(), AttributeValue::Ss(refs));
+        }
+        api.stack
+            .client
+            .put_item()
+            .table_name(index)
+            .set_item(Some(old))
+            .send()
+            .await
+            .unwrap();
+        heads += 1;
+    }
+    heads
+}
+
+/// A stack whose watermarks are all in the previous layout keeps indexing exactly under
+/// traffic while `gridctl upgrade` rewrites them, and ends with none left and verify clean.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stack_of_the_previous_watermark_layout_upgrades_under_traffic() {
+    let api = TestApi::start().await;
+    let narrow = api.project("narrow").await;
+    let wide = api.project("wide").await;
+    let points = api
+        .field(&narrow, json!({"name": "points", "type": "number"}))
+        .await;
+    let mut wide_fields = Vec::new();
+    for i in 0..16 {
+        wide_fields.push(
+            api.field(&wide, json!({"name": format!("n{i}"), "type": "number"}))
+                .await,
+        );
+    }
+    let mut issues = Vec::new();
+    for i in 0..12 {
+        let (p, fields) = if i % 2 == 0 {
+            (&narrow, json!({points.clone(): i}))
+        } else {
+            let values: serde_json::Map<_, _> = wide_fields
+                .iter()
+                .map(|f| (f.clone(), json!(i * 100)))
+                .collect();
+            (&wide, serde_json::Value::Object(values))
+        };
+        let issue = api
+            .issue(
+                p,
+                json!({"title": format!("issue {i}"), "fields": fields,
+                       "participants": [{"kind": "user", "id": "bob", "role": "assignee"}]}),
+            )
+            .await;
+        issues.push(issue["id"].as_str().unwrap().to_string());
+    }
+    let gone = issues.pop().unwrap();
+    api.call(ALICE, Method::DELETE, &format!("/issues/{gone}"), None)
+        .await;
+    api.sync().await;
+    let downgraded = downgrade_watermarks(&api).await;
+    assert_eq!(downgraded, 12, "11 issues and a tombstone");
+    let before = verify(&api).await;
+    assert!(before.is_clean(), "{:?}", before.drift);
+    assert_eq!(before.previous_layout_watermarks, 11);
+
+    // Traffic (field changes, closes, a new participant, a new field) while upgrade runs.
+    let traffic = async {
+        for (n, id) in issues.iter().enumerate() {
+            let body = match n % 3 {
+                0 => json!({"state": "closed"}),
+                1 => json!({"title": format!("renamed {n}")}),
+                _ => json!({"fields": {points.clone(): 99}}),
+            };
+            let r = api
+                .call(ALICE, Method::PATCH, &format!("/issues/{id}"), Some(body))
+                .await;
+            assert!(r.status.is_success() || n % 3 == 2, "{}", r.text);
+            if n == 4 {
+                api.field(&wide, json!({"name": "late", "type": "date"}))
+                    .await;
+            }
+            api.sync().await;
+        }
+    };
+    let operator = support::store(&api.stack, "Upgrade");
+    let upgrade = ops::upgrade(&operator, 2, &hidden);
+    let ((), report) = tokio::join!(traffic, upgrade);
+    let report = report.unwrap();
+    assert_eq!(report.failed, 0, "{report:?}");
+    api.sync().await;
+    assert_eq!(api.dead_letters().await, 0);
+    let after = verify(&api).await;
+    assert!(after.is_clean(), "{:?}", after.drift);
+    assert_eq!(after.previous_layout_watermarks, 0, "{report:?}");
+}

@@ -345,5 +345,27 @@ async fn workload(api: &TestApi) {
     alice.get(&format!("/projects/{p}/issues?sort={n}")).await;
     api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
         .await;
+
+    // A project with enough fields that watermarks keep them in buckets: closing an issue
+    // moves every entry, so the indexer reads all its buckets at once (a Query).
+    let wide = api.project("wide").await;
+    let mut values = serde_json::Map::new();
+    for i in 0..16 {
+        let f = api
+            .field(&wide, json!({"name": format!("n{i}"), "type": "number"}))
+            .await;
+        values.insert(f, json!(i * 1000 + 7));
+    }
+    let issue = api
+        .issue(&wide, json!({"title": "wide", "fields": values}))
+        .await;
+    api.sync().await;
+    let id = issue["id"].as_str().unwrap();
+    alice
+        .patch(&format!("/issues/{id}"), json!({"state": "closed"}))
+        .await;
+    api.sync().await;
+    let both = [&p, &wide].map(|p| ProjectId::parse(p).unwrap());
+    api.assert_index_matches_records(&acme(), &both).await;
     assert_eq!(api.dead_letters().await, 0);
 }

@@ -1,15 +1,14 @@
 //! The largest issue the contract allows indexes, end to end through the stream, and its
-//! watermark item (every entry key of the issue) stays far below DynamoDB's 400 KB item limit,
-//! at rest and at its largest (the intent of a change that moves every entry). Sizes are
+//! watermark (a head and field buckets) stays far below DynamoDB's 400 KB item limit, at rest
+//! and at its largest (the head during the intent of a change that moves every entry). Sizes are
 //! computed by DynamoDB's rules here, so the test does not depend on the engine refusing items.
-
-use std::collections::BTreeSet;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use gridline::domain::ids::{IssueId, ProjectId, TenantId};
 use gridline::domain::values::StoredValue;
-use gridline::index::intent_item;
-use gridline::index::{Entry, entries};
+use gridline::index::entries;
+use gridline::index::intent_head_item;
+use gridline::index::watermark::{Basis, Pending};
 use gridline::keys;
 use gridline::store::stored_size as item_size;
 use gridline_local::testing::TestApi;
@@ -96,7 +95,7 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
 
     // At its largest: closing the issue and changing every value moves every entry.
     let wm = store
-        .get_watermark(&tenant_id, &issue_id)
+        .get_full_watermark(&tenant_id, &issue_id)
         .await
         .unwrap()
         .unwrap();
@@ -111,31 +110,28 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
         .unwrap()
         .unwrap();
     let now = entries(&tenant_id, &issue, &defs);
-    assert_eq!(wm.entries.len(), now.len());
+    // The watermark derives exactly the issue's entries.
+    assert_eq!(wm.certain(&tenant_id, &issue_id), now);
+    let bucket_sizes = bucket_sizes(&api, &tenant_id, &issue_id).await;
     issue.state = gridline::domain::IssueState::Closed;
     issue.updated_at = "2099-01-01T00:00:00.000Z".into();
     for v in issue.fields.values_mut() {
         *v = StoredValue::S("\u{10FFFE}".repeat(100));
     }
-    let next = entries(&tenant_id, &issue, &defs);
-    let key = |e: &Entry| (e.pk.clone(), e.sk.clone());
-    let have: BTreeSet<_> = wm.entries.iter().map(key).collect();
-    let want: BTreeSet<_> = next.iter().map(key).collect();
-    let puts: Vec<&Entry> = next.iter().filter(|e| !have.contains(&key(e))).collect();
-    let deletes: Vec<&Entry> = wm
-        .entries
-        .iter()
-        .filter(|e| !want.contains(&key(e)))
-        .collect();
-    let during = item_size(&intent_item(&tenant_id, &issue_id, &wm, (&puts, &deletes)));
+    let next = Basis::of(&issue, &defs);
+    let step = wm.step(&tenant_id, &issue_id, Some(&next), &Pending::default());
+    let during = item_size(&intent_head_item(&tenant_id, &issue_id, &wm, &step.intent));
+    let largest_bucket = bucket_sizes.iter().copied().max().unwrap_or(0);
     println!(
-        "largest issue ({} entries): watermark item {stored} bytes; {during} bytes during a change moving every entry ({} puts, {} deletes); limit {LIMIT}",
+        "largest issue ({} entries): watermark head {stored} bytes and {} buckets of at most {largest_bucket} bytes; head {during} bytes during a change moving every entry ({} puts, {} deletes); limit {LIMIT}",
         now.len(),
-        puts.len(),
-        deletes.len()
+        bucket_sizes.len(),
+        step.puts.len(),
+        step.deletes.len()
     );
-    assert!(stored < LIMIT / 2, "{stored}");
-    assert!(during < LIMIT * 85 / 100, "{during}");
+    assert!(stored < LIMIT / 10, "{stored}");
+    assert!(largest_bucket < 4 * 1024, "{largest_bucket}");
+    assert!(during < LIMIT / 2, "{during}");
 
     // And a real change of that size goes through the stream: close it, retitle it.
     let r = api
@@ -160,4 +156,23 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
     assert_eq!(r.body["items"][0]["id"], json!(id), "{}", r.text);
     api.assert_index_matches_records(&tenant_id, &[project_id])
         .await;
+}
+
+/// Sizes of the issue's watermark buckets, as stored.
+async fn bucket_sizes(api: &TestApi, tenant: &TenantId, issue: &IssueId) -> Vec<usize> {
+    let out = api
+        .stack
+        .client
+        .query()
+        .table_name(&api.stack.tables.index)
+        .key_condition_expression("PK = :pk AND begins_with(SK, :b)")
+        .expression_attribute_values(
+            ":pk",
+            AttributeValue::S(keys::index::watermark_pk(tenant, issue)),
+        )
+        .expression_attribute_values(":b", AttributeValue::S("B".into()))
+        .send()
+        .await
+        .unwrap();
+    out.items().iter().map(item_size).collect()
 }

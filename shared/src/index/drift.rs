@@ -12,8 +12,9 @@ use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::index::entries::keys_of;
 use crate::index::indexer::DELETED;
+use crate::index::watermark::{Basis, Pending};
 use crate::index::{Entry, entries};
-use crate::index::{Parked, Table, Watermark, entry_from_item, parked_from_item};
+use crate::index::{Parked, Table, entry_from_item, parked_from_item};
 use crate::keys::{self, records::entity};
 use crate::store::{Store, StoreError, issue_from};
 
@@ -31,6 +32,9 @@ pub struct Snapshot {
     pub parked: Vec<Parked>,
     pub records_scanned: usize,
     pub index_scanned: usize,
+    /// Watermarks still in the previous layout (read as they are; `gridctl upgrade` rewrites
+    /// them): not drift.
+    pub previous_layout_watermarks: usize,
 }
 
 /// An entry whose key is right but whose attributes are not.
@@ -138,6 +142,10 @@ pub async fn snapshot(
         }
     }
     snap.entries = index.iter().filter_map(entry_from_item).collect();
+    snap.previous_layout_watermarks = index
+        .iter()
+        .filter_map(crate::index::watermark::previous_layout_head)
+        .count();
     snap.parked = index.iter().filter_map(parked_from_item).collect();
     snap.parked
         .sort_by(|a, b| (&a.tenant, &a.subject).cmp(&(&b.tenant, &b.subject)));
@@ -203,21 +211,21 @@ pub enum Repaired {
     InFlight,
 }
 
-/// The entries `issue` calls for with its project's current fields (none for a deleted one).
-async fn desired_entries(
+/// What `issue`'s entries derive from with its project's current fields (none when deleted).
+async fn desired_basis(
     store: &Store,
     tenant: &TenantId,
     issue: Option<&Issue>,
-) -> Result<BTreeSet<Entry>, StoreError> {
+) -> Result<Option<Basis>, StoreError> {
     let Some(issue) = issue else {
-        return Ok(BTreeSet::new());
+        return Ok(None);
     };
     let defs = store
         .project_with_fields(tenant, &issue.project_id)
         .await?
         .map(|(_, d)| d)
         .unwrap_or_default();
-    Ok(entries(tenant, issue, &defs))
+    Ok(Some(Basis::of(issue, &defs)))
 }
 
 /// What makes `actual` into `desired`: the entries to put (absent or different) and the ones
@@ -258,7 +266,7 @@ pub async fn repair_issue(
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
         }
-        let wm = store.get_watermark(tenant, issue_id).await?;
+        let wm = store.get_full_watermark(tenant, issue_id).await?;
         let issue = store.get_issue_summary(tenant, issue_id).await?;
         let version = issue.as_ref().map_or(DELETED, |i| i.version);
         let wm_version = wm.as_ref().map(|w| w.version);
@@ -267,18 +275,33 @@ pub async fn repair_issue(
         if !orphan && wm_version.is_none_or(|w| w < version) {
             continue;
         }
-        let desired = desired_entries(store, tenant, issue.as_ref()).await?;
-        let recorded = keys_of(wm.iter().flat_map(|w| &w.entries));
-        let pending = keys_of(wm.iter().flat_map(|w| &w.pending));
+        let basis = desired_basis(store, tenant, issue.as_ref()).await?;
+        let desired = basis
+            .as_ref()
+            .map(|b| b.entries(tenant, issue_id))
+            .unwrap_or_default();
+        let none = Pending::default();
+        let recorded = keys_of(
+            wm.iter()
+                .flat_map(|w| w.certain(tenant, issue_id))
+                .collect::<Vec<_>>()
+                .iter(),
+        );
+        let possible = keys_of(
+            wm.iter()
+                .flat_map(|w| w.possible(tenant, issue_id, &none))
+                .collect::<Vec<_>>()
+                .iter(),
+        );
         // Every entry this may have to touch, read fresh.
         let mut candidates = keys_of(desired.iter().chain(hints));
-        candidates.extend(recorded.iter().chain(&pending).cloned());
+        candidates.extend(possible.iter().cloned());
         let candidates: Vec<_> = candidates.into_iter().collect();
         let actual: BTreeSet<Entry> = store.entries_at(&candidates).await?.into_iter().collect();
         let (puts, deletes) = differences(&desired, &actual);
         if puts.is_empty()
             && deletes.is_empty()
-            && (orphan || (recorded == keys_of(&desired) && pending.is_empty()))
+            && (orphan || (recorded == keys_of(&desired) && possible == recorded))
         {
             return Ok(Repaired::AlreadyRight);
         }
@@ -287,14 +310,14 @@ pub async fn repair_issue(
         if orphan {
             return Ok(Repaired::Fixed { puts, deletes });
         }
-        let fixed = Watermark {
-            version: wm_version.unwrap_or(version),
-            entries: desired,
-            pending: BTreeSet::new(),
-            parked: false,
-        };
         if store
-            .replace_watermark(tenant, issue_id, &fixed, wm_version)
+            .replace_watermark(
+                tenant,
+                issue_id,
+                wm.as_ref(),
+                basis.as_ref(),
+                wm_version.unwrap_or(version),
+            )
             .await?
         {
             if wm.as_ref().is_some_and(|w| w.parked) {

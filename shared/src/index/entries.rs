@@ -9,7 +9,6 @@ use crate::domain::decimal::DynNumber;
 use crate::domain::ids::TenantId;
 use crate::domain::values::{FieldDef, FieldType, StoredValue, parse_date, parse_datetime};
 use crate::encoding;
-use crate::keys;
 
 /// State scopes every entry is written to: all issues, and issues in its state.
 pub const ALL_STATES: &str = "all";
@@ -154,62 +153,7 @@ pub fn keys_of<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> BTreeSet<(St
 /// its state's scope; and for each participant, a participation copy in their inbox for the
 /// issue's state and one in the inbox for their role there.
 pub fn entries(tenant: &TenantId, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry> {
-    let mut sort_keys: Vec<(String, String)> = vec![
-        (
-            "num".into(),
-            keys::index::value_sk(&format!("{:020}", issue.num), issue.num),
-        ),
-        (
-            "title".into(),
-            keys::index::value_sk(&encoding::text::encode(&issue.title), issue.num),
-        ),
-        (
-            "state".into(),
-            keys::index::value_sk(&encoding::text::encode(issue.state.as_str()), issue.num),
-        ),
-        (
-            "created_at".into(),
-            keys::index::value_sk(&encoding::date(&issue.created_at), issue.num),
-        ),
-        (
-            "updated_at".into(),
-            keys::index::value_sk(&encoding::date(&issue.updated_at), issue.num),
-        ),
-    ];
-    for def in defs {
-        let sk = match issue
-            .fields
-            .get(def.id.as_str())
-            .and_then(|v| encode_value(def, v))
-        {
-            Some(encoded) => keys::index::value_sk(&encoded, issue.num),
-            None => keys::index::missing_sk(issue.num),
-        };
-        sort_keys.push((def.id.to_string(), sk));
-    }
-    let mut out = BTreeSet::new();
-    for (column, sk) in sort_keys {
-        for scope in [ALL_STATES, issue.state.as_str()] {
-            out.insert(Entry {
-                pk: keys::index::column_pk(tenant, &issue.project_id, &column, scope),
-                sk: sk.clone(),
-                issue_id: issue.id.to_string(),
-                role: None,
-            });
-        }
-    }
-    let sk = keys::index::inbox_sk(&issue.updated_at, &issue.id);
-    for p in &issue.participants {
-        for role in [None, Some(p.role)] {
-            out.insert(Entry {
-                pk: keys::index::inbox_pk(tenant, p.kind, &p.id, issue.state, role),
-                sk: sk.clone(),
-                issue_id: issue.id.to_string(),
-                role: Some(p.role.as_str().to_string()),
-            });
-        }
-    }
-    out
+    crate::index::watermark::Basis::of(issue, defs).entries(tenant, &issue.id)
 }
 
 /// The scope a grid reads: every state, or one.
@@ -222,6 +166,7 @@ mod tests {
     use super::*;
     use crate::domain::ids::{FieldId, IssueId, ProjectId};
     use crate::domain::{ParticipantKind, Role};
+    use crate::keys;
     use std::collections::BTreeMap;
 
     fn t() -> TenantId {

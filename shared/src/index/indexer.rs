@@ -13,7 +13,7 @@
 //! exactly what the records say. Adding a field re-indexes its project (every issue gains a
 //! missing entry); deleting one removes its values from the issues and re-indexes them.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -25,10 +25,9 @@ use serde_dynamo::AttributeValue as Av;
 use crate::domain::Issue;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
-use crate::index::entries::keys_of;
 use crate::index::stream::{self, Change, Op};
-use crate::index::{Entry, entries};
-use crate::index::{Parked, Watermark};
+use crate::index::watermark::{Basis, Layout, Pending, Watermark};
+use crate::index::{Entry, Parked};
 use crate::keys;
 use crate::keys::index::ParkedUnit;
 use crate::store::{Store, StoreError, issue_from_image};
@@ -560,23 +559,21 @@ impl Indexer {
         if wm.as_ref().is_some_and(|w| w.parked) {
             self.store.unpark(tenant, issue_id).await?;
         }
-        let desired = defs.entries(&self.store, tenant, target.issue).await?;
+        let desired = defs.basis(&self.store, tenant, target.issue).await?;
         let wm = wm.unwrap_or_default();
-        let current = (&wm.entries, &wm.pending);
-        let version = target.version;
-        if !self
+        let done = self
             .reconcile(
                 tenant,
                 issue_id,
-                version,
-                &desired,
-                current,
+                (target.version, desired.as_ref()),
+                wm,
+                &Pending::default(),
                 allow_equal,
                 metrics,
             )
-            .await?
-        {
-            self.catch_up(tenant, issue_id, desired, metrics).await?;
+            .await?;
+        if let Err(written) = done {
+            self.catch_up(tenant, issue_id, written, metrics).await?;
         }
         Ok(())
     }
@@ -590,7 +587,7 @@ impl Indexer {
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
-        written: BTreeSet<Entry>,
+        written: Pending,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
         let defs = Defs::default();
@@ -600,70 +597,82 @@ impl Indexer {
             .get_watermark(tenant, issue_id)
             .await?
             .unwrap_or_default();
-        // What this wrote may or may not have landed.
-        let mut maybe = wm.pending;
-        maybe.extend(written);
         let version = now.as_ref().map_or(DELETED, |i| i.version.max(wm.version));
-        let desired = defs.entries(&self.store, tenant, now.as_ref()).await?;
-        let current = (&wm.entries, &maybe);
-        self.reconcile(tenant, issue_id, version, &desired, current, true, metrics)
+        let desired = defs.basis(&self.store, tenant, now.as_ref()).await?;
+        // Whatever this finds, it does not start over: the stream redelivers what it misses.
+        let _ = self
+            .reconcile(
+                tenant,
+                issue_id,
+                (version, desired.as_ref()),
+                wm,
+                &written,
+                true,
+                metrics,
+            )
             .await?;
         Ok(())
     }
 
-    /// Writes the desired entries not known to be written, deletes every entry that may be in
-    /// the index (`current`: the written ones and the pending ones) but is not desired, then
-    /// records the watermark. Returns `false` if a newer watermark was recorded meanwhile.
+    /// Reads the watermark's buckets the change needs, writes the desired entries not known
+    /// to be written, deletes every entry that may be in the index but is not desired (with
+    /// `extra`: what an earlier attempt may have written), then commits the watermark. On
+    /// `Err`, a newer watermark was recorded meanwhile: what this may have written, as pending.
     #[allow(clippy::too_many_arguments)]
     async fn reconcile(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
-        version: u64,
-        desired: &BTreeSet<Entry>,
-        (written, pending): (&BTreeSet<Entry>, &BTreeSet<Entry>),
+        (version, desired): (u64, Option<&Basis>),
+        mut wm: Watermark,
+        extra: &Pending,
         allow_equal: bool,
         metrics: &mut Metrics,
-    ) -> Result<bool, IndexError> {
-        // Entries are compared by key: everything else on an entry follows from its key.
-        let key = Entry::key;
-        let (written_keys, desired_keys) = (keys_of(written), keys_of(desired));
-        let puts: Vec<&Entry> = desired
-            .iter()
-            .filter(|e| !written_keys.contains(&key(e)))
-            .collect();
-        let mut deletes: Vec<&Entry> = written
-            .iter()
-            .chain(pending)
-            .filter(|e| !desired_keys.contains(&key(e)))
-            .collect();
-        deletes.sort();
-        deletes.dedup_by(|a, b| key(a) == key(b));
-        if puts.is_empty() && deletes.is_empty() && allow_equal {
-            return Ok(true);
+    ) -> Result<Result<(), Pending>, IndexError> {
+        let buckets = desired.map_or(0, |d| Layout::choose(wm.layout.buckets, d));
+        let read = wm.buckets_to_read(desired, buckets, extra);
+        self.store
+            .read_buckets(tenant, issue_id, &mut wm, &read)
+            .await?;
+        // Buckets not read hold no change: their fields are left out of the comparison.
+        let mut compared = desired.cloned();
+        if let Some(d) = compared.as_mut() {
+            d.retain_columns(|c| wm.has_read(c));
         }
+        let step = wm.step(tenant, issue_id, compared.as_ref(), extra);
+        let converts = wm.legacy.is_some() || buckets != wm.layout.buckets;
+        if step.puts.is_empty() && step.deletes.is_empty() && allow_equal && !converts {
+            return Ok(Ok(()));
+        }
+        let written = || compared.as_ref().map(Pending::all_of).unwrap_or_default();
         // The watermark learns what this write may change before it happens (see
         // `record_intent`), so a write cut short never leaves it wrong.
-        metrics.writes += 1;
-        if !self
-            .store
-            .record_intent(tenant, issue_id, (&puts, &deletes), version, allow_equal)
-            .await?
-        {
-            return Ok(false);
+        if !(step.puts.is_empty() && step.deletes.is_empty()) {
+            metrics.writes += 1;
+            if !self
+                .store
+                .record_intent(tenant, issue_id, &wm, &step, version, allow_equal)
+                .await?
+            {
+                return Ok(Err(Pending::default()));
+            }
         }
+        let puts: Vec<&Entry> = step.puts.iter().collect();
+        let deletes: Vec<&Entry> = step.deletes.iter().collect();
         metrics.writes += self.store.write_entries(&puts, &deletes).await?;
-        let wm = Watermark {
-            version,
-            entries: desired.clone(),
-            pending: BTreeSet::new(),
-            parked: false,
-        };
-        metrics.writes += 1;
-        Ok(self
+        let (held, writes) = self
             .store
-            .put_watermark(tenant, issue_id, &wm, allow_equal)
-            .await?)
+            .commit_watermark(
+                tenant,
+                issue_id,
+                &wm,
+                desired,
+                (version, buckets),
+                allow_equal,
+            )
+            .await?;
+        metrics.writes += writes;
+        Ok(if held { Ok(()) } else { Err(written()) })
     }
 
     /// Re-indexes every issue of a project with its current fields; when a field was
@@ -826,20 +835,19 @@ impl Defs {
         Ok(defs.clone())
     }
 
-    /// The entries `issue` should have (none for a deleted issue).
-    async fn entries(
+    /// What `issue`'s entries derive from under its project's fields (none when deleted).
+    async fn basis(
         &self,
         store: &Store,
         tenant: &TenantId,
         issue: Option<&Issue>,
-    ) -> Result<BTreeSet<Entry>, StoreError> {
+    ) -> Result<Option<Basis>, StoreError> {
         Ok(match issue {
-            Some(issue) => entries(
-                tenant,
+            Some(issue) => Some(Basis::of(
                 issue,
                 &self.get(store, tenant, &issue.project_id).await?,
-            ),
-            None => BTreeSet::new(),
+            )),
+            None => None,
         })
     }
 }

@@ -3,6 +3,8 @@
 //!
 //! - [`entries`](mod@entries): pure — which entries an issue should have, given its project's fields.
 //! - [`indexer`]: the stream consumer; writes the difference from the issue's watermark.
+//! - [`watermark`]: pure — the indexer's compact record of an issue's entries (what they derive
+//!   from, what a write in flight may have changed), and how it is stored.
 //! - [`table`]: index-table I/O (entries, watermarks, parked markers, column and inbox pages).
 //! - [`drift`]: compares the index with a recomputation from the records; repairs it.
 //! - [`scan`]: the whole-table scans and exact-version writes `drift` needs.
@@ -18,12 +20,13 @@ pub mod indexer;
 pub mod scan;
 pub mod stream;
 pub mod table;
+pub mod watermark;
 
 pub use entries::{
     ALL_STATES, BUILT_INS, Column, Entry, Kind, column_state, encode_bound, encode_value, entries,
 };
 pub use scan::{Table, entry_from_item};
 pub use table::{
-    ColumnQuery, InboxCopy, Parked, TOMBSTONE_TTL_SECS, Watermark, intent_item, parked_from_item,
-    watermark_item,
+    ColumnQuery, InboxCopy, Parked, TOMBSTONE_TTL_SECS, intent_head_item, parked_from_item,
 };
+pub use watermark::{Basis, Watermark};

@@ -4,12 +4,14 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
-use super::table::{Watermark, watermark_item};
+use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
+
 use crate::domain::ids::{IssueId, TenantId};
 use crate::index::Entry;
+use crate::index::watermark::{self, Basis, Layout, Watermark};
 use crate::keys;
 use crate::store::items::key;
-use crate::store::{Item, Store, StoreError, condition_held, sdk};
+use crate::store::{Item, Store, StoreError, build_err, sdk};
 
 /// One of the two tables.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -92,28 +94,83 @@ impl Store {
         Ok(items.iter().filter_map(entry_from_item).collect())
     }
 
-    /// Replaces the issue's watermark only if it is still the one read (`expected` version, or
-    /// none); `false` when the indexer recorded another meanwhile.
+    /// The issue's whole watermark: its head and every bucket of its layout.
+    pub async fn get_full_watermark(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+    ) -> Result<Option<Watermark>, StoreError> {
+        let Some(mut wm) = self.get_watermark(tenant, issue_id).await? else {
+            return Ok(None);
+        };
+        let all = (0..wm.layout.buckets).collect();
+        self.read_buckets(tenant, issue_id, &mut wm, &all).await?;
+        Ok(Some(wm))
+    }
+
+    /// Replaces the issue's watermark with one that reflects `desired` at `version` (`None`:
+    /// a tombstone), only if it is still the one read (`read`'s version, or none): its head
+    /// and every bucket in one transaction, so a concurrent indexer write is never half
+    /// overwritten; `false` when the indexer recorded another meanwhile. Buckets of a layout
+    /// it replaces are deleted after.
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn replace_watermark(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
-        wm: &Watermark,
-        expected: Option<u64>,
+        read: Option<&Watermark>,
+        desired: Option<&Basis>,
+        version: u64,
     ) -> Result<bool, StoreError> {
-        let item = watermark_item(tenant, issue_id, wm);
-        let request = self
-            .client
-            .put_item()
-            .table_name(&self.index)
-            .set_item(Some(item));
-        let request = match expected {
-            Some(v) => request
+        let old = read.map_or(0, |w| w.layout.buckets);
+        let buckets = desired.map_or(0, |d| Layout::choose(old, d));
+        // Every bucket rewritten: a fresh watermark, read as if nothing were known.
+        let fresh = Watermark::default();
+        let (head, bucket_items) =
+            watermark::commit_items(tenant, issue_id, &fresh, desired, version, buckets);
+        let mut head_put = Put::builder().table_name(&self.index).set_item(Some(head));
+        head_put = match read.map(|w| w.version) {
+            Some(v) => head_put
                 .condition_expression("version = :v")
                 .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
-            None => request.condition_expression("attribute_not_exists(version)"),
+            None => head_put.condition_expression("attribute_not_exists(version)"),
         };
-        condition_held("PutItem", request.send().await)
+        let mut items = vec![
+            TransactWriteItem::builder()
+                .put(head_put.build().map_err(build_err)?)
+                .build(),
+        ];
+        for item in bucket_items {
+            let put = Put::builder()
+                .table_name(&self.index)
+                .set_item(Some(item))
+                .build()
+                .map_err(build_err)?;
+            items.push(TransactWriteItem::builder().put(put).build());
+        }
+        let result = self
+            .client
+            .transact_write_items()
+            .set_transact_items(Some(items))
+            .send()
+            .await;
+        if let Err(e) = result {
+            let e = aws_sdk_dynamodb::Error::from(e);
+            if matches!(e, aws_sdk_dynamodb::Error::TransactionCanceledException(_)) {
+                return Ok(false);
+            }
+            return Err(StoreError::Dynamo {
+                op: "TransactWriteItems",
+                source: Box::new(e),
+            });
+        }
+        if old > 0 && old != buckets {
+            let pk = keys::index::watermark_pk(tenant, issue_id);
+            let stale = (0..old)
+                .map(|k| (pk.clone(), watermark::bucket_sk(old, k)))
+                .collect();
+            self.delete_index_keys(stale).await?;
+        }
+        Ok(true)
     }
 }

@@ -1,13 +1,14 @@
 //! Index-table I/O: attribute-index entries, the indexer's per-issue watermarks and parked
 //! markers, and the two reads of the request paths (a page of a column, a page of an inbox).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRequest};
 
 use crate::cursor::Position;
 use crate::domain::ids::{IssueId, TenantId};
 use crate::index::Entry;
+use crate::index::watermark::{self, Basis, Pending, Step, Watermark, head_item};
 use crate::keys;
 use crate::store::items::{key, string};
 use crate::store::query::Query;
@@ -18,18 +19,6 @@ use crate::store::{Item, Page, Store, StoreError, build_err, condition_held, sdk
 const WRITE_CHUNK: usize = 25;
 /// Rounds of retrying unprocessed items (throttling) before giving up on a batch.
 const MAX_ROUNDS: u32 = 8;
-
-/// What the indexer last wrote for an issue: the version it reflects and its entries' keys.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Watermark {
-    pub version: u64,
-    pub entries: BTreeSet<Entry>,
-    /// Entries recorded as about to be written by a write that has not finished (or was cut
-    /// short): they may or may not be in the index.
-    pub pending: BTreeSet<Entry>,
-    /// The issue has a parked marker (see [`Store::park`]).
-    pub parked: bool,
-}
 
 /// A participation copy as an inbox reads it.
 #[derive(Debug, Clone)]
@@ -60,9 +49,6 @@ fn newer_watermark_condition(allow_equal: bool) -> &'static str {
     }
 }
 
-/// Version of a deleted issue's watermark (its tombstone): above every real version.
-const TOMBSTONE: u64 = u64::MAX;
-
 /// How long a tombstone watermark outlives its issue before DynamoDB's TTL removes it
 /// (attribute `expires_at`). A tombstone only has to outlast every delivery of the issue's
 /// older records: the stream keeps records 24 hours, so no retry, bisected batch or second
@@ -71,67 +57,29 @@ const TOMBSTONE: u64 = u64::MAX;
 /// far past both; TTL deletes within days of expiry, which only makes it later.
 pub const TOMBSTONE_TTL_SECS: i64 = 7 * 24 * 3600;
 
-/// The watermark as an item: its version and its entries' keys as a string set (pending ones
-/// too, when there are any); a tombstone also gets its expiry.
-pub fn watermark_item(tenant: &TenantId, issue_id: &IssueId, wm: &Watermark) -> Item {
-    let mut item = key(
-        keys::index::watermark_pk(tenant, issue_id),
-        keys::index::WATERMARK_SK,
-    );
-    item.insert("version".into(), AttributeValue::N(wm.version.to_string()));
-    let refs = |set: &BTreeSet<Entry>| {
-        AttributeValue::Ss(
-            set.iter()
-                .map(|e| keys::index::entry_ref(tenant, &e.pk, &e.sk))
-                .collect(),
-        )
-    };
-    if !wm.entries.is_empty() {
-        item.insert("entries".into(), refs(&wm.entries));
-    }
-    if !wm.pending.is_empty() {
-        item.insert("pending".into(), refs(&wm.pending));
-    }
-    if wm.version == TOMBSTONE {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+/// The watermark's head during an intent: `wm`'s head with `intent`'s tokens added to its
+/// pending ones (the largest the head gets).
+pub fn intent_head_item(
+    tenant: &TenantId,
+    issue_id: &IssueId,
+    wm: &Watermark,
+    intent: &Pending,
+) -> Item {
+    let layout = wm.layout.clone();
+    let mut item = head_item(tenant, issue_id, wm.version, wm.committed.as_ref(), &layout);
+    let mut tokens = wm.pending.tokens();
+    tokens.extend(intent.tokens());
+    if !tokens.is_empty() {
         item.insert(
-            "expires_at".into(),
-            AttributeValue::N((now + TOMBSTONE_TTL_SECS).to_string()),
+            PENDING.into(),
+            AttributeValue::Ss(tokens.into_iter().collect()),
         );
     }
     item
 }
 
-/// The watermark item as it stands between an intent and the write it announces (see
-/// [`Store::record_intent`]): the deletes have left `entries`, puts and deletes are pending.
-/// Its size is the watermark's largest.
-pub fn intent_item(
-    tenant: &TenantId,
-    issue_id: &IssueId,
-    wm: &Watermark,
-    (puts, deletes): (&[&Entry], &[&Entry]),
-) -> Item {
-    let key_of = |e: &Entry| (e.pk.clone(), e.sk.clone());
-    let gone: BTreeSet<_> = deletes.iter().map(|e| key_of(e)).collect();
-    let during = Watermark {
-        version: wm.version,
-        entries: wm
-            .entries
-            .iter()
-            .filter(|e| !gone.contains(&key_of(e)))
-            .cloned()
-            .collect(),
-        pending: wm
-            .pending
-            .iter()
-            .chain(puts.iter().copied())
-            .chain(deletes.iter().copied())
-            .cloned()
-            .collect(),
-        parked: wm.parked,
-    };
-    watermark_item(tenant, issue_id, &during)
-}
+/// The head's pending tokens (see [`Pending::tokens`]).
+const PENDING: &str = "pend";
 
 /// A unit the indexer parked: a reason no retry fixes stopped it, and the batch went on.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -160,12 +108,13 @@ pub fn parked_from_item(item: &Item) -> Option<Parked> {
     })
 }
 
-/// Attribute on a watermark whose issue has a parked marker, so the next successful indexing
+/// Attribute on a watermark's head whose issue has a parked marker, so the next successful indexing
 /// knows to remove the marker without reading it.
 const PARKED_FLAG: &str = "parked";
 
 impl Store {
-    /// The issue's watermark (strongly consistent). Issues never indexed have none.
+    /// The head of the issue's watermark (strongly consistent): everything but the fields of
+    /// a bucketed layout (see [`Store::read_buckets`]). Issues never indexed have none.
     #[tracing::instrument(skip_all, fields(op = "get_watermark"))]
     pub async fn get_watermark(
         &self,
@@ -179,89 +128,72 @@ impl Store {
         let Some(item) = self.get_item(&self.index, key).await? else {
             return Ok(None);
         };
-        // A watermark that only ever recorded pending entries has no version yet.
-        let version = match item.get("version") {
-            Some(AttributeValue::N(n)) => n
-                .parse()
-                .map_err(|_| StoreError::Corrupt("watermark version".into()))?,
-            None => 0,
-            _ => {
-                return Err(StoreError::Corrupt(
-                    "watermark version is not a number".into(),
-                ));
-            }
-        };
-        let set = |attr: &str| -> BTreeSet<Entry> {
-            match item.get(attr) {
-                Some(AttributeValue::Ss(refs)) => refs
-                    .iter()
-                    .filter_map(|r| keys::index::parse_entry_ref(tenant, r))
-                    .map(|(pk, sk)| Entry {
-                        pk,
-                        sk,
-                        issue_id: issue_id.into(),
-                        role: None,
-                    })
-                    .collect(),
-                _ => BTreeSet::new(),
-            }
-        };
-        let (entries, pending) = (set("entries"), set("pending"));
-        Ok(Some(Watermark {
-            version,
-            entries,
-            pending,
-            parked: item.contains_key(PARKED_FLAG),
-        }))
+        watermark::from_head(tenant, issue_id, &item)
+            .map(Some)
+            .ok_or_else(|| StoreError::Corrupt("watermark head".into()))
     }
 
-    /// Records that the index reflects `version` of the issue. Conditioned on the stored
-    /// version being older (or equal, when `allow_equal`), so an older delivery never overwrites
-    /// a newer one; `false` when the condition failed.
-    #[tracing::instrument(skip_all, fields(op = "put_watermark"))]
-    pub async fn put_watermark(
+    /// Reads buckets `which` of the watermark's layout into its committed basis (strongly
+    /// consistent): one Query when it is all of them, else a GetItem each.
+    #[tracing::instrument(skip_all, fields(op = "read_buckets", n = which.len()))]
+    pub async fn read_buckets(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
-        wm: &Watermark,
-        allow_equal: bool,
-    ) -> Result<bool, StoreError> {
-        let item = watermark_item(tenant, issue_id, wm);
-        let condition = newer_watermark_condition(allow_equal);
-        let result = self
-            .client
-            .put_item()
-            .table_name(&self.index)
-            .set_item(Some(item))
-            .condition_expression(condition)
-            .expression_attribute_values(":v", AttributeValue::N(wm.version.to_string()))
-            .send()
-            .await;
-        condition_held("PutItem", result)
+        wm: &mut Watermark,
+        which: &BTreeSet<u16>,
+    ) -> Result<(), StoreError> {
+        let n = wm.layout.buckets;
+        if which.is_empty() || n == 0 {
+            return Ok(());
+        }
+        let pk = keys::index::watermark_pk(tenant, issue_id);
+        let fields_of = |item: &Item| {
+            watermark::bucket_fields(item)
+                .ok_or_else(|| StoreError::Corrupt("watermark bucket".into()))
+        };
+        if which.len() == usize::from(n) {
+            let query = Query::partition(&self.index, pk)
+                .sk_begins_with(&keys::index::watermark_buckets_prefix(n))
+                .consistent(true);
+            let mut found = BTreeMap::new();
+            for item in self.query_all(query).await? {
+                let sk = crate::store::items::sk_of(&item)
+                    .unwrap_or_default()
+                    .to_string();
+                found.insert(sk, fields_of(&item)?);
+            }
+            for k in 0..n {
+                wm.absorb_bucket(k, found.remove(&watermark::bucket_sk(n, k)));
+            }
+            return Ok(());
+        }
+        let reads = which.iter().map(|&k| {
+            let key = key(pk.clone(), &watermark::bucket_sk(n, k));
+            async move { (k, self.get_item(&self.index, key).await) }
+        });
+        for (k, item) in futures::future::join_all(reads).await {
+            let fields = item?.as_ref().map(fields_of).transpose()?;
+            wm.absorb_bucket(k, fields);
+        }
+        Ok(())
     }
 
-    /// Records on the issue's watermark, before a write, what the write is about to change:
-    /// every entry it will put or delete joins `pending` (it may or may not be in the index
-    /// from now on), and the ones it will delete leave `entries` (they are no longer known to
-    /// be there). Whatever happens to the write — cut short, its record then skipped to the
-    /// on-failure queue — the watermark never claims an entry that may be missing nor forgets
-    /// one that may exist, so the next diff is still exact. Conditioned like
-    /// [`Store::put_watermark`]; `false` when a newer watermark exists.
+    /// Records on the watermark, before a write, what the write may change (see
+    /// [`Watermark::step`]): the intent's tokens join `pending` (an `ADD`, so two intents
+    /// recorded at once both land). A watermark of the previous layout gets that layout's
+    /// intent: the touched keys join its `pending`, the deleted ones leave its `entries`.
+    /// Conditioned like the commit; `false` when a newer watermark exists.
     #[tracing::instrument(skip_all, fields(op = "record_intent"))]
     pub async fn record_intent(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
-        (puts, deletes): (&[&Entry], &[&Entry]),
+        wm: &Watermark,
+        step: &Step,
         version: u64,
         allow_equal: bool,
     ) -> Result<bool, StoreError> {
-        let refs = |es: &[&Entry]| -> Vec<String> {
-            es.iter()
-                .map(|e| keys::index::entry_ref(tenant, &e.pk, &e.sk))
-                .collect()
-        };
-        let mut actions = Vec::new();
         let mut update = self
             .client
             .update_item()
@@ -270,28 +202,130 @@ impl Store {
                 keys::index::watermark_pk(tenant, issue_id),
                 keys::index::WATERMARK_SK,
             )));
-        let touched: Vec<&Entry> = puts.iter().chain(deletes).copied().collect();
-        if !touched.is_empty() {
-            actions.push("ADD pending :touched");
-            update =
-                update.expression_attribute_values(":touched", AttributeValue::Ss(refs(&touched)));
-        }
-        if !deletes.is_empty() {
-            actions.push("DELETE entries :deletes");
-            update =
-                update.expression_attribute_values(":deletes", AttributeValue::Ss(refs(deletes)));
-        }
-        if actions.is_empty() {
-            return Ok(true);
-        }
-        let condition = newer_watermark_condition(allow_equal);
+        let refs = |es: &mut dyn Iterator<Item = &Entry>| -> Vec<String> {
+            let set: BTreeSet<String> = es
+                .map(|e| keys::index::entry_ref(tenant, &e.pk, &e.sk))
+                .collect();
+            set.into_iter().collect()
+        };
+        let expression = if wm.legacy.is_some() {
+            let touched = refs(&mut step.puts.iter().chain(&step.deletes));
+            if touched.is_empty() {
+                return Ok(true);
+            }
+            update = update.expression_attribute_values(":touched", AttributeValue::Ss(touched));
+            if step.deletes.is_empty() {
+                "ADD pending :touched".to_string()
+            } else {
+                let deletes = refs(&mut step.deletes.iter());
+                update =
+                    update.expression_attribute_values(":deletes", AttributeValue::Ss(deletes));
+                "ADD pending :touched DELETE entries :deletes".to_string()
+            }
+        } else {
+            let tokens: Vec<String> = step.intent.tokens().into_iter().collect();
+            if tokens.is_empty() {
+                return Ok(true);
+            }
+            update = update
+                .expression_attribute_names("#p", PENDING)
+                .expression_attribute_values(":tokens", AttributeValue::Ss(tokens))
+                .expression_attribute_values(":fmt", AttributeValue::N(watermark::FORMAT.into()));
+            "ADD #p :tokens SET fmt = :fmt".to_string()
+        };
         let result = update
-            .update_expression(actions.join(" "))
-            .condition_expression(condition)
+            .update_expression(expression)
+            .condition_expression(newer_watermark_condition(allow_equal))
             .expression_attribute_values(":v", AttributeValue::N(version.to_string()))
             .send()
             .await;
         condition_held("UpdateItem", result)
+    }
+
+    /// Records that the index reflects `desired` (`None`: the issue is gone) at `version`:
+    /// the buckets whose content changes first, then the head, each conditioned on its stored
+    /// version being older (or equal, when `allow_equal`), so an older delivery never
+    /// overwrites a newer one; `false` when a condition failed. A deleted issue's buckets go
+    /// before its tombstone (its entries are gone by then); a replaced layout's, after the
+    /// head that stops naming them. Returns the writes made.
+    #[allow(clippy::too_many_arguments)]
+    #[tracing::instrument(skip_all, fields(op = "commit_watermark"))]
+    pub async fn commit_watermark(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        wm: &Watermark,
+        desired: Option<&Basis>,
+        (version, buckets): (u64, u16),
+        allow_equal: bool,
+    ) -> Result<(bool, usize), StoreError> {
+        let (head, bucket_items) =
+            watermark::commit_items(tenant, issue_id, wm, desired, version, buckets);
+        let mut writes = 0;
+        for item in bucket_items {
+            writes += 1;
+            if !self.put_conditioned(item, true, version).await? {
+                return Ok((false, writes));
+            }
+        }
+        let old = wm.layout.buckets;
+        let replaced = old > 0 && (old != buckets || desired.is_none());
+        let pk = keys::index::watermark_pk(tenant, issue_id);
+        let old_buckets = || -> Vec<(String, String)> {
+            (0..old)
+                .map(|k| (pk.clone(), watermark::bucket_sk(old, k)))
+                .collect()
+        };
+        if replaced && desired.is_none() {
+            writes += self.delete_index_keys(old_buckets()).await?;
+        }
+        writes += 1;
+        if !self.put_conditioned(head, allow_equal, version).await? {
+            return Ok((false, writes));
+        }
+        if replaced && desired.is_some() {
+            writes += self.delete_index_keys(old_buckets()).await?;
+        }
+        Ok((true, writes))
+    }
+
+    /// A PutItem of a watermark item, conditioned on its stored version.
+    async fn put_conditioned(
+        &self,
+        item: Item,
+        allow_equal: bool,
+        version: u64,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.index)
+            .set_item(Some(item))
+            .condition_expression(newer_watermark_condition(allow_equal))
+            .expression_attribute_values(":v", AttributeValue::N(version.to_string()))
+            .send()
+            .await;
+        condition_held("PutItem", result)
+    }
+
+    /// Deletes index items by key, 25 a BatchWriteItem. Returns the requests made.
+    pub(crate) async fn delete_index_keys(
+        &self,
+        at: Vec<(String, String)>,
+    ) -> Result<usize, StoreError> {
+        let count = at.len();
+        let mut requests = Vec::with_capacity(count);
+        for (pk, sk) in at {
+            let req = DeleteRequest::builder()
+                .set_key(Some(key(pk, &sk)))
+                .build()
+                .map_err(build_err)?;
+            requests.push(WriteRequest::builder().delete_request(req).build());
+        }
+        for chunk in requests.chunks(WRITE_CHUNK) {
+            self.batch_write(chunk.to_vec()).await?;
+        }
+        Ok(count)
     }
 
     /// Parks a unit: a marker item in the tenant's parked partition (put, so parking twice is
@@ -455,132 +489,5 @@ impl Store {
                 role: text(&i, "role"),
             })
         })
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::ids::{FieldId, ProjectId};
-    use crate::domain::values::{FieldDef, FieldType, StoredValue};
-    use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Role};
-    use crate::index::entries;
-    use std::collections::BTreeMap;
-
-    /// DynamoDB's item limit.
-    const LIMIT: usize = 400 * 1024;
-
-    /// The largest issue the contract allows, at its most expensive for keys: a 128-character
-    /// tenant, 400 text fields holding 1,024 four-byte characters each, a title of 256, and 100
-    /// participants with 128-character user ids, each with a role.
-    fn largest(
-        tenant_fill: char,
-        value: char,
-        state: IssueState,
-        at: &str,
-    ) -> (Issue, Vec<FieldDef>) {
-        let defs: Vec<FieldDef> = (0..400)
-            .map(|i| FieldDef {
-                id: FieldId::parse(&format!("01JF{i:022}")).unwrap(),
-                name: format!("f{i}"),
-                field_type: FieldType::Text,
-                options: None,
-            })
-            .collect();
-        let long = |n: usize| value.to_string().repeat(n);
-        let fields: BTreeMap<String, StoredValue> = defs
-            .iter()
-            .map(|d| (d.id.to_string(), StoredValue::S(long(1024))))
-            .collect();
-        let participants = (0..100)
-            .map(|i| Participant {
-                kind: ParticipantKind::User,
-                id: format!("{i:03}{}", tenant_fill.to_string().repeat(125)),
-                role: Role::Assignee,
-            })
-            .collect();
-        let issue = Issue {
-            id: IssueId::numbered(1),
-            project_id: ProjectId::numbered(2),
-            num: u64::from(u32::MAX),
-            title: long(256),
-            state,
-            description: None,
-            fields,
-            participants,
-            version: 7,
-            created_at: "2026-11-21T20:42:03.123Z".into(),
-            updated_at: at.into(),
-        };
-        (issue, defs)
-    }
-
-    /// Sizes of the largest issue's watermark, and of its watermark at its largest: between
-    /// the intent and the write of a change that moves every entry (closing the issue and
-    /// changing every value and participant copy).
-    fn sizes() -> (usize, usize, usize) {
-        let tenant = TenantId::parse(&"t".repeat(128)).unwrap();
-        let (a, defs) = largest(
-            'u',
-            '\u{10FFFF}',
-            IssueState::Open,
-            "2026-11-21T20:42:03.123Z",
-        );
-        let (b, _) = largest(
-            'u',
-            '\u{10FFFE}',
-            IssueState::Closed,
-            "2026-11-22T20:42:03.123Z",
-        );
-        let (ea, eb) = (entries(&tenant, &a, &defs), entries(&tenant, &b, &defs));
-        let wm = Watermark {
-            version: 7,
-            entries: ea.clone(),
-            ..Watermark::default()
-        };
-        let stored = crate::store::stored_size(&watermark_item(&tenant, &a.id, &wm));
-        let puts: Vec<&Entry> = eb.difference(&ea).collect();
-        let deletes: Vec<&Entry> = ea.difference(&eb).collect();
-        assert!(
-            puts.len() > 1000 && deletes.len() > 1000,
-            "every entry moves"
-        );
-        let during =
-            crate::store::stored_size(&intent_item(&tenant, &a.id, &wm, (&puts, &deletes)));
-        (ea.len(), stored, during)
-    }
-
-    #[test]
-    fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
-        let (n, stored, during) = sizes();
-        println!(
-            "largest issue: {n} entries; watermark {stored} bytes, {during} bytes at its largest (intent of a change moving every entry); limit {LIMIT}"
-        );
-        assert_eq!(n, (5 + 400) * 2 + 100 * 2);
-        // A margin of over 15% of the limit, for what this cannot foresee.
-        assert!(during < LIMIT * 85 / 100, "{during} bytes");
-        assert!(stored < LIMIT / 2, "{stored} bytes");
-    }
-
-    #[test]
-    fn tombstones_expire_a_week_after_they_are_written() {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        let wm = Watermark {
-            version: u64::MAX,
-            ..Watermark::default()
-        };
-        let (t, i) = (TenantId::parse("t").unwrap(), IssueId::numbered(1));
-        let item = watermark_item(&t, &i, &wm);
-        let Some(AttributeValue::N(at)) = item.get("expires_at") else {
-            panic!("a tombstone has expires_at")
-        };
-        let at: i64 = at.parse().unwrap();
-        assert!((now + TOMBSTONE_TTL_SECS..now + TOMBSTONE_TTL_SECS + 60).contains(&at));
-        // Live issues' watermarks never expire.
-        let live = Watermark {
-            version: 3,
-            ..Watermark::default()
-        };
-        assert!(!watermark_item(&t, &i, &live).contains_key("expires_at"));
     }
 }

@@ -92,6 +92,17 @@ pub fn watermark_pk(tenant: &TenantId, issue_id: &IssueId) -> String {
 
 pub const WATERMARK_SK: &str = "W";
 
+/// Bucket `k` of an issue's watermark whose fields are laid out in `buckets` buckets (see
+/// `crate::index::watermark`): each layout has its own items.
+pub fn watermark_bucket_sk(buckets: u16, k: u16) -> String {
+    format!("B{buckets}.{k}")
+}
+
+/// The sort-key prefix of a layout's buckets.
+pub fn watermark_buckets_prefix(buckets: u16) -> String {
+    format!("B{buckets}.")
+}
+
 /// An entry's key as one string in the watermark's set (no key part contains U+0002). The
 /// watermark belongs to one tenant, so the `T#{tenant}#` every entry key starts with is left
 /// out: with 128-character tenant ids it would be most of the item.
@@ -162,6 +173,14 @@ pub fn is_parked_pk(pk: &str) -> bool {
     pk.strip_prefix("T#")
         .and_then(|rest| rest.split_once('#'))
         .is_some_and(|(_, kind)| kind == "PARKED")
+}
+
+/// The tenant and issue of a watermark partition key.
+pub fn parse_watermark_pk(pk: &str) -> Option<(TenantId, IssueId)> {
+    let rest = pk.strip_prefix("T#")?;
+    let (tenant, rest) = rest.split_once('#')?;
+    let issue = rest.strip_prefix("W#")?;
+    Some((TenantId::parse(tenant)?, IssueId::parse(issue)?))
 }
 
 /// Whether an index-table partition key is a watermark's.

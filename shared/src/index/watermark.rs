@@ -1,0 +1,1026 @@
+//! The indexer's watermark of an issue, compact: what its entries are derived from, never the
+//! entry keys themselves, split so that an update reads and writes about 1 KB whatever the
+//! project's field count.
+//!
+//! An issue's entries follow from a [`Basis`]: where its columns live (project, number, state),
+//! each column's encoded value (or none), its participants and `updated_at`. The watermark
+//! stores the basis the index last reflected (*committed*) and, while a write is in flight,
+//! what that write may have changed (*pending*, recorded before the write as an intent, at
+//! column granularity). Entries of a committed column that nothing pending touches are
+//! *certain*; everything the committed basis and the pending one can derive *may* exist. The
+//! indexer puts every desired entry that is not certain and deletes every possible entry that
+//! is not desired, so a write cut short at any point, a duplicate or a replay still converges
+//! to the recomputation (the protocol the chaos tests prove).
+//!
+//! Storage, in the issue's watermark partition:
+//! - the head (sort key `W`): version, placement, `updated_at`, participants, the built-in
+//!   columns, pending tokens, and the field layout: either the fields themselves (few or small)
+//!   or a bucket count with one digest per bucket;
+//! - field buckets (`B{count}.{k}`): a field lives in bucket `hash(id) mod count`; a bucket
+//!   holds under ~1.5 KB. An update reads and rewrites only the buckets whose digest the new
+//!   basis changes (or that hold a pending column); a state change or a deletion reads them all.
+//!
+//! Watermarks of the previous layout (every entry key in a string set, `entries`/`pending`)
+//! are read as they are and rewritten in this layout by the issue's next indexing.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use sha2::{Digest, Sha256};
+
+use crate::domain::ids::{IssueId, ProjectId, TenantId};
+use crate::domain::values::FieldDef;
+use crate::domain::{Issue, IssueState, ParticipantKind, Role};
+use crate::encoding;
+use crate::index::entries::{ALL_STATES, Entry, encode_value};
+use crate::keys;
+use crate::store::Item;
+use crate::store::items::key;
+
+/// Where an issue's column entries live: their partitions name the project and the state
+/// scope, their sort keys end with the number.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Placement {
+    pub project: ProjectId,
+    pub num: u64,
+    pub state: IssueState,
+}
+
+/// A participant as the inboxes see it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Seat {
+    pub kind: ParticipantKind,
+    pub role: Role,
+    pub id: String,
+}
+
+/// What an issue's entries are derived from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Basis {
+    pub placement: Placement,
+    pub updated_at: String,
+    /// Column name → encoded sort value; `None`: no value (a missing entry).
+    pub columns: BTreeMap<String, Option<String>>,
+    pub seats: BTreeSet<Seat>,
+}
+
+/// The built-in columns' names: they live in the head whatever the layout.
+pub const BUILT_IN_COLUMNS: [&str; 5] = ["num", "title", "state", "created_at", "updated_at"];
+
+/// Whether a column is a built-in one (else a field, by id).
+pub fn is_built_in(column: &str) -> bool {
+    BUILT_IN_COLUMNS.contains(&column)
+}
+
+impl Basis {
+    /// The basis of `issue` under its project's fields: every built-in column and every field
+    /// the project defines (a value the field cannot hold counts as none).
+    pub fn of(issue: &Issue, defs: &[FieldDef]) -> Self {
+        let mut columns = BTreeMap::new();
+        columns.insert("num".into(), Some(format!("{:020}", issue.num)));
+        columns.insert("title".into(), Some(encoding::text::encode(&issue.title)));
+        columns.insert(
+            "state".into(),
+            Some(encoding::text::encode(issue.state.as_str())),
+        );
+        columns.insert("created_at".into(), Some(encoding::date(&issue.created_at)));
+        columns.insert("updated_at".into(), Some(encoding::date(&issue.updated_at)));
+        for def in defs {
+            let value = issue
+                .fields
+                .get(def.id.as_str())
+                .and_then(|v| encode_value(def, v));
+            columns.insert(def.id.to_string(), value);
+        }
+        let seats = issue
+            .participants
+            .iter()
+            .map(|p| Seat {
+                kind: p.kind,
+                role: p.role,
+                id: p.id.clone(),
+            })
+            .collect();
+        Self {
+            placement: Placement {
+                project: issue.project_id.clone(),
+                num: issue.num,
+                state: issue.state,
+            },
+            updated_at: issue.updated_at.clone(),
+            columns,
+            seats,
+        }
+    }
+
+    /// Every entry the basis calls for.
+    pub fn entries(&self, tenant: &TenantId, issue_id: &IssueId) -> BTreeSet<Entry> {
+        let mut out = BTreeSet::new();
+        for (column, value) in &self.columns {
+            column_entries(
+                tenant,
+                issue_id,
+                &self.placement,
+                column,
+                value.as_deref(),
+                &mut out,
+            );
+        }
+        for seat in &self.seats {
+            seat_entries(
+                tenant,
+                issue_id,
+                self.placement.state,
+                &self.updated_at,
+                seat,
+                &mut out,
+            );
+        }
+        out
+    }
+
+    /// Keeps only the columns `keep` accepts (the ones whose watermark part was read).
+    pub fn retain_columns(&mut self, keep: impl Fn(&str) -> bool) {
+        self.columns.retain(|c, _| keep(c));
+    }
+
+    /// The field columns, with their values (the part that may live in buckets).
+    fn fields(&self) -> impl Iterator<Item = (&String, &Option<String>)> {
+        self.columns.iter().filter(|(c, _)| !is_built_in(c))
+    }
+}
+
+/// A column's two entries (the `all` scope and the state's) at `placement`.
+fn column_entries(
+    tenant: &TenantId,
+    issue_id: &IssueId,
+    placement: &Placement,
+    column: &str,
+    value: Option<&str>,
+    out: &mut BTreeSet<Entry>,
+) {
+    let sk = match value {
+        Some(encoded) => keys::index::value_sk(encoded, placement.num),
+        None => keys::index::missing_sk(placement.num),
+    };
+    for scope in [ALL_STATES, placement.state.as_str()] {
+        out.insert(Entry {
+            pk: keys::index::column_pk(tenant, &placement.project, column, scope),
+            sk: sk.clone(),
+            issue_id: issue_id.to_string(),
+            role: None,
+        });
+    }
+}
+
+/// A participant's two copies: in their inbox for the state, and in the one for their role.
+fn seat_entries(
+    tenant: &TenantId,
+    issue_id: &IssueId,
+    state: IssueState,
+    updated_at: &str,
+    seat: &Seat,
+    out: &mut BTreeSet<Entry>,
+) {
+    let sk = keys::index::inbox_sk(updated_at, issue_id);
+    for role in [None, Some(seat.role)] {
+        out.insert(Entry {
+            pk: keys::index::inbox_pk(tenant, seat.kind, &seat.id, state, role),
+            sk: sk.clone(),
+            issue_id: issue_id.to_string(),
+            role: Some(seat.role.as_str().to_string()),
+        });
+    }
+}
+
+/// What writes in flight (or cut short) may have changed, recorded before they start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pending {
+    /// Placements entries may have been written at: while any is recorded, no entry is certain.
+    pub placements: BTreeSet<Placement>,
+    /// `updated_at`s inbox copies may have been written at: no copy is certain.
+    pub updated_at: BTreeSet<String>,
+    /// Columns whose entries are uncertain, with the values they may have been written with.
+    pub columns: BTreeMap<String, BTreeSet<Option<String>>>,
+    /// Participants whose copies may have been written.
+    pub seats: BTreeSet<Seat>,
+}
+
+/// Separates a token's parts: no key part, id or encoded value contains U+0002 (values hold no
+/// C0 control; encodings use U+0001).
+const SEP: char = '\u{2}';
+
+impl Pending {
+    pub fn is_empty(&self) -> bool {
+        self.placements.is_empty()
+            && self.updated_at.is_empty()
+            && self.columns.is_empty()
+            && self.seats.is_empty()
+    }
+
+    /// Whether any inbox copy is uncertain.
+    fn touches_seats(&self) -> bool {
+        !(self.placements.is_empty() && self.updated_at.is_empty() && self.seats.is_empty())
+    }
+
+    /// The pending parts as a string set, so that recording an intent is an `ADD` (two intents
+    /// recorded at once both land).
+    pub fn tokens(&self) -> BTreeSet<String> {
+        let mut out = BTreeSet::new();
+        for p in &self.placements {
+            out.insert(format!(
+                "P{SEP}{}{SEP}{}{SEP}{}",
+                p.num,
+                p.state.as_str(),
+                p.project
+            ));
+        }
+        for u in &self.updated_at {
+            out.insert(format!("U{SEP}{u}"));
+        }
+        for (column, values) in &self.columns {
+            out.insert(format!("C{SEP}{column}"));
+            for v in values {
+                out.insert(match v {
+                    Some(v) => format!("C{SEP}{column}{SEP}V{v}"),
+                    None => format!("C{SEP}{column}{SEP}M"),
+                });
+            }
+        }
+        for s in &self.seats {
+            out.insert(format!(
+                "S{SEP}{}{SEP}{}{SEP}{}",
+                s.kind.as_str(),
+                s.role.as_str(),
+                s.id
+            ));
+        }
+        out
+    }
+
+    /// The pending parts of a string set ([`Pending::tokens`]); `None` if one is malformed.
+    pub fn from_tokens<'a>(tokens: impl IntoIterator<Item = &'a str>) -> Option<Self> {
+        let mut p = Self::default();
+        for t in tokens {
+            let (kind, rest) = t.split_once(SEP)?;
+            match kind {
+                "P" => {
+                    let mut parts = rest.splitn(3, SEP);
+                    let num = parts.next()?.parse().ok()?;
+                    let state = IssueState::parse(parts.next()?)?;
+                    let project = ProjectId::parse(parts.next()?)?;
+                    p.placements.insert(Placement {
+                        project,
+                        num,
+                        state,
+                    });
+                }
+                "U" => {
+                    p.updated_at.insert(rest.to_string());
+                }
+                "C" => match rest.split_once(SEP) {
+                    None => {
+                        p.columns.entry(rest.to_string()).or_default();
+                    }
+                    Some((column, v)) => {
+                        let value = match v.split_at_checked(1)? {
+                            ("V", v) => Some(v.to_string()),
+                            ("M", "") => None,
+                            _ => return None,
+                        };
+                        p.columns
+                            .entry(column.to_string())
+                            .or_default()
+                            .insert(value);
+                    }
+                },
+                "S" => {
+                    let mut parts = rest.splitn(3, SEP);
+                    let kind = ParticipantKind::parse(parts.next()?)?;
+                    let role = Role::parse(parts.next()?)?;
+                    let id = parts.next()?.to_string();
+                    p.seats.insert(Seat { kind, role, id });
+                }
+                _ => return None,
+            }
+        }
+        Some(p)
+    }
+
+    /// Everything `basis` derives entries from, as pending (entries a write of it may have left).
+    pub fn all_of(basis: &Basis) -> Self {
+        Self {
+            placements: BTreeSet::from([basis.placement.clone()]),
+            updated_at: BTreeSet::from([basis.updated_at.clone()]),
+            columns: basis
+                .columns
+                .iter()
+                .map(|(c, v)| (c.clone(), BTreeSet::from([v.clone()])))
+                .collect(),
+            seats: basis.seats.clone(),
+        }
+    }
+
+    pub fn merge(&mut self, other: Pending) {
+        self.placements.extend(other.placements);
+        self.updated_at.extend(other.updated_at);
+        for (c, vs) in other.columns {
+            self.columns.entry(c).or_default().extend(vs);
+        }
+        self.seats.extend(other.seats);
+    }
+}
+
+/// How an issue's field values are stored: in the head (`buckets == 0`), or in `buckets`
+/// bucket items, each with its digest in the head.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Layout {
+    pub buckets: u16,
+    pub digests: Vec<[u8; DIGEST]>,
+}
+
+/// Bytes of a bucket's digest: collisions must be out of reach (a collision would hide a
+/// change), space in the head is not.
+pub const DIGEST: usize = 8;
+/// Fields stay in the head while their values take at most this many bytes.
+const HEAD_FIELD_BYTES: usize = 384;
+/// The bucket size a new layout aims for, and the largest a layout keeps before it is redone.
+const BUCKET_TARGET: usize = 768;
+const BUCKET_MAX: usize = 1536;
+/// Buckets are dropped for fewer when they average under this.
+const BUCKET_MIN_AVG: usize = 160;
+/// 400 fields of the longest encodings average under [`BUCKET_MAX`] a bucket, and a head with
+/// every bucket fits one transaction (`gridctl repair` writes them together).
+const MAX_BUCKETS: u16 = 64;
+
+/// Bytes a field takes in the watermark (its id, its value, and attribute overhead).
+fn field_bytes(column: &str, value: &Option<String>) -> usize {
+    column.len() + value.as_ref().map_or(0, String::len) + 4
+}
+
+/// A field's bucket under `buckets` buckets (a stable hash of its id).
+pub fn bucket_of(column: &str, buckets: u16) -> u16 {
+    let h = Sha256::digest(column.as_bytes());
+    let n = u64::from_be_bytes([h[0], h[1], h[2], h[3], h[4], h[5], h[6], h[7]]);
+    (n % u64::from(buckets.max(1))) as u16
+}
+
+/// The digest of a bucket's content (its fields and values, in order).
+pub fn digest<'a>(
+    fields: impl IntoIterator<Item = (&'a String, &'a Option<String>)>,
+) -> [u8; DIGEST] {
+    let mut h = Sha256::new();
+    for (c, v) in fields {
+        h.update(c.as_bytes());
+        match v {
+            Some(v) => {
+                h.update([2, b'V']);
+                h.update(v.as_bytes());
+            }
+            None => h.update([2, b'M']),
+        }
+        h.update([3]);
+    }
+    let out = h.finalize();
+    let mut d = [0; DIGEST];
+    d.copy_from_slice(&out[..DIGEST]);
+    d
+}
+
+/// The basis' fields by bucket under `buckets` buckets.
+fn by_bucket(basis: &Basis, buckets: u16) -> BTreeMap<u16, BTreeMap<String, Option<String>>> {
+    let mut out: BTreeMap<u16, BTreeMap<String, Option<String>>> =
+        (0..buckets).map(|k| (k, BTreeMap::new())).collect();
+    for (c, v) in basis.fields() {
+        out.entry(bucket_of(c, buckets))
+            .or_default()
+            .insert(c.clone(), v.clone());
+    }
+    out
+}
+
+impl Layout {
+    /// The bucket count for `basis`' fields: the current one while it still fits, else a new
+    /// one (so a field count near a boundary does not rewrite every bucket each time).
+    pub fn choose(current: u16, basis: &Basis) -> u16 {
+        let total: usize = basis.fields().map(|(c, v)| field_bytes(c, v)).sum();
+        let fits = |n: u16| {
+            if n == 0 {
+                return total <= HEAD_FIELD_BYTES;
+            }
+            let mut sizes = vec![0usize; usize::from(n)];
+            for (c, v) in basis.fields() {
+                sizes[usize::from(bucket_of(c, n))] += field_bytes(c, v);
+            }
+            let largest = sizes.iter().copied().max().unwrap_or(0);
+            largest <= BUCKET_MAX && (n == 1 || total >= BUCKET_MIN_AVG * usize::from(n))
+        };
+        if fits(current) {
+            return current;
+        }
+        if total <= HEAD_FIELD_BYTES {
+            return 0;
+        }
+        let wanted = total.div_ceil(BUCKET_TARGET).next_power_of_two();
+        u16::try_from(wanted)
+            .unwrap_or(MAX_BUCKETS)
+            .min(MAX_BUCKETS)
+    }
+}
+
+/// A watermark of the previous layout: every entry key, certain and pending.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Legacy {
+    pub entries: BTreeSet<Entry>,
+    pub pending: BTreeSet<Entry>,
+}
+
+/// What the indexer last recorded for an issue.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Watermark {
+    /// The version the index reflects (0: none committed yet; `u64::MAX`: deleted).
+    pub version: u64,
+    /// The basis committed, restricted to the parts read: the head's columns and the fields
+    /// of the buckets in `loaded`.
+    pub committed: Option<Basis>,
+    pub pending: Pending,
+    pub layout: Layout,
+    /// Buckets read into `committed`.
+    pub loaded: BTreeSet<u16>,
+    /// Set when the stored watermark has the previous layout.
+    pub legacy: Option<Legacy>,
+    /// The issue has a parked marker.
+    pub parked: bool,
+}
+
+/// What a change of an issue's entries needs, planned from its watermark.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct Step {
+    pub puts: Vec<Entry>,
+    pub deletes: Vec<Entry>,
+    /// What the intent adds to `pending` (new layout), before any entry is written.
+    pub intent: Pending,
+}
+
+impl Watermark {
+    /// Whether a column's watermark part was read: head columns always, fields when their
+    /// bucket was.
+    pub fn has_read(&self, column: &str) -> bool {
+        self.layout.buckets == 0
+            || is_built_in(column)
+            || self
+                .loaded
+                .contains(&bucket_of(column, self.layout.buckets))
+    }
+
+    /// The buckets to read before planning a change to `desired` (its fields under the layout
+    /// it will have: `next_buckets`): all of them when entries may move partition (a state
+    /// change, a deletion, anything pending at a placement) or the layout changes; otherwise
+    /// those whose digest the change alters and those holding a pending column (or one of
+    /// `extra`'s: what an earlier attempt may have written).
+    pub fn buckets_to_read(
+        &self,
+        desired: Option<&Basis>,
+        next_buckets: u16,
+        extra: &Pending,
+    ) -> BTreeSet<u16> {
+        let n = self.layout.buckets;
+        if n == 0 || self.legacy.is_some() {
+            return BTreeSet::new();
+        }
+        let everything = (0..n).collect();
+        let Some(desired) = desired else {
+            return everything;
+        };
+        let moved = self
+            .committed
+            .as_ref()
+            .is_none_or(|c| c.placement != desired.placement);
+        let placed = !self.pending.placements.is_empty() || !extra.placements.is_empty();
+        if moved || placed || next_buckets != n {
+            return everything;
+        }
+        let mut read: BTreeSet<u16> = self
+            .pending
+            .columns
+            .keys()
+            .chain(extra.columns.keys())
+            .filter(|c| !is_built_in(c))
+            .map(|c| bucket_of(c, n))
+            .collect();
+        for (k, fields) in by_bucket(desired, n) {
+            if self.layout.digests.get(usize::from(k)) != Some(&digest(&fields)) {
+                read.insert(k);
+            }
+        }
+        read
+    }
+
+    /// Entries certainly in the index (over the parts read).
+    pub fn certain(&self, tenant: &TenantId, issue_id: &IssueId) -> BTreeSet<Entry> {
+        let mut out = BTreeSet::new();
+        if let Some(legacy) = &self.legacy {
+            return legacy.entries.clone();
+        }
+        let Some(c) = &self.committed else {
+            return out;
+        };
+        if !self.pending.placements.is_empty() {
+            return out;
+        }
+        for (column, value) in &c.columns {
+            if !self.pending.columns.contains_key(column) {
+                column_entries(
+                    tenant,
+                    issue_id,
+                    &c.placement,
+                    column,
+                    value.as_deref(),
+                    &mut out,
+                );
+            }
+        }
+        if !self.pending.touches_seats() {
+            for seat in &c.seats {
+                seat_entries(
+                    tenant,
+                    issue_id,
+                    c.placement.state,
+                    &c.updated_at,
+                    seat,
+                    &mut out,
+                );
+            }
+        }
+        out
+    }
+
+    /// Every entry that may be in the index (over the parts read): the certain ones and
+    /// whatever the pending parts and `extra` (what an attempt wrote) can derive.
+    pub fn possible(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        extra: &Pending,
+    ) -> BTreeSet<Entry> {
+        let mut pending = self.pending.clone();
+        pending.merge(extra.clone());
+        let mut out = BTreeSet::new();
+        if let Some(legacy) = &self.legacy {
+            out.extend(legacy.entries.iter().cloned());
+            out.extend(legacy.pending.iter().cloned());
+        }
+        let committed = self.committed.as_ref();
+        let mut placements = pending.placements.clone();
+        let mut updated_at = pending.updated_at.clone();
+        let mut seats = pending.seats.clone();
+        let mut columns = pending.columns.clone();
+        if let Some(c) = committed {
+            placements.insert(c.placement.clone());
+            updated_at.insert(c.updated_at.clone());
+            seats.extend(c.seats.iter().cloned());
+            for (column, value) in &c.columns {
+                columns
+                    .entry(column.clone())
+                    .or_default()
+                    .insert(value.clone());
+            }
+        }
+        for p in &placements {
+            for (column, values) in &columns {
+                for v in values {
+                    column_entries(tenant, issue_id, p, column, v.as_deref(), &mut out);
+                }
+            }
+        }
+        let states: BTreeSet<IssueState> = placements.iter().map(|p| p.state).collect();
+        for state in states {
+            for u in &updated_at {
+                for seat in &seats {
+                    seat_entries(tenant, issue_id, state, u, seat, &mut out);
+                }
+            }
+        }
+        out
+    }
+
+    /// Plans the change to `desired` (restricted to the parts read; `None`: the issue is gone):
+    /// the entries to put (desired, not certain), to delete (possible, not desired), and the
+    /// intent that makes every one of them uncertain before it is touched. `extra` is what an
+    /// earlier attempt may have written (see the indexer's catch-up).
+    pub fn step(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        desired: Option<&Basis>,
+        extra: &Pending,
+    ) -> Step {
+        let want = desired.map_or_else(BTreeSet::new, |d| d.entries(tenant, issue_id));
+        let certain = self.certain(tenant, issue_id);
+        let possible = self.possible(tenant, issue_id, extra);
+        let key = |e: &Entry| (e.pk.clone(), e.sk.clone());
+        let certain_keys: BTreeSet<_> = certain.iter().map(key).collect();
+        let want_keys: BTreeSet<_> = want.iter().map(key).collect();
+        let puts: Vec<Entry> = want
+            .iter()
+            .filter(|e| !certain_keys.contains(&key(e)))
+            .cloned()
+            .collect();
+        let mut deletes: Vec<Entry> = possible
+            .into_iter()
+            .filter(|e| !want_keys.contains(&key(e)))
+            .collect();
+        deletes.dedup_by(|a, b| a.pk == b.pk && a.sk == b.sk);
+        let mut intent = extra.clone();
+        if puts.is_empty() && deletes.is_empty() {
+            return Step {
+                puts,
+                deletes,
+                intent,
+            };
+        }
+        intent.merge(self.intent_for(desired));
+        Step {
+            puts,
+            deletes,
+            intent,
+        }
+    }
+
+    /// What becomes pending before writing toward `desired`: each part that differs from the
+    /// committed basis (a column's new value, a new placement, `updated_at`, new participants);
+    /// a part that only goes away is made uncertain by recording the committed one.
+    fn intent_for(&self, desired: Option<&Basis>) -> Pending {
+        let mut p = Pending::default();
+        let committed = self.committed.as_ref();
+        match (committed, desired) {
+            (_, None) => {
+                // Everything goes: nothing may stay certain.
+                if let Some(c) = committed {
+                    p.placements.insert(c.placement.clone());
+                }
+            }
+            (None, Some(d)) => p = Pending::all_of(d),
+            (Some(c), Some(d)) => {
+                if c.placement != d.placement {
+                    p.placements.insert(d.placement.clone());
+                }
+                let names: BTreeSet<&String> = c.columns.keys().chain(d.columns.keys()).collect();
+                for name in names {
+                    let (was, now) = (c.columns.get(name), d.columns.get(name));
+                    if was != now {
+                        let values = p.columns.entry(name.clone()).or_default();
+                        if let Some(v) = now {
+                            values.insert(v.clone());
+                        }
+                    }
+                }
+                let new_seats: BTreeSet<Seat> = d.seats.difference(&c.seats).cloned().collect();
+                if c.updated_at != d.updated_at
+                    || !new_seats.is_empty()
+                    || c.seats != d.seats
+                    || c.placement.state != d.placement.state
+                {
+                    p.updated_at.insert(d.updated_at.clone());
+                }
+                p.seats = new_seats;
+            }
+        }
+        p
+    }
+}
+
+// --- Items ----------------------------------------------------------------------------------
+
+/// The layout marker of this format's head.
+pub const FORMAT: &str = "2";
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
+
+fn s(v: impl Into<String>) -> AttributeValue {
+    AttributeValue::S(v.into())
+}
+
+fn columns_attr<'a>(
+    columns: impl IntoIterator<Item = (&'a String, &'a Option<String>)>,
+) -> AttributeValue {
+    AttributeValue::M(
+        columns
+            .into_iter()
+            .map(|(c, v)| {
+                let v = match v {
+                    Some(v) => s(v.clone()),
+                    None => AttributeValue::Null(true),
+                };
+                (c.clone(), v)
+            })
+            .collect(),
+    )
+}
+
+fn columns_from(attr: Option<&AttributeValue>) -> Option<BTreeMap<String, Option<String>>> {
+    let Some(attr) = attr else {
+        return Some(BTreeMap::new());
+    };
+    let AttributeValue::M(m) = attr else {
+        return None;
+    };
+    m.iter()
+        .map(|(c, v)| {
+            let v = match v {
+                AttributeValue::S(v) => Some(v.clone()),
+                AttributeValue::Null(_) => None,
+                _ => return None,
+            };
+            Some((c.clone(), v))
+        })
+        .collect()
+}
+
+/// The sort key of bucket `k` of a layout of `buckets` (layouts never share an item, so a
+/// layout change cut short leaves the old one whole).
+pub fn bucket_sk(buckets: u16, k: u16) -> String {
+    keys::index::watermark_bucket_sk(buckets, k)
+}
+
+/// The head item of a watermark that reflects `basis` at `version` with nothing pending, its
+/// fields in the head or (with `layout.buckets > 0`) only their digests.
+pub fn head_item(
+    tenant: &TenantId,
+    issue_id: &IssueId,
+    version: u64,
+    basis: Option<&Basis>,
+    layout: &Layout,
+) -> Item {
+    let mut item = key(
+        keys::index::watermark_pk(tenant, issue_id),
+        keys::index::WATERMARK_SK,
+    );
+    item.insert("fmt".into(), n(FORMAT));
+    item.insert("version".into(), n(version));
+    if let Some(b) = basis {
+        item.insert("p".into(), s(b.placement.project.to_string()));
+        item.insert("n".into(), n(b.placement.num));
+        item.insert("s".into(), s(b.placement.state.as_str()));
+        item.insert("u".into(), s(b.updated_at.clone()));
+        let head_columns = b
+            .columns
+            .iter()
+            .filter(|(c, _)| layout.buckets == 0 || is_built_in(c));
+        item.insert("c".into(), columns_attr(head_columns));
+        if !b.seats.is_empty() {
+            item.insert(
+                "pp".into(),
+                AttributeValue::L(
+                    b.seats
+                        .iter()
+                        .map(|st| {
+                            AttributeValue::L(vec![
+                                s(st.kind.as_str()),
+                                s(st.role.as_str()),
+                                s(st.id.clone()),
+                            ])
+                        })
+                        .collect(),
+                ),
+            );
+        }
+    }
+    if layout.buckets > 0 {
+        item.insert("nb".into(), n(layout.buckets));
+        item.insert(
+            "d".into(),
+            AttributeValue::B(aws_sdk_dynamodb::primitives::Blob::new(
+                layout.digests.concat(),
+            )),
+        );
+    }
+    if version == u64::MAX {
+        let now = time::OffsetDateTime::now_utc().unix_timestamp();
+        item.insert(
+            "expires_at".into(),
+            n(now + crate::index::TOMBSTONE_TTL_SECS),
+        );
+    }
+    item
+}
+
+/// Bucket `k` of a layout of `buckets`, holding `fields`, as written at `version`.
+pub fn bucket_item(
+    tenant: &TenantId,
+    issue_id: &IssueId,
+    (buckets, k): (u16, u16),
+    fields: &BTreeMap<String, Option<String>>,
+    version: u64,
+) -> Item {
+    let mut item = key(
+        keys::index::watermark_pk(tenant, issue_id),
+        &bucket_sk(buckets, k),
+    );
+    item.insert("version".into(), n(version));
+    item.insert("c".into(), columns_attr(fields));
+    item
+}
+
+/// The fields a bucket item holds.
+pub fn bucket_fields(item: &Item) -> Option<BTreeMap<String, Option<String>>> {
+    columns_from(item.get("c"))
+}
+
+/// The new head and buckets once `desired` is written at `version` (`None`: deleted, a
+/// tombstone): the buckets to put (`(k, item)`), in the layout `buckets`. Buckets not read
+/// keep their digest (they were not read because their content does not change).
+pub fn commit_items(
+    tenant: &TenantId,
+    issue_id: &IssueId,
+    wm: &Watermark,
+    desired: Option<&Basis>,
+    version: u64,
+    buckets: u16,
+) -> (Item, Vec<Item>) {
+    let Some(d) = desired else {
+        return (
+            head_item(tenant, issue_id, version, None, &Layout::default()),
+            Vec::new(),
+        );
+    };
+    if buckets == 0 {
+        return (
+            head_item(tenant, issue_id, version, Some(d), &Layout::default()),
+            Vec::new(),
+        );
+    }
+    let same = buckets == wm.layout.buckets && wm.legacy.is_none();
+    let mut layout = Layout {
+        buckets,
+        digests: Vec::with_capacity(usize::from(buckets)),
+    };
+    let mut items = Vec::new();
+    for (k, fields) in by_bucket(d, buckets) {
+        let read = !same || wm.loaded.contains(&k);
+        match wm.layout.digests.get(usize::from(k)) {
+            Some(old) if !read => layout.digests.push(*old),
+            _ => {
+                layout.digests.push(digest(&fields));
+                items.push(bucket_item(
+                    tenant,
+                    issue_id,
+                    (buckets, k),
+                    &fields,
+                    version,
+                ));
+            }
+        }
+    }
+    (
+        head_item(tenant, issue_id, version, Some(d), &layout),
+        items,
+    )
+}
+
+/// A head item as a watermark (its head part: buckets are read separately); `None` when it
+/// cannot be read.
+pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<Watermark> {
+    let version = match item.get("version") {
+        Some(AttributeValue::N(v)) => v.parse().ok()?,
+        None => 0,
+        _ => return None,
+    };
+    let parked = item.contains_key("parked");
+    let string_set = |name: &str| match item.get(name) {
+        Some(AttributeValue::Ss(v)) => Some(v.as_slice()),
+        _ => None,
+    };
+    if !item.contains_key("fmt") {
+        // The previous layout: every entry key, as `entry_ref`s.
+        let refs = |name: &str| -> BTreeSet<Entry> {
+            string_set(name)
+                .unwrap_or_default()
+                .iter()
+                .filter_map(|r| keys::index::parse_entry_ref(tenant, r))
+                .map(|(pk, sk)| Entry {
+                    pk,
+                    sk,
+                    issue_id: issue_id.to_string(),
+                    role: None,
+                })
+                .collect()
+        };
+        return Some(Watermark {
+            version,
+            legacy: Some(Legacy {
+                entries: refs("entries"),
+                pending: refs("pending"),
+            }),
+            parked,
+            ..Watermark::default()
+        });
+    }
+    let pending = Pending::from_tokens(
+        string_set("pend")
+            .unwrap_or_default()
+            .iter()
+            .map(|t| t.as_str()),
+    )?;
+    let text = |name: &str| match item.get(name) {
+        Some(AttributeValue::S(v)) => Some(v.clone()),
+        _ => None,
+    };
+    let buckets: u16 = match item.get("nb") {
+        Some(AttributeValue::N(v)) => v.parse().ok()?,
+        _ => 0,
+    };
+    let digests = match item.get("d") {
+        Some(AttributeValue::B(b)) => b
+            .as_ref()
+            .chunks(DIGEST)
+            .map(|c| <[u8; DIGEST]>::try_from(c).ok())
+            .collect::<Option<Vec<_>>>()?,
+        _ => Vec::new(),
+    };
+    if digests.len() != usize::from(buckets) {
+        return None;
+    }
+    let committed = match text("p") {
+        None => None,
+        Some(project) => {
+            let num = match item.get("n") {
+                Some(AttributeValue::N(v)) => v.parse().ok()?,
+                _ => return None,
+            };
+            let seats = match item.get("pp") {
+                Some(AttributeValue::L(l)) => l
+                    .iter()
+                    .map(|st| match st {
+                        AttributeValue::L(parts) => match parts.as_slice() {
+                            [
+                                AttributeValue::S(k),
+                                AttributeValue::S(r),
+                                AttributeValue::S(id),
+                            ] => Some(Seat {
+                                kind: ParticipantKind::parse(k)?,
+                                role: Role::parse(r)?,
+                                id: id.clone(),
+                            }),
+                            _ => None,
+                        },
+                        _ => None,
+                    })
+                    .collect::<Option<BTreeSet<_>>>()?,
+                _ => BTreeSet::new(),
+            };
+            Some(Basis {
+                placement: Placement {
+                    project: ProjectId::parse(&project)?,
+                    num,
+                    state: IssueState::parse(&text("s")?)?,
+                },
+                updated_at: text("u")?,
+                columns: columns_from(item.get("c"))?,
+                seats,
+            })
+        }
+    };
+    Some(Watermark {
+        version,
+        committed,
+        pending,
+        layout: Layout { buckets, digests },
+        loaded: BTreeSet::new(),
+        legacy: None,
+        parked,
+    })
+}
+
+/// The issue of a watermark head still in the previous layout (its entry keys in a string
+/// set), unless it is a tombstone (those expire on their own): what `gridctl upgrade`
+/// rewrites.
+pub fn previous_layout_head(item: &Item) -> Option<(TenantId, IssueId)> {
+    let text = |k: &str| match item.get(k) {
+        Some(AttributeValue::S(v)) => Some(v.as_str()),
+        _ => None,
+    };
+    if text(keys::SK)? != keys::index::WATERMARK_SK || item.contains_key("fmt") {
+        return None;
+    }
+    if matches!(item.get("version"), Some(AttributeValue::N(v)) if v == &u64::MAX.to_string()) {
+        return None;
+    }
+    keys::index::parse_watermark_pk(text(keys::PK)?)
+}
+
+impl Watermark {
+    /// Adds a bucket's fields (as read; a bucket that is not there holds none) to the
+    /// committed basis.
+    pub fn absorb_bucket(&mut self, k: u16, fields: Option<BTreeMap<String, Option<String>>>) {
+        self.loaded.insert(k);
+        if let (Some(c), Some(fields)) = (self.committed.as_mut(), fields) {
+            c.columns.extend(fields);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,440 @@
+use super::*;
+use crate::domain::Participant;
+use crate::domain::ids::FieldId;
+use crate::domain::values::{FieldType, StoredValue};
+use crate::index::intent_head_item;
+use proptest::prelude::*;
+
+/// DynamoDB's item limit.
+const LIMIT: usize = 400 * 1024;
+
+fn tenant() -> TenantId {
+    TenantId::parse("acme").unwrap()
+}
+
+fn issue_id() -> IssueId {
+    IssueId::numbered(1)
+}
+
+fn size(item: &Item) -> usize {
+    crate::store::stored_size(item)
+}
+
+fn keys_of(set: &BTreeSet<Entry>) -> BTreeSet<(String, String)> {
+    set.iter().map(|e| (e.pk.clone(), e.sk.clone())).collect()
+}
+
+// --- Strategies -------------------------------------------------------------------------------
+
+fn placement() -> impl Strategy<Value = Placement> {
+    (0..2u64, 1..3u64, prop::bool::ANY).prop_map(|(p, num, open)| Placement {
+        project: ProjectId::numbered(100 + p),
+        num,
+        state: if open {
+            IssueState::Open
+        } else {
+            IssueState::Closed
+        },
+    })
+}
+
+fn column() -> impl Strategy<Value = String> {
+    prop_oneof![
+        Just("title".to_string()),
+        Just("updated_at".to_string()),
+        (1..6u64).prop_map(|n| FieldId::numbered(n).to_string()),
+    ]
+}
+
+fn value() -> impl Strategy<Value = Option<String>> {
+    prop::option::of(prop_oneof![Just("a"), Just("b"), Just("c\u{1}d")].prop_map(String::from))
+}
+
+fn seat() -> impl Strategy<Value = Seat> {
+    (
+        prop::bool::ANY,
+        0..3usize,
+        prop_oneof![Just("ann"), Just("bob")],
+    )
+        .prop_map(|(user, role, id)| Seat {
+            kind: if user {
+                ParticipantKind::User
+            } else {
+                ParticipantKind::Team
+            },
+            role: [Role::Assignee, Role::Reporter, Role::Watcher][role],
+            id: id.into(),
+        })
+}
+
+fn basis() -> impl Strategy<Value = Basis> {
+    (
+        placement(),
+        prop_oneof![Just("2026-01"), Just("2026-02")],
+        prop::collection::btree_map(column(), value(), 0..5),
+        prop::collection::btree_set(seat(), 0..3),
+    )
+        .prop_map(|(placement, u, columns, seats)| Basis {
+            placement,
+            updated_at: u.into(),
+            columns,
+            seats,
+        })
+}
+
+fn pending() -> impl Strategy<Value = Pending> {
+    (
+        prop::collection::btree_set(placement(), 0..2),
+        prop::collection::btree_set(prop_oneof![Just("2026-01"), Just("2026-03")], 0..2),
+        prop::collection::btree_map(column(), prop::collection::btree_set(value(), 0..2), 0..3),
+        prop::collection::btree_set(seat(), 0..2),
+    )
+        .prop_map(|(placements, u, columns, seats)| Pending {
+            placements,
+            updated_at: u.into_iter().map(String::from).collect(),
+            columns,
+            seats,
+        })
+}
+
+/// A watermark with everything in its head (the protocol does not depend on the layout: the
+/// I/O layer only leaves out fields whose buckets do not change).
+fn watermark() -> impl Strategy<Value = Watermark> {
+    (prop::option::of(basis()), pending()).prop_map(|(committed, pending)| Watermark {
+        version: 3,
+        committed,
+        pending,
+        ..Watermark::default()
+    })
+}
+
+proptest! {
+    /// The intent/commit protocol at column granularity: after the intent, every entry the
+    /// step will put or delete is possible and none is certain, so a write cut short at any
+    /// point leaves a watermark that still covers the index; after the commit, exactly the
+    /// desired entries are certain and nothing else is possible.
+    #[test]
+    fn an_intent_makes_everything_the_step_touches_uncertain(
+        wm in watermark(),
+        desired in prop::option::of(basis()),
+        extra in pending(),
+    ) {
+        let (t, i) = (tenant(), issue_id());
+        let step = wm.step(&t, &i, desired.as_ref(), &extra);
+        let mut during = wm.clone();
+        during.pending.merge(step.intent.clone());
+        let certain = keys_of(&during.certain(&t, &i));
+        let possible = keys_of(&during.possible(&t, &i, &Pending::default()));
+        for e in step.puts.iter().chain(&step.deletes) {
+            let k = (e.pk.clone(), e.sk.clone());
+            prop_assert!(possible.contains(&k), "{k:?} not possible");
+            prop_assert!(!certain.contains(&k), "{k:?} still certain");
+        }
+        // Whatever was possible before (and whatever `extra` wrote) stays possible.
+        let before = keys_of(&wm.possible(&t, &i, &extra));
+        prop_assert!(before.is_subset(&possible));
+        // The step makes the index exactly the desired entries, wherever it stood.
+        let want = keys_of(&desired.as_ref().map(|d| d.entries(&t, &i)).unwrap_or_default());
+        let deleted = keys_of(&step.deletes.iter().cloned().collect());
+        let put = keys_of(&step.puts.iter().cloned().collect());
+        prop_assert!(deleted.is_disjoint(&want));
+        prop_assert!(before.difference(&want).all(|k| deleted.contains(k)));
+        let certain_before = keys_of(&wm.certain(&t, &i));
+        prop_assert!(want.iter().all(|k| put.contains(k) || certain_before.contains(k)));
+        // Committed: the desired entries are certain, and nothing else is possible.
+        let after = Watermark {
+            version: 4,
+            committed: desired.clone(),
+            ..Watermark::default()
+        };
+        prop_assert_eq!(keys_of(&after.certain(&t, &i)), want.clone());
+        prop_assert_eq!(keys_of(&after.possible(&t, &i, &Pending::default())), want);
+    }
+
+    #[test]
+    fn pending_tokens_round_trip(p in pending()) {
+        let tokens = p.tokens();
+        let back = Pending::from_tokens(tokens.iter().map(String::as_str));
+        prop_assert_eq!(back, Some(p));
+    }
+
+    #[test]
+    fn a_head_round_trips(b in basis(), pend in pending(), version in 1..u64::MAX) {
+        let (t, i) = (tenant(), issue_id());
+        let wm = Watermark {
+            version,
+            committed: Some(b.clone()),
+            ..Watermark::default()
+        };
+        let item = intent_head_item(&t, &i, &wm, &pend);
+        let back = from_head(&t, &i, &item).unwrap();
+        prop_assert_eq!(back.version, version);
+        prop_assert_eq!(back.committed, Some(b));
+        prop_assert_eq!(back.pending, pend);
+        prop_assert!(back.legacy.is_none());
+    }
+
+    /// Split into buckets and read back, a basis is whole again; each bucket's digest is what
+    /// the head says.
+    #[test]
+    fn buckets_round_trip(b in basis(), buckets in 1..5u16) {
+        let (t, i) = (tenant(), issue_id());
+        let (head, items) = commit_items(&t, &i, &Watermark::default(), Some(&b), 7, buckets);
+        let mut wm = from_head(&t, &i, &head).unwrap();
+        prop_assert_eq!(items.len(), usize::from(buckets));
+        for (k, item) in items.iter().enumerate() {
+            let fields = bucket_fields(item).unwrap();
+            prop_assert_eq!(wm.layout.digests[k], digest(&fields));
+            wm.absorb_bucket(k as u16, Some(fields));
+        }
+        prop_assert_eq!(wm.committed, Some(b));
+    }
+}
+
+/// A project's field definitions and an issue with a value in each, `participants` of them.
+fn wide_issue(fields: usize, participants: usize) -> (Issue, Vec<FieldDef>) {
+    let defs: Vec<FieldDef> = (0..fields)
+        .map(|n| FieldDef {
+            id: FieldId::numbered(n as u64 + 1),
+            name: format!("f{n}"),
+            field_type: [FieldType::Number, FieldType::Date, FieldType::Text][n % 3],
+            options: None,
+        })
+        .collect();
+    let values = defs
+        .iter()
+        .enumerate()
+        .map(|(n, d)| {
+            let v = match d.field_type {
+                FieldType::Number => StoredValue::N(
+                    crate::domain::decimal::DynNumber::parse(&format!("{}.5", n * 37)).unwrap(),
+                ),
+                FieldType::Date => StoredValue::S("2026-11-21".into()),
+                _ => StoredValue::S(format!("value {n}")),
+            };
+            (d.id.to_string(), v)
+        })
+        .collect();
+    let participants = (0..participants)
+        .map(|n| Participant {
+            kind: ParticipantKind::User,
+            id: format!("user-{n}"),
+            role: Role::Assignee,
+        })
+        .collect();
+    let issue = Issue {
+        id: issue_id(),
+        project_id: ProjectId::numbered(2),
+        num: 1234,
+        title: "A typical issue title of some length".into(),
+        state: IssueState::Open,
+        description: None,
+        fields: values,
+        participants,
+        version: 7,
+        created_at: "2026-11-21T20:42:03.123Z".into(),
+        updated_at: "2026-11-22T20:42:03.123Z".into(),
+    };
+    (issue, defs)
+}
+
+/// A committed watermark of `basis` as stored, read back with every bucket.
+fn stored(b: &Basis) -> (Watermark, Item, Vec<Item>) {
+    let (t, i) = (tenant(), issue_id());
+    let buckets = Layout::choose(0, b);
+    let (head, items) = commit_items(&t, &i, &Watermark::default(), Some(b), 7, buckets);
+    let wm = from_head(&t, &i, &head).unwrap();
+    (wm, head, items)
+}
+
+#[test]
+fn an_update_of_one_field_reads_and_writes_about_one_kilobyte_at_5_fields_or_400() {
+    let (t, i) = (tenant(), issue_id());
+    for fields in [5, 55, 400] {
+        let (issue, defs) = wide_issue(fields, 3);
+        let b = Basis::of(&issue, &defs);
+        let (wm, head, items) = stored(&b);
+        // One field changes, and `updated_at` with it.
+        let mut next = issue.clone();
+        next.fields
+            .insert(defs[1].id.to_string(), StoredValue::S("2026-12-01".into()));
+        next.updated_at = "2026-11-23T20:42:03.123Z".into();
+        let d = Basis::of(&next, &defs);
+        let buckets = Layout::choose(wm.layout.buckets, &d);
+        assert_eq!(buckets, wm.layout.buckets, "{fields} fields: same layout");
+        let read = wm.buckets_to_read(Some(&d), buckets, &Pending::default());
+        let largest_bucket = items.iter().map(size).max().unwrap_or(0);
+        println!(
+            "{fields} fields: {} buckets, head {} B, largest bucket {largest_bucket} B, buckets read for a 1-field update: {}",
+            wm.layout.buckets,
+            size(&head),
+            read.len()
+        );
+        assert!(read.len() <= 1, "{fields} fields: {read:?}");
+        assert!(size(&head) < 1024, "{fields} fields: head {}", size(&head));
+        assert!(
+            largest_bucket < 1536,
+            "{fields} fields: bucket {largest_bucket}"
+        );
+        // The head during the update's intent stays under one write unit.
+        let mut full = wm.clone();
+        for (k, item) in items.iter().enumerate() {
+            if read.contains(&(k as u16)) {
+                full.absorb_bucket(k as u16, bucket_fields(item));
+            }
+        }
+        let mut compared = d.clone();
+        compared.retain_columns(|c| full.has_read(c));
+        let step = full.step(&t, &i, Some(&compared), &Pending::default());
+        assert_eq!(
+            step.puts.len(),
+            2 + 2 + 3 * 2,
+            "{fields} fields: {:?}",
+            step.puts
+        );
+        let during = intent_head_item(&t, &i, &full, &step.intent);
+        assert!(
+            size(&during) < 1024,
+            "{fields} fields: intent {}",
+            size(&during)
+        );
+    }
+}
+
+#[test]
+fn a_state_change_reads_every_bucket() {
+    let (issue, defs) = wide_issue(55, 2);
+    let (wm, _, _) = stored(&Basis::of(&issue, &defs));
+    let mut closed = issue.clone();
+    closed.state = IssueState::Closed;
+    let d = Basis::of(&closed, &defs);
+    let read = wm.buckets_to_read(Some(&d), wm.layout.buckets, &Pending::default());
+    assert_eq!(read.len(), usize::from(wm.layout.buckets));
+    assert_eq!(
+        wm.buckets_to_read(None, 0, &Pending::default()).len(),
+        usize::from(wm.layout.buckets)
+    );
+}
+
+/// The largest issue the contract allows, at its most expensive: a 128-character tenant, 400
+/// text fields whose values encode to the longest key, a title of 256, and 100 participants
+/// with 128-character user ids.
+#[test]
+fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
+    let t = TenantId::parse(&"t".repeat(128)).unwrap();
+    let i = issue_id();
+    let defs: Vec<FieldDef> = (0..400)
+        .map(|n| FieldDef {
+            id: FieldId::numbered(n + 1),
+            name: format!("f{n}"),
+            field_type: FieldType::Text,
+            options: None,
+        })
+        .collect();
+    let issue = |c: char, state| Issue {
+        id: i.clone(),
+        project_id: ProjectId::numbered(2),
+        num: u64::from(u32::MAX),
+        title: c.to_string().repeat(256),
+        state,
+        description: None,
+        fields: defs
+            .iter()
+            .map(|d| (d.id.to_string(), StoredValue::S(c.to_string().repeat(1024))))
+            .collect(),
+        participants: (0..100)
+            .map(|n| Participant {
+                kind: ParticipantKind::User,
+                id: format!("{n:03}{}", "u".repeat(125)),
+                role: Role::Assignee,
+            })
+            .collect(),
+        version: 7,
+        created_at: "2026-11-21T20:42:03.123Z".into(),
+        updated_at: "2026-11-21T20:42:03.123Z".into(),
+    };
+    let a = Basis::of(&issue('\u{10FFFF}', IssueState::Open), &defs);
+    let mut b_issue = issue('\u{10FFFE}', IssueState::Closed);
+    b_issue
+        .participants
+        .iter_mut()
+        .for_each(|p| p.role = Role::Watcher);
+    let b = Basis::of(&b_issue, &defs);
+    let (wm, head, items) = stored(&a);
+    assert!(wm.layout.buckets <= MAX_BUCKETS);
+    let largest_bucket = items.iter().map(size).max().unwrap_or(0);
+    // The intent of a change that moves every entry, on top of an earlier one cut short.
+    let mut full = wm.clone();
+    for (k, item) in items.iter().enumerate() {
+        full.absorb_bucket(k as u16, bucket_fields(item));
+    }
+    full.pending = Pending::all_of(&a);
+    let step = full.step(&t, &i, Some(&b), &Pending::default());
+    let during = size(&intent_head_item(&t, &i, &full, &step.intent));
+    println!(
+        "largest issue: {} buckets, head {} B, largest bucket {largest_bucket} B, head at its largest {during} B; limit {LIMIT}",
+        wm.layout.buckets,
+        size(&head)
+    );
+    assert!(during < LIMIT / 2, "{during} bytes");
+    assert!(largest_bucket < 4 * 1024, "{largest_bucket} bytes");
+}
+
+#[test]
+fn a_watermark_of_the_previous_layout_is_read_as_its_keys() {
+    let (t, i) = (tenant(), issue_id());
+    let (issue, defs) = wide_issue(3, 1);
+    let entries = Basis::of(&issue, &defs).entries(&t, &i);
+    let refs = |es: &BTreeSet<Entry>| {
+        AttributeValue::Ss(
+            es.iter()
+                .map(|e| keys::index::entry_ref(&t, &e.pk, &e.sk))
+                .collect(),
+        )
+    };
+    let mut item = key(keys::index::watermark_pk(&t, &i), keys::index::WATERMARK_SK);
+    item.insert("version".into(), n(4));
+    item.insert("entries".into(), refs(&entries));
+    let wm = from_head(&t, &i, &item).unwrap();
+    assert_eq!(wm.version, 4);
+    assert_eq!(keys_of(&wm.certain(&t, &i)), keys_of(&entries));
+    // Nothing to do when it is right; a changed title moves only its entries.
+    let d = Basis::of(&issue, &defs);
+    let step = wm.step(&t, &i, Some(&d), &Pending::default());
+    assert!(step.puts.is_empty() && step.deletes.is_empty());
+    let mut renamed = issue.clone();
+    renamed.title = "Renamed".into();
+    let step = wm.step(
+        &t,
+        &i,
+        Some(&Basis::of(&renamed, &defs)),
+        &Pending::default(),
+    );
+    assert_eq!((step.puts.len(), step.deletes.len()), (2, 2));
+}
+
+#[test]
+fn layouts_keep_their_bucket_count_near_a_boundary() {
+    let (issue, defs) = wide_issue(55, 1);
+    let b = Basis::of(&issue, &defs);
+    let n = Layout::choose(0, &b);
+    assert!(n > 0);
+    // One more or one fewer field keeps it.
+    let (more, more_defs) = wide_issue(56, 1);
+    assert_eq!(Layout::choose(n, &Basis::of(&more, &more_defs)), n);
+    let (fewer, fewer_defs) = wide_issue(54, 1);
+    assert_eq!(Layout::choose(n, &Basis::of(&fewer, &fewer_defs)), n);
+    // Few fields live in the head.
+    let (small, small_defs) = wide_issue(5, 1);
+    assert_eq!(Layout::choose(0, &Basis::of(&small, &small_defs)), 0);
+    assert_eq!(Layout::choose(n, &Basis::of(&small, &small_defs)), 0);
+}
+
+#[test]
+fn the_entries_of_a_basis_are_the_issue_s_entries() {
+    let (t, i) = (tenant(), issue_id());
+    let (issue, defs) = wide_issue(4, 2);
+    let e = Basis::of(&issue, &defs).entries(&t, &i);
+    assert_eq!(e, crate::index::entries(&t, &issue, &defs));
+    assert_eq!(e.len(), (5 + 4) * 2 + 2 * 2);
+}
