@@ -198,6 +198,7 @@ pub async fn indexer_core(issues: u64) -> Result<((usize, f64), (usize, f64))> {
 }
 
 /// What one round of issue updates cost: each issue patched once.
+#[derive(Debug)]
 pub struct UpdateCost {
     /// Custom fields each update changed.
     pub fields_changed: usize,

@@ -66,7 +66,14 @@ pub fn intent_head_item(
     intent: &Pending,
 ) -> Item {
     let layout = wm.layout.clone();
-    let mut item = head_item(tenant, issue_id, wm.version, wm.committed.as_ref(), &layout);
+    let mut item = head_item(
+        tenant,
+        issue_id,
+        wm.version,
+        wm.committed.as_ref(),
+        &layout,
+        &wm.overlay,
+    );
     let mut tokens = wm.pending.tokens();
     tokens.extend(intent.tokens());
     if !tokens.is_empty() {

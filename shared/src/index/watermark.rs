@@ -347,6 +347,9 @@ const HEAD_FIELD_BYTES: usize = 384;
 /// The bucket size a new layout aims for, and the largest a layout keeps before it is redone.
 const BUCKET_TARGET: usize = 768;
 const BUCKET_MAX: usize = 1536;
+/// The overlay is folded into its buckets once its fields take more than this many bytes
+/// (so the head stays about 1 KB during an intent, whatever the field count).
+const OVERLAY_MAX: usize = 192;
 /// Buckets are dropped for fewer when they average under this.
 const BUCKET_MIN_AVG: usize = 160;
 /// 400 fields of the longest encodings average under [`BUCKET_MAX`] a bucket, and a head with
@@ -356,6 +359,10 @@ const MAX_BUCKETS: u16 = 64;
 /// Bytes a field takes in the watermark (its id, its value, and attribute overhead).
 fn field_bytes(column: &str, value: &Option<String>) -> usize {
     column.len() + value.as_ref().map_or(0, String::len) + 4
+}
+
+fn overlay_bytes(overlay: &BTreeMap<String, Option<String>>) -> usize {
+    overlay.iter().map(|(c, v)| field_bytes(c, v)).sum()
 }
 
 /// A field's bucket under `buckets` buckets (a stable hash of its id).
@@ -447,6 +454,12 @@ pub struct Watermark {
     pub layout: Layout,
     /// Buckets read into `committed`.
     pub loaded: BTreeSet<u16>,
+    /// Committed values of fields that differ from what their bucket item holds (head
+    /// attribute `o`): a change of a few values rewrites the head only, which the commit
+    /// writes anyway, instead of a bucket too. Folded into the buckets when it grows.
+    pub overlay: BTreeMap<String, Option<String>>,
+    /// The bucket items read, as stored (before the overlay).
+    pub stored: BTreeMap<u16, BTreeMap<String, Option<String>>>,
     /// Set when the stored watermark has the previous layout.
     pub legacy: Option<Legacy>,
     /// The issue has a parked marker.
@@ -512,6 +525,10 @@ impl Watermark {
             if self.layout.digests.get(usize::from(k)) != Some(&digest(&fields)) {
                 read.insert(k);
             }
+        }
+        // An overlay over its bound is folded into its buckets now, so they are read.
+        if overlay_bytes(&self.overlay) > OVERLAY_MAX {
+            read.extend(self.overlay.keys().map(|c| bucket_of(c, n)));
         }
         read
     }
@@ -753,6 +770,7 @@ pub fn head_item(
     version: u64,
     basis: Option<&Basis>,
     layout: &Layout,
+    overlay: &BTreeMap<String, Option<String>>,
 ) -> Item {
     let mut item = key(
         keys::index::watermark_pk(tenant, issue_id),
@@ -787,6 +805,9 @@ pub fn head_item(
                 ),
             );
         }
+    }
+    if layout.buckets > 0 && !overlay.is_empty() {
+        item.insert("o".into(), columns_attr(overlay));
     }
     if layout.buckets > 0 {
         item.insert("nb".into(), n(layout.buckets));
@@ -830,8 +851,11 @@ pub fn bucket_fields(item: &Item) -> Option<BTreeMap<String, Option<String>>> {
 }
 
 /// The new head and buckets once `desired` is written at `version` (`None`: deleted, a
-/// tombstone): the buckets to put (`(k, item)`), in the layout `buckets`. Buckets not read
-/// keep their digest (they were not read because their content does not change).
+/// tombstone): the bucket items to put, in the layout `buckets`. Buckets not read keep their
+/// digest and overlay (they were not read because their content does not change). A bucket
+/// read whose fields only changed value keeps its item: the new values go to the overlay,
+/// until the overlay outgrows [`OVERLAY_MAX`] and is folded into the buckets read. Digests
+/// are of the committed content (item and overlay together).
 pub fn commit_items(
     tenant: &TenantId,
     issue_id: &IssueId,
@@ -840,44 +864,78 @@ pub fn commit_items(
     version: u64,
     buckets: u16,
 ) -> (Item, Vec<Item>) {
+    let none = BTreeMap::new();
     let Some(d) = desired else {
-        return (
-            head_item(tenant, issue_id, version, None, &Layout::default()),
-            Vec::new(),
-        );
+        let head = head_item(tenant, issue_id, version, None, &Layout::default(), &none);
+        return (head, Vec::new());
     };
     if buckets == 0 {
-        return (
-            head_item(tenant, issue_id, version, Some(d), &Layout::default()),
-            Vec::new(),
+        let head = head_item(
+            tenant,
+            issue_id,
+            version,
+            Some(d),
+            &Layout::default(),
+            &none,
         );
+        return (head, Vec::new());
     }
     let same = buckets == wm.layout.buckets && wm.legacy.is_none();
     let mut layout = Layout {
         buckets,
         digests: Vec::with_capacity(usize::from(buckets)),
     };
-    let mut items = Vec::new();
-    for (k, fields) in by_bucket(d, buckets) {
-        let read = !same || wm.loaded.contains(&k);
-        match wm.layout.digests.get(usize::from(k)) {
-            Some(old) if !read => layout.digests.push(*old),
+    let desired_buckets = by_bucket(d, buckets);
+    let mut overlay = BTreeMap::new();
+    let mut rewrite = BTreeSet::new();
+    // Buckets read whose changes sit in the overlay: folded first when it outgrows its bound.
+    let mut overlaid = BTreeSet::new();
+    for (&k, fields) in &desired_buckets {
+        let old_digest = wm.layout.digests.get(usize::from(k));
+        if same
+            && !wm.loaded.contains(&k)
+            && let Some(old) = old_digest
+        {
+            layout.digests.push(*old);
+            let kept = wm
+                .overlay
+                .iter()
+                .filter(|(c, _)| bucket_of(c, buckets) == k);
+            overlay.extend(kept.map(|(c, v)| (c.clone(), v.clone())));
+            continue;
+        }
+        layout.digests.push(digest(fields));
+        match wm.stored.get(&k).filter(|_| same) {
+            Some(item) if item.keys().eq(fields.keys()) => {
+                let changed = fields.iter().filter(|(c, v)| item.get(*c) != Some(*v));
+                let before = overlay.len();
+                overlay.extend(changed.map(|(c, v)| (c.clone(), v.clone())));
+                if overlay.len() > before {
+                    overlaid.insert(k);
+                }
+            }
+            // A field added or removed (or a new layout): the item is rewritten.
             _ => {
-                layout.digests.push(digest(&fields));
-                items.push(bucket_item(
-                    tenant,
-                    issue_id,
-                    (buckets, k),
-                    &fields,
-                    version,
-                ));
+                rewrite.insert(k);
             }
         }
     }
-    (
-        head_item(tenant, issue_id, version, Some(d), &layout),
-        items,
-    )
+    for k in overlaid {
+        if overlay_bytes(&overlay) <= OVERLAY_MAX {
+            break;
+        }
+        overlay.retain(|c, _| bucket_of(c, buckets) != k);
+        rewrite.insert(k);
+    }
+    let items = rewrite
+        .into_iter()
+        .map(|k| {
+            let fields = desired_buckets.get(&k).unwrap_or(&none);
+            bucket_item(tenant, issue_id, (buckets, k), fields, version)
+        })
+        .collect();
+    let head = head_item(tenant, issue_id, version, Some(d), &layout, &overlay);
+    (head, items)
 }
 
 /// A head item as a watermark (its head part: buckets are read separately); `None` when it
@@ -988,9 +1046,9 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
         committed,
         pending,
         layout: Layout { buckets, digests },
-        loaded: BTreeSet::new(),
-        legacy: None,
+        overlay: columns_from(item.get("o"))?,
         parked,
+        ..Watermark::default()
     })
 }
 
@@ -1016,9 +1074,15 @@ impl Watermark {
     /// committed basis.
     pub fn absorb_bucket(&mut self, k: u16, fields: Option<BTreeMap<String, Option<String>>>) {
         self.loaded.insert(k);
-        if let (Some(c), Some(fields)) = (self.committed.as_mut(), fields) {
-            c.columns.extend(fields);
+        let fields = fields.unwrap_or_default();
+        let n = self.layout.buckets;
+        if let Some(c) = self.committed.as_mut() {
+            c.columns.extend(fields.clone());
+            let overlaid = self.overlay.iter().filter(|(f, _)| bucket_of(f, n) == k);
+            c.columns
+                .extend(overlaid.map(|(f, v)| (f.clone(), v.clone())));
         }
+        self.stored.insert(k, fields);
     }
 }
 

@@ -438,3 +438,92 @@ fn the_entries_of_a_basis_are_the_issue_s_entries() {
     assert_eq!(e, crate::index::entries(&t, &issue, &defs));
     assert_eq!(e.len(), (5 + 4) * 2 + 2 * 2);
 }
+
+/// Items as stored: the head and the buckets by sort key.
+#[derive(Default)]
+struct Stored {
+    head: Item,
+    buckets: BTreeMap<String, Item>,
+}
+
+impl Stored {
+    /// Reads the head and `which` buckets, as the indexer does.
+    fn read(&self, which: impl Fn(&Watermark) -> BTreeSet<u16>) -> Watermark {
+        let (t, i) = (tenant(), issue_id());
+        let mut wm = from_head(&t, &i, &self.head).unwrap();
+        let n = wm.layout.buckets;
+        for k in which(&wm) {
+            let item = self.buckets.get(&bucket_sk(n, k));
+            wm.absorb_bucket(k, item.and_then(bucket_fields));
+        }
+        wm
+    }
+
+    /// Commits `desired` as the indexer does; returns the bucket items written.
+    fn commit(&mut self, desired: &Basis, version: u64) -> usize {
+        let (t, i) = (tenant(), issue_id());
+        let probe = self.read(|_| BTreeSet::new());
+        let next = Layout::choose(probe.layout.buckets, desired);
+        let read = probe.buckets_to_read(Some(desired), next, &Pending::default());
+        let wm = self.read(|_| read.clone());
+        let (head, items) = commit_items(&t, &i, &wm, Some(desired), version, next);
+        let written = items.len();
+        for item in items {
+            let sk = crate::store::items::sk_of(&item).unwrap().to_string();
+            self.buckets.insert(sk, item);
+        }
+        self.head = head;
+        written
+    }
+}
+
+proptest! {
+    /// Value changes of a wide issue go to the head's overlay instead of a bucket write until
+    /// the overlay is full, and read back whole the watermark is always exactly what was
+    /// committed.
+    #[test]
+    fn an_overlay_keeps_updates_to_the_head_and_reads_back_exact(
+        changes in prop::collection::vec(prop::collection::vec((0..55usize, 0..1000u32), 1..3), 1..30),
+    ) {
+        let (issue, defs) = wide_issue(55, 3);
+        let mut stored = Stored::default();
+        let mut current = issue.clone();
+        stored.commit(&Basis::of(&current, &defs), 1);
+        let mut bucket_writes = 0;
+        for (v, change) in changes.iter().enumerate() {
+            for (f, value) in change {
+                current.fields.insert(
+                    defs[*f].id.to_string(),
+                    StoredValue::S(format!("v{value}")),
+                );
+            }
+            let desired = Basis::of(&current, &defs);
+            bucket_writes += stored.commit(&desired, v as u64 + 2);
+            prop_assert!(size(&stored.head) < 1024, "head {}", size(&stored.head));
+            let all = stored.read(|wm| (0..wm.layout.buckets).collect());
+            prop_assert_eq!(all.committed.as_ref(), Some(&desired));
+            // Nothing changes: nothing to read.
+            prop_assert!(all.buckets_to_read(Some(&desired), all.layout.buckets, &Pending::default()).is_empty()
+                || overlay_bytes(&all.overlay) > OVERLAY_MAX);
+        }
+        // Even with changes spread over every field, at most one bucket write an update.
+        prop_assert!(bucket_writes <= changes.len(), "{bucket_writes} bucket writes for {} updates", changes.len());
+    }
+}
+
+#[test]
+fn updates_of_the_same_few_fields_write_no_bucket() {
+    let (mut issue, defs) = wide_issue(55, 3);
+    let mut stored = Stored::default();
+    stored.commit(&Basis::of(&issue, &defs), 1);
+    let mut bucket_writes = 0;
+    for v in 0..50u64 {
+        for f in [1, 7, 30] {
+            issue
+                .fields
+                .insert(defs[f].id.to_string(), StoredValue::S(format!("{v}-{f}")));
+        }
+        bucket_writes += stored.commit(&Basis::of(&issue, &defs), v + 2);
+    }
+    assert_eq!(bucket_writes, 0);
+}
