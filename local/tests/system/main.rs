@@ -27,3 +27,4 @@ mod secret;
 mod support;
 mod tenancy;
 mod text;
+mod watermarks;

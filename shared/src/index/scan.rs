@@ -8,6 +8,7 @@ use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use crate::domain::ids::{IssueId, TenantId};
 use crate::index::Entry;
+use crate::index::table::{new_revision, revision_condition};
 use crate::index::watermark::{self, Basis, Layout, Watermark};
 use crate::keys;
 use crate::store::items::key;
@@ -126,13 +127,38 @@ impl Store {
         let buckets = desired.map_or(0, |d| Layout::choose(old, d));
         // Every bucket rewritten: a fresh watermark, read as if nothing were known.
         let fresh = Watermark::default();
-        let (head, bucket_items) =
+        let (mut head, bucket_items) =
             watermark::commit_items(tenant, issue_id, &fresh, desired, version, buckets);
+        head.insert(watermark::REVISION.into(), new_revision());
         let mut head_put = Put::builder().table_name(&self.index).set_item(Some(head));
-        head_put = match read.map(|w| w.version) {
-            Some(v) => head_put
-                .condition_expression("version = :v")
-                .expression_attribute_values(":v", AttributeValue::N(v.to_string())),
+        // Still the head read: its version and revision, and no intent recorded since (the
+        // pending set only ever grows until a head put replaces it).
+        head_put = match read {
+            Some(w) => {
+                let pending = if w.legacy.is_some() {
+                    "pending"
+                } else {
+                    "pend"
+                };
+                let put = head_put
+                    .condition_expression(format!(
+                        "version = :v AND {} AND (attribute_not_exists(#p) OR size(#p) = :n)",
+                        revision_condition(w.rev)
+                    ))
+                    .expression_attribute_names("#rev", watermark::REVISION)
+                    .expression_attribute_names("#p", pending)
+                    .expression_attribute_values(":v", AttributeValue::N(w.version.to_string()))
+                    .expression_attribute_values(
+                        ":n",
+                        AttributeValue::N(w.pending_count.to_string()),
+                    );
+                match w.rev {
+                    Some(rev) => {
+                        put.expression_attribute_values(":rev", AttributeValue::N(rev.to_string()))
+                    }
+                    None => put,
+                }
+            }
             None => head_put.condition_expression("attribute_not_exists(version)"),
         };
         let mut items = vec![

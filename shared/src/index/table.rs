@@ -74,6 +74,12 @@ pub fn intent_head_item(
         &layout,
         &wm.overlay,
     );
+    if let Some(rev) = wm.rev {
+        item.insert(
+            watermark::REVISION.into(),
+            AttributeValue::N(rev.to_string()),
+        );
+    }
     let mut tokens = wm.pending.tokens();
     tokens.extend(intent.tokens());
     if !tokens.is_empty() {
@@ -83,6 +89,19 @@ pub fn intent_head_item(
         );
     }
     item
+}
+
+/// A fresh head revision (see [`watermark::REVISION`]).
+pub(crate) fn new_revision() -> AttributeValue {
+    AttributeValue::N(rand::random::<u64>().to_string())
+}
+
+/// The condition that the head's revision (named `#rev`; `:rev` its value) is still `read`'s.
+pub(crate) fn revision_condition(read: Option<u64>) -> &'static str {
+    match read {
+        Some(_) => "#rev = :rev",
+        None => "attribute_not_exists(#rev)",
+    }
 }
 
 /// The head's pending tokens (see [`Pending::tokens`]).
@@ -266,8 +285,9 @@ impl Store {
         (version, buckets): (u64, u16),
         allow_equal: bool,
     ) -> Result<(bool, usize), StoreError> {
-        let (head, bucket_items) =
+        let (mut head, bucket_items) =
             watermark::commit_items(tenant, issue_id, wm, desired, version, buckets);
+        head.insert(watermark::REVISION.into(), new_revision());
         let mut writes = 0;
         for item in bucket_items {
             writes += 1;
@@ -283,17 +303,50 @@ impl Store {
                 .map(|k| (pk.clone(), watermark::bucket_sk(old, k)))
                 .collect()
         };
-        if replaced && desired.is_none() {
-            writes += self.delete_index_keys(old_buckets()).await?;
+        if desired.is_none() {
+            // Every bucket item of the issue, of any layout (one a failed layout change left
+            // behind too): its entries are gone by now.
+            writes += self.delete_index_keys(self.bucket_keys(&pk).await?).await?;
         }
         writes += 1;
-        if !self.put_conditioned(head, allow_equal, version).await? {
+        let mut put = self
+            .client
+            .put_item()
+            .table_name(&self.index)
+            .set_item(Some(head))
+            .condition_expression(format!(
+                "({}) AND {}",
+                newer_watermark_condition(allow_equal),
+                revision_condition(wm.rev)
+            ))
+            .expression_attribute_names("#rev", watermark::REVISION)
+            .expression_attribute_values(":v", AttributeValue::N(version.to_string()));
+        if let Some(rev) = wm.rev {
+            put = put.expression_attribute_values(":rev", AttributeValue::N(rev.to_string()));
+        }
+        let held = put.send().await;
+        if !condition_held("PutItem", held)? {
             return Ok((false, writes));
         }
         if replaced && desired.is_some() {
             writes += self.delete_index_keys(old_buckets()).await?;
         }
         Ok((true, writes))
+    }
+
+    /// The keys of every bucket item of a watermark partition (strongly consistent).
+    async fn bucket_keys(&self, pk: &str) -> Result<Vec<(String, String)>, StoreError> {
+        let query = Query::partition(&self.index, pk.to_string())
+            .sk_begins_with(keys::index::WATERMARK_BUCKETS)
+            .consistent(true);
+        Ok(self
+            .query_all(query)
+            .await?
+            .iter()
+            .filter_map(|i| {
+                crate::store::items::sk_of(i).map(|sk| (pk.to_string(), sk.to_string()))
+            })
+            .collect())
     }
 
     /// A PutItem of a watermark item, conditioned on its stored version.

@@ -460,6 +460,12 @@ pub struct Watermark {
     pub overlay: BTreeMap<String, Option<String>>,
     /// The bucket items read, as stored (before the overlay).
     pub stored: BTreeMap<u16, BTreeMap<String, Option<String>>>,
+    /// The head's revision: a fresh random number each time the head is put whole (see
+    /// [`REVISION`]); `None` for heads that never were (an intent's, the previous layout's).
+    pub rev: Option<u64>,
+    /// Size of the pending string set as read (`pend`, or the previous layout's `pending`),
+    /// which intents only ever add to: an unchanged size is an unchanged set.
+    pub pending_count: usize,
     /// Set when the stored watermark has the previous layout.
     pub legacy: Option<Legacy>,
     /// The issue has a parked marker.
@@ -709,6 +715,11 @@ impl Watermark {
 
 // --- Items ----------------------------------------------------------------------------------
 
+/// Attribute of a head's revision. Every write that puts the head whole (the indexer's commit,
+/// `gridctl repair`) is conditioned on the revision it read, so it never overwrites a head
+/// whose buckets or overlay changed since, even at the same version.
+pub const REVISION: &str = "rev";
+
 /// The layout marker of this format's head.
 pub const FORMAT: &str = "2";
 
@@ -951,6 +962,10 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
         Some(AttributeValue::Ss(v)) => Some(v.as_slice()),
         _ => None,
     };
+    let rev = match item.get(REVISION) {
+        Some(AttributeValue::N(v)) => Some(v.parse().ok()?),
+        _ => None,
+    };
     if !item.contains_key("fmt") {
         // The previous layout: every entry key, as `entry_ref`s.
         let refs = |name: &str| -> BTreeSet<Entry> {
@@ -972,7 +987,9 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
                 entries: refs("entries"),
                 pending: refs("pending"),
             }),
+            pending_count: string_set("pending").map_or(0, <[String]>::len),
             parked,
+            rev,
             ..Watermark::default()
         });
     }
@@ -1048,6 +1065,8 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
         layout: Layout { buckets, digests },
         overlay: columns_from(item.get("o"))?,
         parked,
+        rev,
+        pending_count: string_set("pend").map_or(0, <[String]>::len),
         ..Watermark::default()
     })
 }
@@ -1061,6 +1080,14 @@ pub fn previous_layout_head(item: &Item) -> Option<(TenantId, IssueId)> {
         _ => None,
     };
     if text(keys::SK)? != keys::index::WATERMARK_SK || item.contains_key("fmt") {
+        return None;
+    }
+    // A head holding only a parked flag (the issue was parked before it was ever indexed) has
+    // no layout to upgrade.
+    if !["version", "entries", "pending"]
+        .iter()
+        .any(|a| item.contains_key(*a))
+    {
         return None;
     }
     if matches!(item.get("version"), Some(AttributeValue::N(v)) if v == &u64::MAX.to_string()) {

@@ -98,6 +98,9 @@ pub fn watermark_bucket_sk(buckets: u16, k: u16) -> String {
     format!("B{buckets}.{k}")
 }
 
+/// The sort-key prefix of every bucket of a watermark, whatever its layout.
+pub const WATERMARK_BUCKETS: &str = "B";
+
 /// The sort-key prefix of a layout's buckets.
 pub fn watermark_buckets_prefix(buckets: u16) -> String {
     format!("B{buckets}.")

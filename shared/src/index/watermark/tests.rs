@@ -527,3 +527,32 @@ fn updates_of_the_same_few_fields_write_no_bucket() {
     }
     assert_eq!(bucket_writes, 0);
 }
+
+#[test]
+fn only_heads_with_the_previous_layout_s_keys_are_upgraded() {
+    let (t, i) = (tenant(), issue_id());
+    let head = |attrs: &[(&str, AttributeValue)]| {
+        let mut item = key(keys::index::watermark_pk(&t, &i), keys::index::WATERMARK_SK);
+        item.extend(attrs.iter().map(|(k, v)| (k.to_string(), v.clone())));
+        item
+    };
+    let old = head(&[
+        ("version", n(3)),
+        ("entries", AttributeValue::Ss(vec!["x".into()])),
+    ]);
+    assert_eq!(previous_layout_head(&old), Some((t.clone(), i.clone())));
+    // Parked before it was ever indexed: a flag, no layout.
+    assert_eq!(
+        previous_layout_head(&head(&[("parked", AttributeValue::Bool(true))])),
+        None
+    );
+    // A tombstone expires on its own; a compact head is current.
+    assert_eq!(
+        previous_layout_head(&head(&[("version", n(u64::MAX))])),
+        None
+    );
+    assert_eq!(
+        previous_layout_head(&head(&[("version", n(3)), ("fmt", n(FORMAT))])),
+        None
+    );
+}
