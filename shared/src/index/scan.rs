@@ -193,7 +193,7 @@ impl Store {
         if old > 0 && old != buckets {
             let pk = keys::index::watermark_pk(tenant, issue_id);
             let stale = (0..old)
-                .map(|k| (pk.clone(), watermark::bucket_sk(old, k)))
+                .map(|k| (pk.clone(), keys::index::watermark_bucket_sk(old, k)))
                 .collect();
             self.delete_index_keys(stale).await?;
         }

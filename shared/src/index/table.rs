@@ -91,6 +91,15 @@ pub fn intent_head_item(
     item
 }
 
+/// A BatchWriteItem request deleting the index item at `(pk, sk)`.
+fn delete_request(pk: String, sk: &str) -> Result<WriteRequest, StoreError> {
+    let req = DeleteRequest::builder()
+        .set_key(Some(key(pk, sk)))
+        .build()
+        .map_err(build_err)?;
+    Ok(WriteRequest::builder().delete_request(req).build())
+}
+
 /// A fresh head revision (see [`watermark::REVISION`]).
 pub(crate) fn new_revision() -> AttributeValue {
     AttributeValue::N(rand::random::<u64>().to_string())
@@ -190,12 +199,12 @@ impl Store {
                 found.insert(sk, fields_of(&item)?);
             }
             for k in 0..n {
-                wm.absorb_bucket(k, found.remove(&watermark::bucket_sk(n, k)));
+                wm.absorb_bucket(k, found.remove(&keys::index::watermark_bucket_sk(n, k)));
             }
             return Ok(());
         }
         let reads = which.iter().map(|&k| {
-            let key = key(pk.clone(), &watermark::bucket_sk(n, k));
+            let key = key(pk.clone(), &keys::index::watermark_bucket_sk(n, k));
             async move { (k, self.get_item(&self.index, key).await) }
         });
         for (k, item) in futures::future::join_all(reads).await {
@@ -291,18 +300,11 @@ impl Store {
         let mut writes = 0;
         for item in bucket_items {
             writes += 1;
-            if !self.put_conditioned(item, true, version).await? {
+            if !self.put_bucket(item, version).await? {
                 return Ok((false, writes));
             }
         }
-        let old = wm.layout.buckets;
-        let replaced = old > 0 && (old != buckets || desired.is_none());
         let pk = keys::index::watermark_pk(tenant, issue_id);
-        let old_buckets = || -> Vec<(String, String)> {
-            (0..old)
-                .map(|k| (pk.clone(), watermark::bucket_sk(old, k)))
-                .collect()
-        };
         if desired.is_none() {
             // Every bucket item of the issue, of any layout (one a failed layout change left
             // behind too): its entries are gone by now.
@@ -328,8 +330,13 @@ impl Store {
         if !condition_held("PutItem", held)? {
             return Ok((false, writes));
         }
-        if replaced && desired.is_some() {
-            writes += self.delete_index_keys(old_buckets()).await?;
+        // A replaced layout's buckets, once the head no longer names them.
+        let old = wm.layout.buckets;
+        if old > 0 && old != buckets && desired.is_some() {
+            let stale = (0..old)
+                .map(|k| (pk.clone(), keys::index::watermark_bucket_sk(old, k)))
+                .collect();
+            writes += self.delete_index_keys(stale).await?;
         }
         Ok((true, writes))
     }
@@ -349,19 +356,15 @@ impl Store {
             .collect())
     }
 
-    /// A PutItem of a watermark item, conditioned on its stored version.
-    async fn put_conditioned(
-        &self,
-        item: Item,
-        allow_equal: bool,
-        version: u64,
-    ) -> Result<bool, StoreError> {
+    /// A PutItem of a watermark bucket, conditioned on its stored version being at most
+    /// `version` (an equal one holds the same content: a retry of a write cut short).
+    async fn put_bucket(&self, item: Item, version: u64) -> Result<bool, StoreError> {
         let result = self
             .client
             .put_item()
             .table_name(&self.index)
             .set_item(Some(item))
-            .condition_expression(newer_watermark_condition(allow_equal))
+            .condition_expression(newer_watermark_condition(true))
             .expression_attribute_values(":v", AttributeValue::N(version.to_string()))
             .send()
             .await;
@@ -373,19 +376,11 @@ impl Store {
         &self,
         at: Vec<(String, String)>,
     ) -> Result<usize, StoreError> {
-        let count = at.len();
-        let mut requests = Vec::with_capacity(count);
-        for (pk, sk) in at {
-            let req = DeleteRequest::builder()
-                .set_key(Some(key(pk, &sk)))
-                .build()
-                .map_err(build_err)?;
-            requests.push(WriteRequest::builder().delete_request(req).build());
-        }
-        for chunk in requests.chunks(WRITE_CHUNK) {
-            self.batch_write(chunk.to_vec()).await?;
-        }
-        Ok(count)
+        let requests = at
+            .into_iter()
+            .map(|(pk, sk)| delete_request(pk, &sk))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.batch_write_all(requests).await
     }
 
     /// Parks a unit: a marker item in the tenant's parked partition (put, so parking twice is
@@ -424,12 +419,8 @@ impl Store {
     /// BatchWriteItem, which the indexer may already call, rather than another permission.
     #[tracing::instrument(skip_all, fields(op = "unpark"))]
     pub async fn unpark(&self, tenant: &TenantId, subject: &str) -> Result<(), StoreError> {
-        let req = DeleteRequest::builder()
-            .set_key(Some(key(keys::index::parked_pk(tenant), subject)))
-            .build()
-            .map_err(build_err)?;
-        self.batch_write(vec![WriteRequest::builder().delete_request(req).build()])
-            .await
+        let req = delete_request(keys::index::parked_pk(tenant), subject)?;
+        self.batch_write(vec![req]).await
     }
 
     /// Puts and deletes entries in batches of 25, retrying unprocessed items (throttling) with
@@ -443,11 +434,7 @@ impl Store {
     ) -> Result<usize, StoreError> {
         let mut requests = Vec::with_capacity(puts.len() + deletes.len());
         for e in deletes {
-            let req = DeleteRequest::builder()
-                .set_key(Some(key(e.pk.clone(), &e.sk)))
-                .build()
-                .map_err(build_err)?;
-            requests.push(WriteRequest::builder().delete_request(req).build());
+            requests.push(delete_request(e.pk.clone(), &e.sk)?);
         }
         for e in puts {
             let mut item = key(e.pk.clone(), &e.sk);
@@ -461,11 +448,15 @@ impl Store {
                 .map_err(build_err)?;
             requests.push(WriteRequest::builder().put_request(req).build());
         }
-        let count = requests.len();
+        self.batch_write_all(requests).await
+    }
+
+    /// Sends write requests 25 a BatchWriteItem; returns how many there were.
+    async fn batch_write_all(&self, requests: Vec<WriteRequest>) -> Result<usize, StoreError> {
         for chunk in requests.chunks(WRITE_CHUNK) {
             self.batch_write(chunk.to_vec()).await?;
         }
-        Ok(count)
+        Ok(requests.len())
     }
 
     /// One BatchWriteItem of at most 25 requests on the index table, its unprocessed items

@@ -767,12 +767,6 @@ fn columns_from(attr: Option<&AttributeValue>) -> Option<BTreeMap<String, Option
         .collect()
 }
 
-/// The sort key of bucket `k` of a layout of `buckets` (layouts never share an item, so a
-/// layout change cut short leaves the old one whole).
-pub fn bucket_sk(buckets: u16, k: u16) -> String {
-    keys::index::watermark_bucket_sk(buckets, k)
-}
-
 /// The head item of a watermark that reflects `basis` at `version` with nothing pending, its
 /// fields in the head or (with `layout.buckets > 0`) only their digests.
 pub fn head_item(
@@ -849,7 +843,7 @@ pub fn bucket_item(
 ) -> Item {
     let mut item = key(
         keys::index::watermark_pk(tenant, issue_id),
-        &bucket_sk(buckets, k),
+        &keys::index::watermark_bucket_sk(buckets, k),
     );
     item.insert("version".into(), n(version));
     item.insert("c".into(), columns_attr(fields));

@@ -453,7 +453,7 @@ impl Stored {
         let mut wm = from_head(&t, &i, &self.head).unwrap();
         let n = wm.layout.buckets;
         for k in which(&wm) {
-            let item = self.buckets.get(&bucket_sk(n, k));
+            let item = self.buckets.get(&keys::index::watermark_bucket_sk(n, k));
             wm.absorb_bucket(k, item.and_then(bucket_fields));
         }
         wm
