@@ -56,6 +56,14 @@ struct Args {
     /// Where the release binaries are (cargo build --release).
     #[arg(long, default_value = "target/release")]
     binaries: std::path::PathBuf,
+    /// Only the indexer's pure core (`index_core_*`), printed; writes no file. For working on
+    /// the core: it takes seconds.
+    #[arg(long)]
+    core: bool,
+    /// Issues seeded for the pure core's figures (their inserts and one update each are the
+    /// records it indexes).
+    #[arg(long, default_value_t = 5_000)]
+    core_issues: u64,
 }
 
 /// One access pattern's figures, per operation.
@@ -327,6 +335,15 @@ async fn main() -> Result<()> {
     let mut results = report::Results::default();
     let engine_dir = engine_dir(&args);
     let s = args.samples;
+    if args.core {
+        let ((n, secs), (nj, secs_j)) = report::indexer_core(args.core_issues).await?;
+        println!("index_core_records_per_s {:.0}", n as f64 / secs);
+        println!(
+            "index_core_with_json_records_per_s {:.0}",
+            nj as f64 / secs_j
+        );
+        return Ok(());
+    }
     for &n in &args.sizes {
         eprintln!("== {n} issues");
         let db = engine_dir.join(format!("gridline-bench-{}-{n}.db", std::process::id()));
@@ -348,7 +365,8 @@ async fn main() -> Result<()> {
         drop(env);
         remove_db(&db);
     }
-    (results.indexer_core, results.indexer_core_json) = report::indexer_core(5_000).await?;
+    (results.indexer_core, results.indexer_core_json) =
+        report::indexer_core(args.core_issues).await?;
     let amplification = report::write_amplification().await?;
     let f5 = report::update_costs(0, &[1]).await?;
     for (fields, costs) in [(5, &f5), (55, &amplification)] {

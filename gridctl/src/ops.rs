@@ -176,7 +176,9 @@ pub async fn repair(
         bar.finish_and_clear();
         let unowned = found.drift.unowned();
         if !unowned.is_empty() {
-            report.deletes += store.write_entries(&[], &unowned).await?;
+            report.deletes += store
+                .write_entries([], unowned.iter().map(|e| e.as_ref()))
+                .await?;
         }
     }
     // The last round's fixes are checked once more.

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
-use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use gridline::auth::AuthMode;
 use gridline::http::{AppState, Function, router};
+use gridline::index::event::StreamEvent;
 use gridline::index::indexer::Metrics;
 use gridline::telemetry::LogStyle;
 use serde::Deserialize;
@@ -114,8 +114,8 @@ impl Outcome {
 /// Runs `event` (the file's text) through the handler of `function` (a template logical id).
 pub async fn invoke(stack: &Stack, function: &str, event: &str) -> Result<Outcome> {
     if function == INDEXER_FUNCTION {
-        let event: Event = serde_json::from_str(event).context("not a DynamoDB stream event")?;
-        let (response, metrics) = stack.indexer().handle(event).await;
+        let event = StreamEvent::from_json(event).context("not a DynamoDB stream event")?;
+        let (response, metrics) = stack.indexer().handle(&event).await;
         println!("{}", metrics.emf());
         return Ok(Outcome::Stream { response, metrics });
     }

@@ -1,6 +1,5 @@
 //! The `indexer` Lambda: the records table's stream in, the index table out.
 
-use aws_lambda_events::event::dynamodb::Event;
 use gridline::config::Config;
 use gridline::index::indexer::Indexer;
 use lambda_runtime::{Error, LambdaEvent, service_fn};
@@ -13,8 +12,37 @@ async fn main() -> Result<(), Error> {
     store.warm_up().await;
     let indexer = Indexer::new(store).with_concurrency(concurrency);
     let indexer = &indexer;
-    lambda_runtime::run(service_fn(move |event: LambdaEvent<Event>| async move {
-        Ok::<_, Error>(indexer.handle_and_report(event.payload).await)
-    }))
+    // The event's JSON is kept as text and decoded by the indexer, borrowing from it
+    // (`gridline::index::event`): no image is copied into an owned attribute map.
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<Box<serde_json::value::RawValue>>| async move {
+            Ok::<_, Error>(indexer.handle_and_report(event.payload.get()).await?)
+        },
+    ))
     .await
+}
+
+#[cfg(test)]
+mod tests {
+    use gridline::index::event::StreamEvent;
+    use serde_json::value::RawValue;
+
+    /// The payload reaches the handler as the runtime decodes it (through serde_path_to_error
+    /// into the handler's type): every sample stream event arrives whole as text and decodes.
+    #[test]
+    fn the_runtime_hands_over_the_sample_events_as_text() {
+        for name in [
+            "indexer-insert",
+            "indexer-modify",
+            "indexer-remove",
+            "indexer-batch-poison",
+        ] {
+            let path = format!("{}/../../events/{name}.json", env!("CARGO_MANIFEST_DIR"));
+            let bytes = std::fs::read(&path).unwrap();
+            let de = &mut serde_json::Deserializer::from_slice(&bytes);
+            let raw: Box<RawValue> = serde_path_to_error::deserialize(de).unwrap();
+            let event = StreamEvent::from_json(raw.get()).unwrap();
+            assert!(!event.records.is_empty(), "{name}");
+        }
+    }
 }

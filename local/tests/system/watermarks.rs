@@ -3,6 +3,7 @@
 //! same version.
 
 use gridline::domain::ids::{IssueId, ProjectId};
+use gridline::index::EntryList;
 use gridline::index::watermark::{Basis, Pending, Step};
 use gridline_local::testing::TestApi;
 use serde_json::json;
@@ -53,9 +54,15 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
 
     // An intent recorded after a repair's read makes the repair fail.
     let fresh = store.get_full_watermark(&t, &id).await.unwrap().unwrap();
+    let mut puts = EntryList::for_issue(&id, 1);
+    basis
+        .entries(&t, &id)
+        .iter()
+        .take(1)
+        .for_each(|e| puts.push_entry(e));
     let step = Step {
         intent: Pending::all_of(&basis),
-        puts: basis.entries(&t, &id).into_iter().take(1).collect(),
+        puts,
         ..Step::default()
     };
     assert!(

@@ -305,7 +305,12 @@ pub async fn repair_issue(
         {
             return Ok(Repaired::AlreadyRight);
         }
-        store.write_entries(&puts, &deletes).await?;
+        store
+            .write_entries(
+                puts.iter().map(|e| e.as_ref()),
+                deletes.iter().map(|e| e.as_ref()),
+            )
+            .await?;
         let (puts, deletes) = (puts.len(), deletes.len());
         if orphan {
             return Ok(Repaired::Fixed { puts, deletes });

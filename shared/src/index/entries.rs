@@ -4,10 +4,10 @@
 use std::collections::BTreeSet;
 
 use crate::domain::Issue;
-use crate::domain::IssueState;
 use crate::domain::decimal::DynNumber;
 use crate::domain::ids::TenantId;
 use crate::domain::values::{FieldDef, FieldType, StoredValue, parse_date, parse_datetime};
+use crate::domain::{IssueState, Role};
 use crate::encoding;
 
 /// State scopes every entry is written to: all issues, and issues in its state.
@@ -140,6 +140,112 @@ impl Entry {
     /// `(pk, sk)`: the entry's identity in the index table; the rest follows from it.
     pub fn key(&self) -> (String, String) {
         (self.pk.clone(), self.sk.clone())
+    }
+}
+
+impl Entry {
+    /// The entry, borrowed.
+    pub fn as_ref(&self) -> EntryRef<'_> {
+        EntryRef {
+            pk: &self.pk,
+            sk: &self.sk,
+            issue_id: &self.issue_id,
+            role: self.role.as_deref(),
+        }
+    }
+}
+
+/// An index entry, borrowed: what a write of it needs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct EntryRef<'a> {
+    pub pk: &'a str,
+    pub sk: &'a str,
+    pub issue_id: &'a str,
+    pub role: Option<&'a str>,
+}
+
+impl EntryRef<'_> {
+    pub fn to_entry(&self) -> Entry {
+        Entry {
+            pk: self.pk.to_string(),
+            sk: self.sk.to_string(),
+            issue_id: self.issue_id.to_string(),
+            role: self.role.map(str::to_string),
+        }
+    }
+}
+
+/// One issue's entries, their keys built into one buffer: planning a step allocates per list,
+/// not per key (the indexer's core plans tens of keys per record).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EntryList {
+    /// The issue id, then each entry's partition key and sort key.
+    text: String,
+    issue_end: usize,
+    /// Per entry: where its partition key ends, where its sort key ends, its role.
+    slots: Vec<(usize, usize, Option<Role>)>,
+}
+
+impl EntryList {
+    /// An empty list of `issue_id`'s entries, with room for about `entries` of them.
+    pub fn for_issue(issue_id: &str, entries: usize) -> Self {
+        // Keys take about 100 bytes per entry (tenant, project, column, value, number).
+        let mut text = String::with_capacity(issue_id.len() + 112 * entries);
+        text.push_str(issue_id);
+        Self {
+            issue_end: text.len(),
+            text,
+            slots: Vec::with_capacity(entries),
+        }
+    }
+
+    pub fn len(&self) -> usize {
+        self.slots.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.slots.is_empty()
+    }
+
+    /// Adds an entry whose keys `pk` and `sk` write into the buffer.
+    pub fn push(
+        &mut self,
+        pk: impl FnOnce(&mut String),
+        sk: impl FnOnce(&mut String),
+        role: Option<Role>,
+    ) {
+        pk(&mut self.text);
+        let pk_end = self.text.len();
+        sk(&mut self.text);
+        self.slots.push((pk_end, self.text.len(), role));
+    }
+
+    /// Adds `entry` (of this list's issue).
+    pub fn push_entry(&mut self, entry: &Entry) {
+        let role = entry.role.as_deref().and_then(Role::parse);
+        self.push(|t| t.push_str(&entry.pk), |t| t.push_str(&entry.sk), role);
+    }
+
+    pub fn iter(&self) -> impl Iterator<Item = EntryRef<'_>> {
+        let issue_id = &self.text[..self.issue_end];
+        let mut start = self.issue_end;
+        self.slots.iter().map(move |&(pk_end, sk_end, role)| {
+            let e = EntryRef {
+                pk: &self.text[start..pk_end],
+                sk: &self.text[pk_end..sk_end],
+                issue_id,
+                role: role.map(Role::as_str),
+            };
+            start = sk_end;
+            e
+        })
+    }
+
+    /// The entries' keys, owned (for comparisons in tests and tools).
+    pub fn keys(&self) -> BTreeSet<(String, String)> {
+        self.iter()
+            .map(|e| (e.pk.to_string(), e.sk.to_string()))
+            .collect()
     }
 }
 

@@ -18,16 +18,16 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 
-use aws_lambda_events::event::dynamodb::{Event, EventRecord};
+use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
-use serde_dynamo::AttributeValue as Av;
 
 use crate::domain::Issue;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
+use crate::index::Parked;
+use crate::index::event::{StreamEvent, StreamRecord};
 use crate::index::stream::{self, Change, Op};
 use crate::index::watermark::{Basis, Layout, Pending, Watermark};
-use crate::index::{Entry, Parked};
 use crate::keys;
 use crate::keys::index::ParkedUnit;
 use crate::store::{Store, StoreError, issue_from_image};
@@ -98,14 +98,6 @@ impl IndexError {
     }
 }
 
-/// A string attribute of a stream record's keys or image.
-fn string_attr<'a>(item: &'a serde_dynamo::Item, name: &str) -> Option<&'a str> {
-    match item.get(name) {
-        Some(Av::S(s)) => Some(s),
-        _ => None,
-    }
-}
-
 /// A batch, planned: units at the sequence number of their first record (a record that could
 /// not be understood is a [`Unit::Malformed`] at its own).
 #[derive(Debug)]
@@ -117,13 +109,13 @@ pub struct Plan {
 /// first record and holds its last record's outcome. A record that cannot be understood
 /// becomes a unit of its own, to be parked: retrying it can never succeed, and the records
 /// after it must not wait for it.
-pub fn plan(records: &[EventRecord]) -> Plan {
+pub fn plan(records: &[StreamRecord<'_>]) -> Plan {
     let mut units: Vec<(String, Unit)> = Vec::new();
     let mut issue_slot: HashMap<IssueId, usize> = HashMap::new();
     // Projects whose re-index for an added field is already planned in this batch.
     let mut reindexed: HashSet<(TenantId, ProjectId)> = HashSet::new();
     for record in records {
-        let seq = record.change.sequence_number.clone().unwrap_or_default();
+        let seq = record.sequence_number().to_string();
         match plan_one(record) {
             Ok(None) => {}
             Ok(Some(unit)) => {
@@ -145,7 +137,7 @@ pub fn plan(records: &[EventRecord]) -> Plan {
                 units.push((seq, unit));
             }
             Err(message) => {
-                let pk = string_attr(&record.change.keys, keys::PK);
+                let pk = record.key(keys::PK);
                 let tenant = pk
                     .and_then(keys::tenant_of)
                     .and_then(TenantId::parse)
@@ -170,19 +162,21 @@ pub fn plan(records: &[EventRecord]) -> Plan {
 }
 
 /// The unit one record is, if it is the indexer's business (see [`stream::classify`]).
-fn plan_one(record: &EventRecord) -> Result<Option<Unit>, String> {
-    let keys_of = |name| string_attr(&record.change.keys, name);
+fn plan_one(record: &StreamRecord<'_>) -> Result<Option<Unit>, String> {
     let change =
-        stream::classify(keys_of(keys::PK), keys_of(keys::SK)).map_err(|e| e.to_string())?;
-    let op = Op::parse(&record.event_name);
+        stream::classify(record.key(keys::PK), record.key(keys::SK)).map_err(|e| e.to_string())?;
+    let op = record
+        .event_name
+        .as_ref()
+        .and_then(|n| Op::parse(n.as_str()));
     Ok(match change {
         Change::Issue { tenant, issue_id } => {
             let last = if op == Some(Op::Remove) {
                 None
             } else {
-                // Read where the event holds it: no copy of the image.
+                let image = record.dynamodb.new_image.as_ref().ok_or("no NewImage")?;
                 Some(Box::new(
-                    issue_from_image(&record.change.new_image).map_err(|e| e.to_string())?,
+                    issue_from_image(image).map_err(|e| e.to_string())?,
                 ))
             };
             Some(Unit::Issue {
@@ -318,10 +312,41 @@ impl Indexer {
         self.concurrency
     }
 
-    /// Handles a batch and prints its metrics as an EMF line (CloudWatch reads stdout).
-    pub async fn handle_and_report(&self, event: Event) -> DynamoDbEventResponse {
-        let (response, metrics) = self.handle(event).await;
+    /// Handles a batch as Lambda sends it (the event's JSON) and prints its metrics as an EMF
+    /// line (CloudWatch reads stdout). JSON that is no stream event fails the invocation, as a
+    /// payload the runtime cannot decode does.
+    pub async fn handle_and_report(
+        &self,
+        json: &str,
+    ) -> Result<DynamoDbEventResponse, serde_json::Error> {
+        let event = StreamEvent::from_json(json)?;
+        let (response, metrics) = self.handle(&event).await;
         println!("{}", metrics.emf());
+        Ok(response)
+    }
+
+    /// [`Indexer::handle`] of an event built with `aws_lambda_events`' types (the local stream
+    /// poller's and the tests'), through the JSON Lambda would send for it.
+    pub async fn handle_event(&self, event: &Event) -> (DynamoDbEventResponse, Metrics) {
+        // An encoding that fails (it cannot: the types are plain data) is empty: no event.
+        let json = serde_json::to_string(event).unwrap_or_default();
+        match StreamEvent::from_json(&json) {
+            Ok(decoded) => self.handle(&decoded).await,
+            Err(e) => {
+                tracing::error!(error = %e, "stream event not decodable");
+                let first = event.records.first();
+                let seq = first.and_then(|r| r.change.sequence_number.clone());
+                (Self::failed_at(seq), Metrics::default())
+            }
+        }
+    }
+
+    /// A response that has the event source retry from `seq` (everything, without one).
+    pub fn failed_at(seq: Option<String>) -> DynamoDbEventResponse {
+        let mut response = DynamoDbEventResponse::default();
+        let mut failure = DynamoDbBatchItemFailure::default();
+        failure.item_identifier = seq;
+        response.batch_item_failures.push(failure);
         response
     }
 
@@ -331,16 +356,12 @@ impl Indexer {
     /// the first unit that failed, so the event source retries from there (everything after is
     /// re-delivered and is idempotent); after the mapping's bounded retries the rest of the
     /// batch goes to the on-failure queue instead of blocking the shard.
-    pub async fn handle(&self, event: Event) -> (DynamoDbEventResponse, Metrics) {
+    pub async fn handle(&self, event: &StreamEvent<'_>) -> (DynamoDbEventResponse, Metrics) {
         let mut metrics = Metrics {
             records: event.records.len(),
             ..Metrics::default()
         };
-        if let Some(last) = event.records.last() {
-            let created = last
-                .change
-                .approximate_creation_date_time
-                .timestamp_millis();
+        if let Some(created) = event.records.last().and_then(|r| r.dynamodb.created_ms()) {
             metrics.iterator_age_ms = (now_ms() - created).max(0);
         }
         let Plan { units } = plan(&event.records);
@@ -357,12 +378,10 @@ impl Indexer {
             start = end;
         }
         metrics.failures = usize::from(failed.is_some());
-        let mut response = DynamoDbEventResponse::default();
-        if let Some(seq) = failed {
-            let mut failure = DynamoDbBatchItemFailure::default();
-            failure.item_identifier = Some(seq);
-            response.batch_item_failures.push(failure);
-        }
+        let response = match failed {
+            Some(seq) => Self::failed_at(Some(seq)),
+            None => DynamoDbEventResponse::default(),
+        };
         (response, metrics)
     }
 
@@ -657,9 +676,10 @@ impl Indexer {
                 return Ok(Err(Pending::default()));
             }
         }
-        let puts: Vec<&Entry> = step.puts.iter().collect();
-        let deletes: Vec<&Entry> = step.deletes.iter().collect();
-        metrics.writes += self.store.write_entries(&puts, &deletes).await?;
+        metrics.writes += self
+            .store
+            .write_entries(step.puts.iter(), step.deletes.iter())
+            .await?;
         let (held, writes) = self
             .store
             .commit_watermark(
@@ -857,7 +877,12 @@ mod tests {
     use super::*;
     use serde_json::json;
 
-    fn record(seq: &str, name: &str, sk: &str, version: u64, title: &str) -> EventRecord {
+    /// A batch's JSON, as Lambda sends it.
+    fn batch(records: Vec<serde_json::Value>) -> String {
+        json!({ "Records": records }).to_string()
+    }
+
+    fn record(seq: &str, name: &str, sk: &str, version: u64, title: &str) -> serde_json::Value {
         let image = json!({
             "PK": {"S": "T#acme#I#01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "SK": {"S": sk}, "GSI1PK": {"S": "x"}, "GSI1SK": {"S": "y"},
             "entity": {"S": "issue"}, "id": {"S": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "project_id": {"S": "01ARZ3NDEKTSV4RRFFQ69G5FAW"},
@@ -865,7 +890,7 @@ mod tests {
             "created_at": {"S": "2026-11-21T20:42:03.123Z"}, "updated_at": {"S": "2026-11-21T20:42:03.123Z"},
             "fields": {"M": {}}
         });
-        serde_json::from_value(json!({
+        json!({
             "eventID": seq, "eventName": name, "eventSource": "aws:dynamodb", "awsRegion": "us-east-1",
             "dynamodb": {
                 "Keys": {"PK": {"S": "T#acme#I#01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "SK": {"S": sk}},
@@ -873,18 +898,18 @@ mod tests {
                 "OldImage": if name == "INSERT" { json!(null) } else { image },
                 "SequenceNumber": seq, "SizeBytes": 100, "StreamViewType": "NEW_AND_OLD_IMAGES"
             }
-        }))
-        .unwrap()
+        })
     }
 
     #[test]
     fn several_records_of_one_issue_become_one_unit_with_the_last_state() {
-        let records = vec![
+        let json = batch(vec![
             record("100", "INSERT", "#ISSUE", 1, "a"),
             record("200", "MODIFY", "#ISSUE", 2, "b"),
             record("300", "MODIFY", "#ISSUE", 3, "c"),
-        ];
-        let Plan { units } = plan(&records);
+        ]);
+        let event = StreamEvent::from_json(&json).unwrap();
+        let Plan { units } = plan(&event.records);
         assert_eq!(units.len(), 1);
         assert_eq!(units[0].0, "100");
         let Unit::Issue {
@@ -901,7 +926,7 @@ mod tests {
         let field = |seq: &str, name: &str, project: &str, field: u64| {
             let sk = format!("F#{}", FieldId::numbered(field));
             let pk = format!("T#acme#P#{project}");
-            serde_json::from_value::<EventRecord>(json!({
+            json!({
                 "eventID": seq, "eventName": name, "eventSource": "aws:dynamodb",
                 "awsRegion": "us-east-1",
                 "dynamodb": {
@@ -909,18 +934,18 @@ mod tests {
                     "SequenceNumber": seq, "SizeBytes": 100,
                     "StreamViewType": "NEW_AND_OLD_IMAGES"
                 }
-            }))
-            .unwrap()
+            })
         };
         let (p, q) = ("01ARZ3NDEKTSV4RRFFQ69G5FAW", "01ARZ3NDEKTSV4RRFFQ69G5FAX");
-        let records = vec![
+        let json = batch(vec![
             field("1", "INSERT", p, 1),
             field("2", "INSERT", q, 2),
             field("3", "INSERT", p, 3),
             field("4", "REMOVE", p, 1),
             field("5", "INSERT", p, 4),
-        ];
-        let planned = plan(&records);
+        ]);
+        let event = StreamEvent::from_json(&json).unwrap();
+        let planned = plan(&event.records);
         let units: Vec<(&str, &str)> = planned
             .units
             .iter()
@@ -942,24 +967,29 @@ mod tests {
 
     #[test]
     fn a_deletion_after_changes_is_the_net_change() {
-        let records = vec![
+        let json = batch(vec![
             record("1", "MODIFY", "#ISSUE", 2, "a"),
             record("2", "REMOVE", "#ISSUE", 2, "a"),
-        ];
-        let units = plan(&records).units;
+        ]);
+        let event = StreamEvent::from_json(&json).unwrap();
+        let units = plan(&event.records).units;
         assert!(matches!(&units[0].1, Unit::Issue { last: None, .. }));
     }
 
     #[test]
     fn a_malformed_record_becomes_a_unit_of_its_own_and_the_plan_goes_on() {
         let mut bad = record("2", "MODIFY", "#ISSUE", 2, "a");
-        bad.change.new_image.remove("version");
-        let records = vec![
+        bad["dynamodb"]["NewImage"]
+            .as_object_mut()
+            .unwrap()
+            .remove("version");
+        let json = batch(vec![
             record("1", "INSERT", "#ISSUE", 1, "a"),
             bad,
             record("3", "MODIFY", "#ISSUE", 3, "c"),
-        ];
-        let Plan { units } = plan(&records);
+        ]);
+        let event = StreamEvent::from_json(&json).unwrap();
+        let Plan { units } = plan(&event.records);
         assert_eq!(units.len(), 2);
         assert_eq!(units[1].0, "2");
         let Unit::Malformed {
@@ -1039,8 +1069,9 @@ mod tests {
 
     #[test]
     fn descriptions_and_projects_are_not_indexed() {
-        let records = vec![record("1", "INSERT", "DESCRIPTION", 1, "a")];
-        assert!(plan(&records).units.is_empty());
+        let json = batch(vec![record("1", "INSERT", "DESCRIPTION", 1, "a")]);
+        let event = StreamEvent::from_json(&json).unwrap();
+        assert!(plan(&event.records).units.is_empty());
     }
 
     #[test]

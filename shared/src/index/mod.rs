@@ -16,6 +16,7 @@
 
 pub mod drift;
 pub mod entries;
+pub mod event;
 pub mod indexer;
 pub mod scan;
 pub mod stream;
@@ -23,7 +24,8 @@ pub mod table;
 pub mod watermark;
 
 pub use entries::{
-    ALL_STATES, BUILT_INS, Column, Entry, Kind, column_state, encode_bound, encode_value, entries,
+    ALL_STATES, BUILT_INS, Column, Entry, EntryList, EntryRef, Kind, column_state, encode_bound,
+    encode_value, entries,
 };
 pub use scan::{Table, entry_from_item};
 pub use table::{

@@ -7,7 +7,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRe
 
 use crate::cursor::Position;
 use crate::domain::ids::{IssueId, TenantId};
-use crate::index::Entry;
+use crate::index::EntryRef;
 use crate::index::watermark::{self, Basis, Pending, Step, Watermark, head_item};
 use crate::keys;
 use crate::store::items::{key, string};
@@ -237,14 +237,14 @@ impl Store {
                 keys::index::watermark_pk(tenant, issue_id),
                 keys::index::WATERMARK_SK,
             )));
-        let refs = |es: &mut dyn Iterator<Item = &Entry>| -> Vec<String> {
+        let refs = |es: &mut dyn Iterator<Item = EntryRef<'_>>| -> Vec<String> {
             let set: BTreeSet<String> = es
-                .map(|e| keys::index::entry_ref(tenant, &e.pk, &e.sk))
+                .map(|e| keys::index::entry_ref(tenant, e.pk, e.sk))
                 .collect();
             set.into_iter().collect()
         };
         let expression = if wm.legacy.is_some() {
-            let touched = refs(&mut step.puts.iter().chain(&step.deletes));
+            let touched = refs(&mut step.puts.iter().chain(step.deletes.iter()));
             if touched.is_empty() {
                 return Ok(true);
             }
@@ -426,20 +426,20 @@ impl Store {
     /// Puts and deletes entries in batches of 25, retrying unprocessed items (throttling) with
     /// jittered exponential backoff. Both are idempotent, so a retried batch is harmless.
     /// Returns the number of write requests made.
-    #[tracing::instrument(skip_all, fields(op = "write_entries", puts = puts.len(), deletes = deletes.len()))]
-    pub async fn write_entries(
+    #[tracing::instrument(skip_all, fields(op = "write_entries"))]
+    pub async fn write_entries<'a>(
         &self,
-        puts: &[&Entry],
-        deletes: &[&Entry],
+        puts: impl IntoIterator<Item = EntryRef<'a>>,
+        deletes: impl IntoIterator<Item = EntryRef<'a>>,
     ) -> Result<usize, StoreError> {
-        let mut requests = Vec::with_capacity(puts.len() + deletes.len());
+        let mut requests = Vec::new();
         for e in deletes {
-            requests.push(delete_request(e.pk.clone(), &e.sk)?);
+            requests.push(delete_request(e.pk.to_string(), e.sk)?);
         }
         for e in puts {
-            let mut item = key(e.pk.clone(), &e.sk);
-            item.insert("issue_id".into(), string(&e.issue_id));
-            if let Some(role) = &e.role {
+            let mut item = key(e.pk.to_string(), e.sk);
+            item.insert("issue_id".into(), string(e.issue_id));
+            if let Some(role) = e.role {
                 item.insert("role".into(), string(role));
             }
             let req = PutRequest::builder()

@@ -32,10 +32,47 @@ use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::encoding;
-use crate::index::entries::{ALL_STATES, Entry, encode_value};
+use crate::index::entries::{ALL_STATES, Entry, EntryList, encode_value};
 use crate::keys;
 use crate::store::Item;
 use crate::store::items::key;
+
+/// Two column maps walked together in column order: each column of either, once, with its
+/// value in each (`None`: the map has no such column). No lookups: both maps are sorted.
+pub fn zip_columns<'a>(
+    a: &'a BTreeMap<String, Option<String>>,
+    b: &'a BTreeMap<String, Option<String>>,
+) -> impl Iterator<
+    Item = (
+        &'a String,
+        Option<&'a Option<String>>,
+        Option<&'a Option<String>>,
+    ),
+> {
+    let (mut a, mut b) = (a.iter().peekable(), b.iter().peekable());
+    std::iter::from_fn(move || {
+        let order = match (a.peek(), b.peek()) {
+            (None, None) => return None,
+            (Some((x, _)), Some((y, _))) => x.cmp(y),
+            (Some(_), None) => std::cmp::Ordering::Less,
+            (None, Some(_)) => std::cmp::Ordering::Greater,
+        };
+        Some(match order {
+            std::cmp::Ordering::Less => {
+                let (name, v) = a.next()?;
+                (name, Some(v), None)
+            }
+            std::cmp::Ordering::Greater => {
+                let (name, v) = b.next()?;
+                (name, None, Some(v))
+            }
+            std::cmp::Ordering::Equal => {
+                let (name, v) = a.next()?;
+                (name, Some(v), b.next().map(|(_, w)| w))
+            }
+        })
+    })
+}
 
 /// Where an issue's column entries live: their partitions name the project and the state
 /// scope, their sort keys end with the number.
@@ -77,7 +114,9 @@ impl Basis {
     /// the project defines (a value the field cannot hold counts as none).
     pub fn of(issue: &Issue, defs: &[FieldDef]) -> Self {
         let mut columns = BTreeMap::new();
-        columns.insert("num".into(), Some(format!("{:020}", issue.num)));
+        let mut num = String::with_capacity(20);
+        keys::index::push_number(&mut num, issue.num);
+        columns.insert("num".into(), Some(num));
         columns.insert("title".into(), Some(encoding::text::encode(&issue.title)));
         columns.insert(
             "state".into(),
@@ -137,6 +176,11 @@ impl Basis {
             );
         }
         out
+    }
+
+    /// How many entries the basis calls for: two per column and two per participant.
+    pub fn entry_count(&self) -> usize {
+        2 * (self.columns.len() + self.seats.len())
     }
 
     /// Keeps only the columns `keep` accepts (the ones whose watermark part was read).
@@ -475,8 +519,8 @@ pub struct Watermark {
 /// What a change of an issue's entries needs, planned from its watermark.
 #[derive(Debug, Default, PartialEq, Eq)]
 pub struct Step {
-    pub puts: Vec<Entry>,
-    pub deletes: Vec<Entry>,
+    pub puts: EntryList,
+    pub deletes: EntryList,
     /// What the intent adds to `pending` (new layout), before any entry is written.
     pub intent: Pending,
 }
@@ -627,11 +671,11 @@ impl Watermark {
         out
     }
 
-    /// Plans the change to `desired` (restricted to the parts read; `None`: the issue is gone):
-    /// the entries to put (desired, not certain), to delete (possible, not desired), and the
-    /// intent that makes every one of them uncertain before it is touched. `extra` is what an
-    /// earlier attempt may have written (see the indexer's catch-up).
-    pub fn step(
+    /// [`Watermark::step`] by its definition: every entry the desired basis calls for, the
+    /// certain ones and the possible ones, compared as sets of keys. Used for watermarks of the
+    /// previous layout (which hold keys, not a basis), and as the reference the column-by-column
+    /// planner is tested against.
+    pub fn step_by_sets(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
@@ -654,6 +698,12 @@ impl Watermark {
             .filter(|e| !want_keys.contains(&key(e)))
             .collect();
         deletes.dedup_by(|a, b| a.pk == b.pk && a.sk == b.sk);
+        let list = |entries: Vec<Entry>| {
+            let mut list = EntryList::for_issue(issue_id, entries.len());
+            entries.iter().for_each(|e| list.push_entry(e));
+            list
+        };
+        let (puts, deletes) = (list(puts), list(deletes));
         let mut intent = extra.clone();
         if puts.is_empty() && deletes.is_empty() {
             return Step {
@@ -688,9 +738,7 @@ impl Watermark {
                 if c.placement != d.placement {
                     p.placements.insert(d.placement.clone());
                 }
-                let names: BTreeSet<&String> = c.columns.keys().chain(d.columns.keys()).collect();
-                for name in names {
-                    let (was, now) = (c.columns.get(name), d.columns.get(name));
+                for (name, was, now) in zip_columns(&c.columns, &d.columns) {
                     if was != now {
                         let values = p.columns.entry(name.clone()).or_default();
                         if let Some(v) = now {
@@ -1106,6 +1154,8 @@ impl Watermark {
         self.stored.insert(k, fields);
     }
 }
+
+mod step;
 
 #[cfg(test)]
 mod tests;

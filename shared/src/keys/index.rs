@@ -1,7 +1,7 @@
 //! Keys of the index table, which only the indexer writes: column entries, participation
 //! copies (inboxes), watermarks and parked units.
 
-use super::tenant_prefix;
+use super::{push_tenant_prefix, tenant_prefix};
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::{IssueState, ParticipantKind, Role};
 use crate::encoding::text;
@@ -19,17 +19,42 @@ pub fn inbox_pk(
     state: IssueState,
     role: Option<Role>,
 ) -> String {
-    let tenant = tenant_prefix(tenant);
-    let (kind, state) = (kind.as_str(), state.as_str());
-    match role {
-        Some(role) => format!("{tenant}#IN#{kind}#{id}#{state}#{}", role.as_str()),
-        None => format!("{tenant}#IN#{kind}#{id}#{state}"),
+    let mut out = String::new();
+    push_inbox_pk(&mut out, tenant, kind, id, state, role);
+    out
+}
+
+/// [`inbox_pk`], appended to `out` (the indexer builds its keys into one reused buffer).
+pub fn push_inbox_pk(
+    out: &mut String,
+    tenant: &TenantId,
+    kind: ParticipantKind,
+    id: &str,
+    state: IssueState,
+    role: Option<Role>,
+) {
+    push_tenant_prefix(out, tenant);
+    for part in ["#IN#", kind.as_str(), "#", id, "#", state.as_str()] {
+        out.push_str(part);
+    }
+    if let Some(role) = role {
+        out.push('#');
+        out.push_str(role.as_str());
     }
 }
 
 /// `{updated_at}#{issue}`: newest first when read backwards, unique per issue.
 pub fn inbox_sk(updated_at: &str, issue_id: &IssueId) -> String {
-    format!("{updated_at}#{issue_id}")
+    let mut out = String::new();
+    push_inbox_sk(&mut out, updated_at, issue_id);
+    out
+}
+
+/// [`inbox_sk`], appended to `out`.
+pub fn push_inbox_sk(out: &mut String, updated_at: &str, issue_id: &IssueId) {
+    out.push_str(updated_at);
+    out.push('#');
+    out.push_str(issue_id);
 }
 
 // --- Column entries ---------------------------------------------------------------------
@@ -37,7 +62,23 @@ pub fn inbox_sk(updated_at: &str, issue_id: &IssueId) -> String {
 /// Partition of one sortable column of a project, for one state scope (`all`, `open`,
 /// `closed`), so a state-filtered grid is a key condition too.
 pub fn column_pk(tenant: &TenantId, project_id: &ProjectId, column: &str, scope: &str) -> String {
-    format!("{}#X#{project_id}#{column}#{scope}", tenant_prefix(tenant))
+    let mut out = String::new();
+    push_column_pk(&mut out, tenant, project_id, column, scope);
+    out
+}
+
+/// [`column_pk`], appended to `out`.
+pub fn push_column_pk(
+    out: &mut String,
+    tenant: &TenantId,
+    project_id: &ProjectId,
+    column: &str,
+    scope: &str,
+) {
+    push_tenant_prefix(out, tenant);
+    for part in ["#X#", project_id, "#", column, "#", scope] {
+        out.push_str(part);
+    }
 }
 
 /// Sort-key prefix of entries that hold a value; they sort before the missing ones.
@@ -55,12 +96,41 @@ pub const MISSING_CEILING: &str = "2\u{10FFFF}";
 
 /// `1 enc(value) SEP num`: by value, ties by issue number.
 pub fn value_sk(encoded: &str, num: u64) -> String {
-    format!("{VALUE_PREFIX}{encoded}{}{num:020}", text::SEP)
+    let mut out = String::new();
+    push_column_sk(&mut out, Some(encoded), num);
+    out
 }
 
 /// `2 num`: issues without a value, by number.
 pub fn missing_sk(num: u64) -> String {
-    format!("{MISSING_PREFIX}{num:020}")
+    let mut out = String::new();
+    push_column_sk(&mut out, None, num);
+    out
+}
+
+/// [`value_sk`] (or [`missing_sk`] for `None`), appended to `out`.
+pub fn push_column_sk(out: &mut String, encoded: Option<&str>, num: u64) {
+    match encoded {
+        Some(encoded) => {
+            out.push_str(VALUE_PREFIX);
+            out.push_str(encoded);
+            out.push(text::SEP);
+        }
+        None => out.push_str(MISSING_PREFIX),
+    }
+    push_number(out, num);
+}
+
+/// `num` as twenty digits, zero-padded (`{num:020}` without the formatting machinery: the
+/// indexer writes one per entry key).
+pub fn push_number(out: &mut String, mut num: u64) {
+    let mut digits = [b'0'; 20];
+    for d in digits.iter_mut().rev() {
+        *d = b'0' + (num % 10) as u8;
+        num /= 10;
+    }
+    // Twenty ASCII digits hold any u64.
+    out.extend(digits.iter().map(|&d| char::from(d)));
 }
 
 /// The lowest sort key of values `>= encoded` (`gte`), or starting with it (`prefix`).

@@ -20,7 +20,15 @@ pub const WARM_UP_PK: &str = "#WARM-UP";
 
 /// `T#{tenant}`: what every key of the tenant starts with.
 pub(crate) fn tenant_prefix(tenant: &str) -> String {
-    format!("T#{tenant}")
+    let mut out = String::new();
+    push_tenant_prefix(&mut out, tenant);
+    out
+}
+
+/// [`tenant_prefix`], appended to `out`.
+pub(crate) fn push_tenant_prefix(out: &mut String, tenant: &str) {
+    out.push_str("T#");
+    out.push_str(tenant);
 }
 
 /// The tenant a key belongs to.

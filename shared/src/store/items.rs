@@ -1,6 +1,8 @@
 //! Items of the records table and their mapping to domain types (via `serde_dynamo`).
 
+use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
+use std::hash::Hash;
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
@@ -209,18 +211,20 @@ pub fn field_def_from(item: Item) -> Result<FieldDef, StoreError> {
     Ok(serde_dynamo::from_item::<_, FieldItem>(item)?.def())
 }
 
-/// An attribute value as the issue decoder reads it, whichever crate's type holds it: the
-/// SDK's (what the store reads) or serde_dynamo's (a stream image inside the Lambda event).
-/// serde_dynamo only decodes items it owns; the indexer reads each image where the event holds
-/// it instead of deep-copying it first, so the issue decoder is written once over this view.
+/// An attribute value as the issue decoder reads it, whichever type holds it: the SDK's (what
+/// the store reads) or the stream event's (`crate::index::event::Attr`, borrowed from the
+/// Lambda event's JSON), so the issue decoder is written once over this view.
 pub trait AttrView: Sized {
+    /// A map key or set member: the decoder looks them up and reads them as `str`.
+    type Key: Borrow<str> + Hash + Eq;
     fn s(&self) -> Option<&str>;
     fn n(&self) -> Option<&str>;
-    fn ss(&self) -> Option<&[String]>;
-    fn m(&self) -> Option<&HashMap<String, Self>>;
+    fn ss(&self) -> Option<&[Self::Key]>;
+    fn m(&self) -> Option<&HashMap<Self::Key, Self>>;
 }
 
 impl AttrView for AttributeValue {
+    type Key = String;
     fn s(&self) -> Option<&str> {
         self.as_s().ok().map(String::as_str)
     }
@@ -235,33 +239,6 @@ impl AttrView for AttributeValue {
     }
 }
 
-impl AttrView for serde_dynamo::AttributeValue {
-    fn s(&self) -> Option<&str> {
-        match self {
-            Self::S(s) => Some(s),
-            _ => None,
-        }
-    }
-    fn n(&self) -> Option<&str> {
-        match self {
-            Self::N(n) => Some(n),
-            _ => None,
-        }
-    }
-    fn ss(&self) -> Option<&[String]> {
-        match self {
-            Self::Ss(v) => Some(v),
-            _ => None,
-        }
-    }
-    fn m(&self) -> Option<&HashMap<String, Self>> {
-        match self {
-            Self::M(m) => Some(m),
-            _ => None,
-        }
-    }
-}
-
 /// An issue from its summary item and, if read, its description item.
 pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, StoreError> {
     let description = description.and_then(|d| d.get(attr::TEXT)?.s());
@@ -269,14 +246,14 @@ pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, Store
 }
 
 /// An issue from a stream record's image, read where the event holds it.
-pub fn issue_from_image(image: &serde_dynamo::Item) -> Result<Issue, StoreError> {
+pub fn issue_from_image(image: &crate::index::event::Image<'_>) -> Result<Issue, StoreError> {
     issue_from_attrs(image, None)
 }
 
 /// The issue an issue's summary item holds: the attributes [`issue_item`] writes, each
 /// required with its type (an item the API would never write is corrupt, not half-read).
 pub fn issue_from_attrs<A: AttrView>(
-    item: &HashMap<String, A>,
+    item: &HashMap<A::Key, A>,
     description: Option<&str>,
 ) -> Result<Issue, StoreError> {
     let missing =
@@ -301,7 +278,7 @@ pub fn issue_from_attrs<A: AttrView>(
     let fields = match item.get(attr::FIELDS).and_then(A::m) {
         Some(m) => m
             .iter()
-            .map(|(k, v)| Ok((k.clone(), stored_value(v)?)))
+            .map(|(k, v)| Ok((k.borrow().to_string(), stored_value(v)?)))
             .collect::<Result<BTreeMap<_, _>, StoreError>>()?,
         None => BTreeMap::new(),
     };
@@ -312,6 +289,7 @@ pub fn issue_from_attrs<A: AttrView>(
         .unwrap_or_default()
         .iter()
         .map(|e| {
+            let e: &str = e.borrow();
             let role = roles.and_then(|r| r.get(e)?.s());
             parse_participant(e, role)
                 .ok_or_else(|| StoreError::Corrupt(format!("participant edge {e}")))
@@ -488,8 +466,11 @@ mod tests {
         fn an_issue_reads_back_from_its_item_and_from_its_stream_image(issue in issue()) {
             let tenant = TenantId::parse("acme").unwrap();
             let item = issue_item(&tenant, &issue).unwrap();
+            // The image as a stream event's JSON holds it, decoded as the indexer does.
             let image: serde_dynamo::Item = item.clone().into();
-            prop_assert_eq!(issue_from_image(&image).unwrap(), issue.clone());
+            let json = serde_json::to_string(&image).unwrap();
+            let decoded: crate::index::event::Image<'_> = serde_json::from_str(&json).unwrap();
+            prop_assert_eq!(issue_from_image(&decoded).unwrap(), issue.clone());
             prop_assert_eq!(issue_from(item, None).unwrap(), issue);
         }
     }
@@ -503,7 +484,9 @@ mod tests {
         for name in ["version", "PK", "entity", "num", "state"] {
             let mut without: serde_dynamo::Item = item.clone().into();
             without.remove(name);
-            assert!(issue_from_image(&without).is_err(), "{name}");
+            let json = serde_json::to_string(&without).unwrap();
+            let decoded: crate::index::event::Image<'_> = serde_json::from_str(&json).unwrap();
+            assert!(issue_from_image(&decoded).is_err(), "{name}");
         }
         let mut mistyped = item.clone();
         mistyped.insert("num".into(), AttributeValue::S("7".into()));

@@ -125,8 +125,8 @@ proptest! {
         during.pending.merge(step.intent.clone());
         let certain = keys_of(&during.certain(&t, &i));
         let possible = keys_of(&during.possible(&t, &i, &Pending::default()));
-        for e in step.puts.iter().chain(&step.deletes) {
-            let k = (e.pk.clone(), e.sk.clone());
+        for e in step.puts.iter().chain(step.deletes.iter()) {
+            let k = (e.pk.to_string(), e.sk.to_string());
             prop_assert!(possible.contains(&k), "{k:?} not possible");
             prop_assert!(!certain.contains(&k), "{k:?} still certain");
         }
@@ -135,8 +135,8 @@ proptest! {
         prop_assert!(before.is_subset(&possible));
         // The step makes the index exactly the desired entries, wherever it stood.
         let want = keys_of(&desired.as_ref().map(|d| d.entries(&t, &i)).unwrap_or_default());
-        let deleted = keys_of(&step.deletes.iter().cloned().collect());
-        let put = keys_of(&step.puts.iter().cloned().collect());
+        let deleted = step.deletes.keys();
+        let put = step.puts.keys();
         prop_assert!(deleted.is_disjoint(&want));
         prop_assert!(before.difference(&want).all(|k| deleted.contains(k)));
         let certain_before = keys_of(&wm.certain(&t, &i));
@@ -149,6 +149,66 @@ proptest! {
         };
         prop_assert_eq!(keys_of(&after.certain(&t, &i)), want.clone());
         prop_assert_eq!(keys_of(&after.possible(&t, &i, &Pending::default())), want);
+    }
+
+    /// The column-by-column planner plans exactly what the definition does: the same puts
+    /// (with their roles), the same deletes, each once, and the same intent.
+    #[test]
+    fn the_planner_plans_what_the_sets_do(
+        wm in watermark(),
+        desired in prop::option::of(basis()),
+        extra in pending(),
+    ) {
+        let (t, i) = (tenant(), issue_id());
+        let lean = wm.step(&t, &i, desired.as_ref(), &extra);
+        let reference = wm.step_by_sets(&t, &i, desired.as_ref(), &extra);
+        let sorted = |l: &EntryList| {
+            let mut v: Vec<_> = l.iter().map(|e| e.to_entry()).collect();
+            v.sort();
+            v
+        };
+        prop_assert_eq!(sorted(&lean.puts), sorted(&reference.puts));
+        prop_assert_eq!(lean.deletes.len(), lean.deletes.keys().len(), "a delete twice");
+        prop_assert_eq!(lean.deletes.keys(), reference.deletes.keys());
+        prop_assert_eq!(lean.intent, reference.intent);
+    }
+
+    /// The same when the desired basis is the committed one changed a little (the common
+    /// case, which the planner skips column by column), with or without something pending.
+    #[test]
+    fn the_planner_plans_what_the_sets_do_for_small_changes(
+        committed in basis(),
+        changes in prop::collection::btree_map(column(), value(), 0..3),
+        moved in prop::option::of(placement()),
+        updated in prop::bool::ANY,
+        seats in prop::option::of(prop::collection::btree_set(seat(), 0..3)),
+        pending in prop::option::of(pending()),
+        extra in prop::option::of(pending()),
+    ) {
+        let (t, i) = (tenant(), issue_id());
+        let wm = Watermark {
+            version: 3,
+            committed: Some(committed.clone()),
+            pending: pending.unwrap_or_default(),
+            ..Watermark::default()
+        };
+        let mut desired = committed;
+        desired.columns.extend(changes);
+        if let Some(p) = moved {
+            desired.placement = p;
+        }
+        if updated {
+            desired.updated_at = "2026-03".into();
+        }
+        if let Some(s) = seats {
+            desired.seats = s;
+        }
+        let extra = extra.unwrap_or_default();
+        let lean = wm.step(&t, &i, Some(&desired), &extra);
+        let reference = wm.step_by_sets(&t, &i, Some(&desired), &extra);
+        prop_assert_eq!(lean.puts.keys(), reference.puts.keys());
+        prop_assert_eq!(lean.deletes.keys(), reference.deletes.keys());
+        prop_assert_eq!(lean.intent, reference.intent);
     }
 
     #[test]
@@ -290,7 +350,7 @@ fn an_update_of_one_field_reads_and_writes_about_one_kilobyte_at_5_fields_or_400
             step.puts.len(),
             2 + 2 + 3 * 2,
             "{fields} fields: {:?}",
-            step.puts
+            step.puts.keys()
         );
         let during = intent_head_item(&t, &i, &full, &step.intent);
         assert!(

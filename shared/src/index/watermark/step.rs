@@ -1,0 +1,310 @@
+//! Planning a step column by column: what [`Watermark::step_by_sets`] computes from every entry
+//! the watermark and the desired basis derive, computed only for the columns (and the inboxes)
+//! that something changed or left uncertain. A 1-field update of an issue with 55 fields builds
+//! the keys of that field, `updated_at` and the inbox copies, not of all 60 columns three times;
+//! the keys are compared as the parts they are built from and written into one buffer per list.
+
+use std::collections::BTreeMap;
+
+use super::{Basis, Pending, Placement, Seat, Step, Watermark, zip_columns};
+use crate::domain::ids::{IssueId, ProjectId, TenantId};
+use crate::domain::{IssueState, ParticipantKind, Role};
+use crate::index::entries::{ALL_STATES, EntryList};
+use crate::keys::index::{push_column_pk, push_column_sk, push_inbox_pk, push_inbox_sk};
+
+/// A column entry's key within its column, as the parts it is built from. Keys are built from
+/// them injectively (ids hold no `#`, a sort key ends with the number's twenty digits), so
+/// comparing parts compares keys.
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct ColumnKey<'a> {
+    project: &'a ProjectId,
+    scope: &'a str,
+    value: Option<&'a str>,
+    num: u64,
+}
+
+/// A column's two entries at `p`: in the `all` scope and in its state's.
+fn column_keys<'a>(p: &'a Placement, value: Option<&'a str>) -> [ColumnKey<'a>; 2] {
+    [ALL_STATES, p.state.as_str()].map(|scope| ColumnKey {
+        project: &p.project,
+        scope,
+        value,
+        num: p.num,
+    })
+}
+
+/// An inbox copy's key, as its parts (see [`ColumnKey`]).
+#[derive(Clone, Copy, PartialEq, Eq)]
+struct SeatKey<'a> {
+    kind: ParticipantKind,
+    id: &'a str,
+    state: IssueState,
+    role: Option<Role>,
+    updated_at: &'a str,
+}
+
+/// A participant's two copies: in their inbox for `state`, and in the one for their role.
+fn seat_keys<'a>(seat: &'a Seat, state: IssueState, updated_at: &'a str) -> [SeatKey<'a>; 2] {
+    [None, Some(seat.role)].map(|role| SeatKey {
+        kind: seat.kind,
+        id: &seat.id,
+        state,
+        role,
+        updated_at,
+    })
+}
+
+/// What the step works from: the watermark, the desired basis, what an earlier attempt may
+/// have written, and where entries may be.
+struct Planner<'a> {
+    tenant: &'a TenantId,
+    issue_id: &'a IssueId,
+    wm: &'a Watermark,
+    committed: Option<&'a Basis>,
+    desired: Option<&'a Basis>,
+    extra: &'a Pending,
+    /// Every placement column entries may be at: pending, `extra`'s and the committed one.
+    placements: Vec<&'a Placement>,
+    /// Whether the committed basis' entries can be certain at all (no placement pending).
+    certain: bool,
+    puts: EntryList,
+    deletes: EntryList,
+}
+
+impl Watermark {
+    /// Plans the change to `desired` (restricted to the parts read; `None`: the issue is gone):
+    /// the entries to put (desired, not certain), to delete (possible, not desired), and the
+    /// intent that makes every one of them uncertain before it is touched. `extra` is what an
+    /// earlier attempt may have written (see the indexer's catch-up). The same plan as
+    /// [`Watermark::step_by_sets`] (a property test holds them equal), built column by column.
+    pub fn step(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        desired: Option<&Basis>,
+        extra: &Pending,
+    ) -> Step {
+        if self.legacy.is_some() {
+            return self.step_by_sets(tenant, issue_id, desired, extra);
+        }
+        let committed = self.committed.as_ref();
+        let mut placements: Vec<&Placement> = self
+            .pending
+            .placements
+            .iter()
+            .chain(&extra.placements)
+            .chain(committed.map(|c| &c.placement))
+            .collect();
+        placements.sort();
+        placements.dedup();
+        let mut planner = Planner {
+            tenant,
+            issue_id,
+            wm: self,
+            committed,
+            desired,
+            extra,
+            placements,
+            certain: committed.is_some() && self.pending.placements.is_empty(),
+            // A new issue puts every entry; an update, a few.
+            puts: EntryList::for_issue(
+                issue_id,
+                if committed.is_none() {
+                    desired.map_or(0, Basis::entry_count)
+                } else {
+                    8
+                },
+            ),
+            deletes: EntryList::for_issue(issue_id, 8),
+        };
+        planner.columns();
+        planner.seats();
+        let Planner { puts, deletes, .. } = planner;
+        let intent = if puts.is_empty() && deletes.is_empty() {
+            extra.clone()
+        } else if extra.is_empty() {
+            self.intent_for(desired)
+        } else {
+            let mut intent = extra.clone();
+            intent.merge(self.intent_for(desired));
+            intent
+        };
+        Step {
+            puts,
+            deletes,
+            intent,
+        }
+    }
+}
+
+/// A column's value in a basis: absent, or its encoded value (`None`: missing).
+type Value<'a> = Option<&'a Option<String>>;
+
+static NO_COLUMNS: BTreeMap<String, Option<String>> = BTreeMap::new();
+
+impl<'a> Planner<'a> {
+    /// Every column the desired or committed basis has, or something pending names.
+    fn columns(&mut self) {
+        let (wm, extra) = (self.wm, self.extra);
+        let desired = self.desired.map_or(&NO_COLUMNS, |d| &d.columns);
+        let committed = self.committed.map_or(&NO_COLUMNS, |c| &c.columns);
+        for (name, dv, cv) in zip_columns(desired, committed) {
+            if !self.quiet_column(name, dv, cv) {
+                self.column(name, dv, cv);
+            }
+        }
+        // Columns only something pending names (a field since removed, say).
+        let (pending, extra) = (&wm.pending.columns, &extra.columns);
+        let named = pending
+            .keys()
+            .chain(extra.keys().filter(|c| !pending.contains_key(*c)));
+        for name in named {
+            if !desired.contains_key(name) && !committed.contains_key(name) {
+                self.column(name, None, None);
+            }
+        }
+    }
+
+    /// Whether a column's entries are certain and desired as they are: same value, same
+    /// placement, nothing pending anywhere they could be.
+    fn quiet_column(&self, name: &str, dv: Value<'_>, cv: Value<'_>) -> bool {
+        dv.is_some()
+            && dv == cv
+            && self.certain
+            && self.extra.placements.is_empty()
+            && self.desired.map(|d| &d.placement) == self.committed.map(|c| &c.placement)
+            && !self.wm.pending.columns.contains_key(name)
+            && !self.extra.columns.contains_key(name)
+    }
+
+    /// One column: puts its desired entries that are not certain, deletes every entry it may
+    /// have that is not desired.
+    fn column(&mut self, name: &str, dv: Value<'a>, cv: Value<'a>) {
+        let (wm, extra) = (self.wm, self.extra);
+        let want = match (self.desired, dv) {
+            (Some(d), Some(v)) => Some(column_keys(&d.placement, v.as_deref())),
+            _ => None,
+        };
+        let certain = match (self.committed, cv) {
+            (Some(c), Some(v)) if self.certain && !self.wm.pending.columns.contains_key(name) => {
+                Some(column_keys(&c.placement, v.as_deref()))
+            }
+            _ => None,
+        };
+        let wanted = |k: &ColumnKey<'_>| want.as_ref().is_some_and(|w| w.contains(k));
+        let (tenant, puts) = (self.tenant, &mut self.puts);
+        for k in want.iter().flatten() {
+            if !certain.as_ref().is_some_and(|c| c.contains(k)) {
+                puts.push(
+                    |t| push_column_pk(t, tenant, k.project, name, k.scope),
+                    |t| push_column_sk(t, k.value, k.num),
+                    None,
+                );
+            }
+        }
+        let values = wm
+            .pending
+            .columns
+            .get(name)
+            .into_iter()
+            .chain(extra.columns.get(name))
+            .flatten()
+            .map(Option::as_deref)
+            .chain(cv.map(Option::as_deref));
+        let mut gone: Vec<ColumnKey<'_>> = Vec::new();
+        for value in values {
+            for &p in &self.placements {
+                for k in column_keys(p, value) {
+                    if !wanted(&k) && !gone.contains(&k) {
+                        gone.push(k);
+                    }
+                }
+            }
+        }
+        for k in gone {
+            self.deletes.push(
+                |t| push_column_pk(t, tenant, k.project, name, k.scope),
+                |t| push_column_sk(t, k.value, k.num),
+                None,
+            );
+        }
+    }
+
+    /// The inbox copies: as one group, since two seats of one participant share a copy.
+    fn seats(&mut self) {
+        let (wm, extra) = (self.wm, self.extra);
+        if let (Some(c), Some(d)) = (self.committed, self.desired)
+            && !wm.pending.touches_seats()
+            && !extra.touches_seats()
+            && c.placement.state == d.placement.state
+            && c.updated_at == d.updated_at
+            && c.seats == d.seats
+        {
+            return;
+        }
+        let want: Vec<(SeatKey<'a>, Role)> = self
+            .desired
+            .iter()
+            .flat_map(|d| {
+                d.seats.iter().flat_map(|seat| {
+                    seat_keys(seat, d.placement.state, &d.updated_at).map(|k| (k, seat.role))
+                })
+            })
+            .collect();
+        let certain: Vec<SeatKey<'a>> = match self.committed {
+            Some(c) if !wm.pending.touches_seats() => c
+                .seats
+                .iter()
+                .flat_map(|seat| seat_keys(seat, c.placement.state, &c.updated_at))
+                .collect(),
+            _ => Vec::new(),
+        };
+        let (tenant, issue_id) = (self.tenant, self.issue_id);
+        for (k, role) in &want {
+            if !certain.contains(k) {
+                self.puts.push(
+                    |t| push_inbox_pk(t, tenant, k.kind, k.id, k.state, k.role),
+                    |t| push_inbox_sk(t, k.updated_at, issue_id),
+                    Some(*role),
+                );
+            }
+        }
+        let mut states: Vec<IssueState> = self.placements.iter().map(|p| p.state).collect();
+        states.sort();
+        states.dedup();
+        let committed = self.committed;
+        let updated_at: Vec<&str> = wm
+            .pending
+            .updated_at
+            .iter()
+            .chain(&extra.updated_at)
+            .chain(committed.map(|c| &c.updated_at))
+            .map(String::as_str)
+            .collect();
+        let seats = wm
+            .pending
+            .seats
+            .iter()
+            .chain(&extra.seats)
+            .chain(committed.into_iter().flat_map(|c| &c.seats));
+        let mut gone: Vec<SeatKey<'_>> = Vec::new();
+        for seat in seats {
+            for &state in &states {
+                for &u in &updated_at {
+                    for k in seat_keys(seat, state, u) {
+                        if !want.iter().any(|(w, _)| *w == k) && !gone.contains(&k) {
+                            gone.push(k);
+                        }
+                    }
+                }
+            }
+        }
+        for k in gone {
+            self.deletes.push(
+                |t| push_inbox_pk(t, tenant, k.kind, k.id, k.state, k.role),
+                |t| push_inbox_sk(t, k.updated_at, issue_id),
+                None,
+            );
+        }
+    }
+}
