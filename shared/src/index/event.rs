@@ -12,7 +12,7 @@ use std::fmt;
 use std::hash::{Hash, Hasher};
 
 use serde::Deserialize;
-use serde::de::{Deserializer, Visitor};
+use serde::de::{Deserializer, MapAccess, Visitor};
 
 use crate::store::items::AttrView;
 
@@ -64,8 +64,42 @@ impl<'de: 'a, 'a> Deserialize<'de> for Str<'a> {
     }
 }
 
-/// An item as a stream record holds it (its keys, its new image).
-pub type Image<'a> = HashMap<Str<'a>, Attr<'a>>;
+/// An item as a stream record holds it (its keys, its new image). Hashed with foldhash: the
+/// keys are attribute names and field ids, and SipHash was a tenth of the core's time.
+pub type Image<'a> = HashMap<Str<'a>, Attr<'a>, foldhash::fast::RandomState>;
+
+/// Room an image's map starts with: an issue item has 16 attributes, and a map that grows
+/// rehashes (JSON says nothing of a map's size before it is read).
+const IMAGE_ROOM: usize = 16;
+
+/// An image, its map made with room for an issue item's attributes.
+fn image<'de: 'a, 'a, D: Deserializer<'de>>(deserializer: D) -> Result<Image<'a>, D::Error> {
+    struct ImageVisitor;
+    impl<'de> Visitor<'de> for ImageVisitor {
+        type Value = Image<'de>;
+        fn expecting(&self, f: &mut fmt::Formatter) -> fmt::Result {
+            f.write_str("a map of attribute values")
+        }
+        fn visit_map<M: MapAccess<'de>>(self, mut map: M) -> Result<Self::Value, M::Error> {
+            let room = map.size_hint().unwrap_or(IMAGE_ROOM);
+            let mut out = HashMap::with_capacity_and_hasher(room, Default::default());
+            while let Some((k, v)) = map.next_entry()? {
+                out.insert(k, v);
+            }
+            Ok(out)
+        }
+    }
+    deserializer.deserialize_map(ImageVisitor)
+}
+
+/// [`image`], or none for `null`.
+fn new_image<'de: 'a, 'a, D: Deserializer<'de>>(
+    deserializer: D,
+) -> Result<Option<Image<'a>>, D::Error> {
+    #[derive(Deserialize)]
+    struct Present<'a>(#[serde(borrow, deserialize_with = "image")] Image<'a>);
+    Ok(Option::<Present<'a>>::deserialize(deserializer)?.map(|p| p.0))
+}
 
 /// A DynamoDB attribute value in the event's JSON: `{"S": "…"}`, `{"N": "…"}`, `{"M": {…}}`, …
 #[derive(Clone, Debug, PartialEq, Deserialize)]
@@ -82,7 +116,7 @@ pub enum Attr<'a> {
     Ns(Vec<Str<'a>>),
     #[serde(rename = "BS", borrow)]
     Bs(Vec<Str<'a>>),
-    #[serde(rename = "M", borrow)]
+    #[serde(rename = "M", borrow, deserialize_with = "image")]
     M(Image<'a>),
     #[serde(rename = "L", borrow)]
     L(Vec<Attr<'a>>),
@@ -94,6 +128,7 @@ pub enum Attr<'a> {
 
 impl<'a> AttrView for Attr<'a> {
     type Key = Str<'a>;
+    type Hasher = foldhash::fast::RandomState;
     fn s(&self) -> Option<&str> {
         match self {
             Self::S(s) => Some(s.as_str()),
@@ -112,7 +147,7 @@ impl<'a> AttrView for Attr<'a> {
             _ => None,
         }
     }
-    fn m(&self) -> Option<&HashMap<Str<'a>, Self>> {
+    fn m(&self) -> Option<&Image<'a>> {
         match self {
             Self::M(m) => Some(m),
             _ => None,
@@ -143,10 +178,10 @@ pub struct StreamChange<'a> {
     /// When the change was made, in seconds since the epoch.
     #[serde(rename = "ApproximateCreationDateTime", default)]
     pub approximate_creation_date_time: Option<f64>,
-    #[serde(rename = "Keys", borrow, default)]
+    #[serde(rename = "Keys", borrow, default, deserialize_with = "image")]
     pub keys: Image<'a>,
     /// The item after the change (the stream's view type is `NEW_IMAGE`); none on `REMOVE`.
-    #[serde(rename = "NewImage", borrow, default)]
+    #[serde(rename = "NewImage", borrow, default, deserialize_with = "new_image")]
     pub new_image: Option<Image<'a>>,
     #[serde(rename = "SequenceNumber", borrow, default)]
     pub sequence_number: Option<Str<'a>>,

@@ -2,7 +2,7 @@
 
 use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::Hash;
+use std::hash::{BuildHasher, Hash};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
@@ -217,14 +217,17 @@ pub fn field_def_from(item: Item) -> Result<FieldDef, StoreError> {
 pub trait AttrView: Sized {
     /// A map key or set member: the decoder looks them up and reads them as `str`.
     type Key: Borrow<str> + Hash + Eq;
+    /// The hasher of its maps.
+    type Hasher: BuildHasher;
     fn s(&self) -> Option<&str>;
     fn n(&self) -> Option<&str>;
     fn ss(&self) -> Option<&[Self::Key]>;
-    fn m(&self) -> Option<&HashMap<Self::Key, Self>>;
+    fn m(&self) -> Option<&HashMap<Self::Key, Self, Self::Hasher>>;
 }
 
 impl AttrView for AttributeValue {
     type Key = String;
+    type Hasher = std::hash::RandomState;
     fn s(&self) -> Option<&str> {
         self.as_s().ok().map(String::as_str)
     }
@@ -253,7 +256,7 @@ pub fn issue_from_image(image: &crate::index::event::Image<'_>) -> Result<Issue,
 /// The issue an issue's summary item holds: the attributes [`issue_item`] writes, each
 /// required with its type (an item the API would never write is corrupt, not half-read).
 pub fn issue_from_attrs<A: AttrView>(
-    item: &HashMap<A::Key, A>,
+    item: &HashMap<A::Key, A, A::Hasher>,
     description: Option<&str>,
 ) -> Result<Issue, StoreError> {
     let missing =
