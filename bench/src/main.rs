@@ -243,7 +243,10 @@ async fn setup(n: u64, db: &std::path::Path) -> Result<Env> {
 }
 
 /// Every issue id of the seeded project, page after page (setup, not metered).
-async fn issue_ids(store: &Store, seeded: &gridctl::seed::Seeded) -> Result<Vec<IssueId>> {
+pub(crate) async fn issue_ids(
+    store: &Store,
+    seeded: &gridctl::seed::Seeded,
+) -> Result<Vec<IssueId>> {
     let mut ids = Vec::new();
     let mut start = None;
     loop {

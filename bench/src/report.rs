@@ -171,7 +171,11 @@ pub async fn indexer_core(issues: u64) -> Result<((usize, f64), (usize, f64))> {
     let router = stack.router();
     let token = TestApi::token(&seeded.users[0], &seeded.tenant);
     let points = updatable_fields(&seeded);
-    for (i, id) in all_issues(&stack, &seeded).await?.iter().enumerate() {
+    for (i, id) in crate::issue_ids(&stack.state.store, &seeded)
+        .await?
+        .iter()
+        .enumerate()
+    {
         patch(&router, &token, id, new_values(&seeded, &points[..1], i)).await?;
     }
     let (records, arn) = stream_history(&stack).await?;
@@ -227,24 +231,6 @@ fn fastest(mut pass: impl FnMut() -> Result<()>) -> Result<f64> {
         best = best.min(started.elapsed().as_secs_f64());
     }
     Ok(best)
-}
-
-/// Every issue of the seeded project.
-async fn all_issues(stack: &Stack, seeded: &gridctl::seed::Seeded) -> Result<Vec<IssueId>> {
-    let mut ids = Vec::new();
-    let mut start = None;
-    loop {
-        let page = stack
-            .state
-            .store
-            .issues_of_project(&seeded.tenant, &seeded.project_id, start.as_ref())
-            .await?;
-        ids.extend(page.items.into_iter().map(|i| i.id));
-        start = page.next;
-        if start.is_none() {
-            return Ok(ids);
-        }
-    }
 }
 
 /// What one round of issue updates cost: each issue patched once.
