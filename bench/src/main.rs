@@ -56,8 +56,8 @@ struct Args {
     /// Where the release binaries are (cargo build --release).
     #[arg(long, default_value = "target/release")]
     binaries: std::path::PathBuf,
-    /// Only the indexer's pure core (`index_core_*`), printed; writes no file. For working on
-    /// the core: it takes seconds.
+    /// Only the indexer's pure core (`index_core_*`), printed in records/s; writes no file.
+    /// For working on the core: it skips every other measure.
     #[arg(long)]
     core: bool,
     /// Issues seeded for the pure core's figures (their inserts and one update each are the

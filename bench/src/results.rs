@@ -24,11 +24,11 @@ pub const NAMES: [(&str, &str); 16] = [
     ),
     (
         "index_core_records_per_s",
-        "the indexer's pure core, one core, no I/O: decoded stream records → `plan`, `entries`, and the diff against each issue's watermark (the writes to make)",
+        "the indexer's pure core, one core, no I/O: stream records already decoded into the indexer's records (`index::event`) → `plan`, `Basis::of` and `Watermark::step` against each issue's watermark held in memory (the writes to make and the intent); the records of a seed of 5,000 issues, then one 1-field update of each; the fastest of 5 passes",
     ),
     (
         "index_core_with_json_records_per_s",
-        "the same from each batch's Lambda event JSON, decoded with serde_json into `aws_lambda_events`' `Event`",
+        "the same from each batch's Lambda event JSON, decoded as the function decodes it (`index::event`, strings borrowed)",
     ),
     (
         "indexer_issues_per_s_per_shard_5ms",

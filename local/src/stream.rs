@@ -19,7 +19,6 @@ use anyhow::{Context, Result};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_sdk_dynamodbstreams::error::SdkError;
 use aws_sdk_dynamodbstreams::types::{Record, SequenceNumberRange, ShardIteratorType};
-use gridline::index::event::StreamEvent;
 use gridline::index::indexer::Indexer;
 use serde_json::{Value, json};
 
@@ -456,28 +455,14 @@ impl Poller {
     async fn invoke(&self, event: &Event) -> Option<String> {
         let indexer = self.indexer.clone();
         let emit = self.emit_metrics;
-        // The handler gets the JSON Lambda would send, and decodes it as in Lambda.
-        let json = serde_json::to_string(event).unwrap_or_default();
-        // Undecodable (it cannot be: the poller built it): the whole batch is retried.
-        let first = event
-            .records
-            .first()
-            .and_then(|r| r.change.sequence_number.clone());
+        let event_copy = event.clone();
         let call = async move {
+            // The handler gets the JSON Lambda would send, and decodes it as in Lambda.
+            let (response, metrics) = indexer.handle_event(&event_copy).await;
             if emit {
-                match indexer.handle_and_report(&json).await {
-                    Ok(response) => response,
-                    Err(e) => {
-                        tracing::error!(error = %e, "stream event not decodable");
-                        Indexer::failed_at(first)
-                    }
-                }
-            } else {
-                match StreamEvent::from_json(&json) {
-                    Ok(decoded) => indexer.handle(&decoded).await.0,
-                    Err(_) => Indexer::failed_at(first),
-                }
+                println!("{}", metrics.emf());
             }
+            response
         };
         if let Some(switch) = &self.kill_switch {
             switch.reset();

@@ -63,7 +63,7 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     let step = Step {
         intent: Pending::all_of(&basis),
         puts,
-        ..Step::default()
+        deletes: EntryList::for_issue(&id, 0),
     };
     assert!(
         store

@@ -176,8 +176,9 @@ impl EntryRef<'_> {
 }
 
 /// One issue's entries, their keys built into one buffer: planning a step allocates per list,
-/// not per key (the indexer's core plans tens of keys per record).
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// not per key (the indexer's core plans tens of keys per record). Made for an issue only
+/// ([`EntryList::for_issue`]): every entry is written with its id.
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryList {
     /// The issue id, then each entry's partition key and sort key.
     text: String,

@@ -326,7 +326,8 @@ impl Indexer {
     }
 
     /// [`Indexer::handle`] of an event built with `aws_lambda_events`' types (the local stream
-    /// poller's and the tests'), through the JSON Lambda would send for it.
+    /// poller's and the tests'), through the JSON Lambda would send for it. One it could not
+    /// decode (it cannot happen: the types are plain data) is retried whole.
     pub async fn handle_event(&self, event: &Event) -> (DynamoDbEventResponse, Metrics) {
         // An encoding that fails (it cannot: the types are plain data) is empty: no event.
         let json = serde_json::to_string(event).unwrap_or_default();

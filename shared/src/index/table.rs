@@ -426,7 +426,10 @@ impl Store {
     /// Puts and deletes entries in batches of 25, retrying unprocessed items (throttling) with
     /// jittered exponential backoff. Both are idempotent, so a retried batch is harmless.
     /// Returns the number of write requests made.
-    #[tracing::instrument(skip_all, fields(op = "write_entries"))]
+    #[tracing::instrument(
+        skip_all,
+        fields(op = "write_entries", puts = tracing::field::Empty, deletes = tracing::field::Empty)
+    )]
     pub async fn write_entries<'a>(
         &self,
         puts: impl IntoIterator<Item = EntryRef<'a>>,
@@ -436,6 +439,7 @@ impl Store {
         for e in deletes {
             requests.push(delete_request(e.pk.to_string(), e.sk)?);
         }
+        let deleted = requests.len();
         for e in puts {
             let mut item = key(e.pk.to_string(), e.sk);
             item.insert("issue_id".into(), string(e.issue_id));
@@ -448,6 +452,9 @@ impl Store {
                 .map_err(build_err)?;
             requests.push(WriteRequest::builder().put_request(req).build());
         }
+        let span = tracing::Span::current();
+        span.record("deletes", deleted);
+        span.record("puts", requests.len() - deleted);
         self.batch_write_all(requests).await
     }
 

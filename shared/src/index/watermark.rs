@@ -517,7 +517,7 @@ pub struct Watermark {
 }
 
 /// What a change of an issue's entries needs, planned from its watermark.
-#[derive(Debug, Default, PartialEq, Eq)]
+#[derive(Debug, PartialEq, Eq)]
 pub struct Step {
     pub puts: EntryList,
     pub deletes: EntryList,

@@ -34,7 +34,7 @@ fn column_keys<'a>(p: &'a Placement, value: Option<&'a str>) -> [ColumnKey<'a>; 
 }
 
 /// An inbox copy's key, as its parts (see [`ColumnKey`]).
-#[derive(Clone, Copy, PartialEq, Eq)]
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 struct SeatKey<'a> {
     kind: ParticipantKind,
     id: &'a str,
@@ -76,7 +76,8 @@ impl Watermark {
     /// the entries to put (desired, not certain), to delete (possible, not desired), and the
     /// intent that makes every one of them uncertain before it is touched. `extra` is what an
     /// earlier attempt may have written (see the indexer's catch-up). The same plan as
-    /// [`Watermark::step_by_sets`] (a property test holds them equal), built column by column.
+    /// [`Watermark::step_by_sets`] (a property test holds them equal), built column by column,
+    /// in another order, and with no role on a delete (a delete names only a key).
     pub fn step(
         &self,
         tenant: &TenantId,
@@ -251,7 +252,7 @@ impl<'a> Planner<'a> {
                 })
             })
             .collect();
-        let certain: Vec<SeatKey<'a>> = match self.committed {
+        let mut certain: Vec<SeatKey<'a>> = match self.committed {
             Some(c) if !wm.pending.touches_seats() => c
                 .seats
                 .iter()
@@ -259,9 +260,10 @@ impl<'a> Planner<'a> {
                 .collect(),
             _ => Vec::new(),
         };
+        certain.sort_unstable();
         let (tenant, issue_id) = (self.tenant, self.issue_id);
         for (k, role) in &want {
-            if !certain.contains(k) {
+            if certain.binary_search(k).is_err() {
                 self.puts.push(
                     |t| push_inbox_pk(t, tenant, k.kind, k.id, k.state, k.role),
                     |t| push_inbox_sk(t, k.updated_at, issue_id),
@@ -287,18 +289,20 @@ impl<'a> Planner<'a> {
             .iter()
             .chain(&extra.seats)
             .chain(committed.into_iter().flat_map(|c| &c.seats));
+        // Sorted, so a participant-heavy issue's copies are not compared pair by pair.
+        let mut wanted: Vec<SeatKey<'_>> = want.iter().map(|(k, _)| *k).collect();
+        wanted.sort_unstable();
         let mut gone: Vec<SeatKey<'_>> = Vec::new();
         for seat in seats {
             for &state in &states {
                 for &u in &updated_at {
-                    for k in seat_keys(seat, state, u) {
-                        if !want.iter().any(|(w, _)| *w == k) && !gone.contains(&k) {
-                            gone.push(k);
-                        }
-                    }
+                    let keys = seat_keys(seat, state, u).into_iter();
+                    gone.extend(keys.filter(|k| wanted.binary_search(k).is_err()));
                 }
             }
         }
+        gone.sort_unstable();
+        gone.dedup();
         for k in gone {
             self.deletes.push(
                 |t| push_inbox_pk(t, tenant, k.kind, k.id, k.state, k.role),
