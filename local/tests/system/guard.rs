@@ -348,17 +348,7 @@ async fn workload(api: &TestApi) {
 
     // A project with enough fields that watermarks keep them in buckets: closing an issue
     // moves every entry, so the indexer reads all its buckets at once (a Query).
-    let wide = api.project("wide").await;
-    let mut values = serde_json::Map::new();
-    for i in 0..16 {
-        let f = api
-            .field(&wide, json!({"name": format!("n{i}"), "type": "number"}))
-            .await;
-        values.insert(f, json!(i * 1000 + 7));
-    }
-    let issue = api
-        .issue(&wide, json!({"title": "wide", "fields": values}))
-        .await;
+    let (wide, issue) = crate::support::wide_issue(api, "wide").await;
     api.sync().await;
     let id = issue["id"].as_str().unwrap();
     alice

@@ -9,6 +9,27 @@ pub fn acme() -> TenantId {
     TenantId::parse("acme").unwrap()
 }
 
+/// A project named `name` with 16 number fields and one issue holding a value in each: enough
+/// fields that the issue's watermark keeps them in buckets. Returns the project's id and the
+/// issue as created.
+pub async fn wide_issue(api: &TestApi, name: &str) -> (String, serde_json::Value) {
+    let p = api.project(name).await;
+    let mut values = serde_json::Map::new();
+    for i in 0..16 {
+        let f = api
+            .field(
+                &p,
+                serde_json::json!({"name": format!("n{i}"), "type": "number"}),
+            )
+            .await;
+        values.insert(f, serde_json::json!(i * 1000 + 7));
+    }
+    let issue = api
+        .issue(&p, serde_json::json!({"title": name, "fields": values}))
+        .await;
+    (p, issue)
+}
+
 /// Deletes `path` as Alice twice: the first delete is 204, the second finds nothing (404).
 pub async fn delete_twice(api: &TestApi, path: &str) {
     let r = api.delete(path).await;

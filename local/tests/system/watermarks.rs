@@ -6,22 +6,13 @@ use gridline::domain::ids::{IssueId, ProjectId};
 use gridline::index::EntryList;
 use gridline::index::watermark::{Basis, Pending, Step};
 use gridline_local::testing::TestApi;
-use serde_json::json;
 
 use crate::support::acme;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritten() {
     let api = TestApi::start().await;
-    let p = api.project("p").await;
-    let mut values = serde_json::Map::new();
-    for i in 0..16 {
-        let f = api
-            .field(&p, json!({"name": format!("n{i}"), "type": "number"}))
-            .await;
-        values.insert(f, json!(i));
-    }
-    let issue = api.issue(&p, json!({"title": "t", "fields": values})).await;
+    let (p, issue) = crate::support::wide_issue(&api, "p").await;
     api.sync().await;
     let store = &api.stack.state.store;
     let (t, id) = (

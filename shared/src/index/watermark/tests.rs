@@ -108,6 +108,32 @@ fn watermark() -> impl Strategy<Value = Watermark> {
     })
 }
 
+/// The column-by-column planner plans what the definition does: the same puts (with their
+/// roles), the same deletes, each once, and the same intent.
+fn same_plan(
+    wm: &Watermark,
+    desired: Option<&Basis>,
+    extra: &Pending,
+) -> Result<(), TestCaseError> {
+    let (t, i) = (tenant(), issue_id());
+    let lean = wm.step(&t, &i, desired, extra);
+    let reference = wm.step_by_sets(&t, &i, desired, extra);
+    let sorted = |l: &EntryList| {
+        let mut v: Vec<_> = l.iter().map(|e| e.to_entry()).collect();
+        v.sort();
+        v
+    };
+    prop_assert_eq!(sorted(&lean.puts), sorted(&reference.puts));
+    prop_assert_eq!(
+        lean.deletes.len(),
+        lean.deletes.keys().len(),
+        "a delete twice"
+    );
+    prop_assert_eq!(lean.deletes.keys(), reference.deletes.keys());
+    prop_assert_eq!(lean.intent, reference.intent);
+    Ok(())
+}
+
 proptest! {
     /// The intent/commit protocol at column granularity: after the intent, every entry the
     /// step will put or delete is possible and none is certain, so a write cut short at any
@@ -151,26 +177,14 @@ proptest! {
         prop_assert_eq!(keys_of(&after.possible(&t, &i, &Pending::default())), want);
     }
 
-    /// The column-by-column planner plans exactly what the definition does: the same puts
-    /// (with their roles), the same deletes, each once, and the same intent.
+    /// The column-by-column planner plans exactly what the definition does.
     #[test]
     fn the_planner_plans_what_the_sets_do(
         wm in watermark(),
         desired in prop::option::of(basis()),
         extra in pending(),
     ) {
-        let (t, i) = (tenant(), issue_id());
-        let lean = wm.step(&t, &i, desired.as_ref(), &extra);
-        let reference = wm.step_by_sets(&t, &i, desired.as_ref(), &extra);
-        let sorted = |l: &EntryList| {
-            let mut v: Vec<_> = l.iter().map(|e| e.to_entry()).collect();
-            v.sort();
-            v
-        };
-        prop_assert_eq!(sorted(&lean.puts), sorted(&reference.puts));
-        prop_assert_eq!(lean.deletes.len(), lean.deletes.keys().len(), "a delete twice");
-        prop_assert_eq!(lean.deletes.keys(), reference.deletes.keys());
-        prop_assert_eq!(lean.intent, reference.intent);
+        same_plan(&wm, desired.as_ref(), &extra)?;
     }
 
     /// The same when the desired basis is the committed one changed a little (the common
@@ -185,7 +199,6 @@ proptest! {
         pending in prop::option::of(pending()),
         extra in prop::option::of(pending()),
     ) {
-        let (t, i) = (tenant(), issue_id());
         let wm = Watermark {
             version: 3,
             committed: Some(committed.clone()),
@@ -203,12 +216,7 @@ proptest! {
         if let Some(s) = seats {
             desired.seats = s;
         }
-        let extra = extra.unwrap_or_default();
-        let lean = wm.step(&t, &i, Some(&desired), &extra);
-        let reference = wm.step_by_sets(&t, &i, Some(&desired), &extra);
-        prop_assert_eq!(lean.puts.keys(), reference.puts.keys());
-        prop_assert_eq!(lean.deletes.keys(), reference.deletes.keys());
-        prop_assert_eq!(lean.intent, reference.intent);
+        same_plan(&wm, Some(&desired), &extra.unwrap_or_default())?;
     }
 
     #[test]
