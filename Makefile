@@ -68,7 +68,7 @@ test-ddblocal: ## The integration suite against AWS's DynamoDB Local (Java 17, f
 	tools/ddblocal/ddblocal.sh test
 
 bench: ## Benchmarks, not part of make test: regenerates BENCHMARKS.md, benchmarks.svg and bench/results.json (BENCH_ARGS="--sizes 1000" for a quick run)
-	cargo build --release -p projects -p issues -p grid -p people -p inbox -p indexer -p gridline-bench
+	cargo build --release -p projects -p issues -p grid -p people -p inbox -p indexer -p fieldjob -p gridline-bench
 	target/release/gridline-bench $(BENCH_ARGS)
 
 ## --- Build and deploy ----------------------------------------------------

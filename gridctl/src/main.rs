@@ -74,6 +74,12 @@ enum Command {
         #[arg(long)]
         keep: bool,
     },
+    /// A tenant's field jobs (a field added to, or deleted from, a project with issues) and
+    /// their progress.
+    Jobs {
+        #[arg(long, default_value = "acme")]
+        tenant: String,
+    },
     /// Create a realistic project: fields of every type, users, teams, issues.
     Seed {
         #[arg(long, default_value = "acme")]
@@ -144,6 +150,11 @@ async fn run(cli: Cli) -> Result<i32> {
         Command::Verify { show } => run_verify(&store, cli.segments, json, show).await,
         Command::Repair { rounds } => run_repair(&store, cli.segments, json, rounds).await,
         Command::Upgrade => run_upgrade(&store, cli.segments, json).await,
+        Command::Jobs { tenant } => {
+            let tenant = TenantId::parse(&tenant)
+                .with_context(|| format!("{tenant:?} is not a valid tenant id"))?;
+            run_jobs(&store, json, &tenant).await
+        }
         Command::Replay {
             queue_url,
             file,
@@ -279,6 +290,34 @@ async fn run_upgrade(store: &Store, segments: u32, json: bool) -> Result<i32> {
         );
     }
     Ok(if report.failed == 0 { 0 } else { 1 })
+}
+
+/// `jobs`: one line per job, oldest first.
+async fn run_jobs(store: &Store, json: bool, tenant: &TenantId) -> Result<i32> {
+    let mut jobs = store.list_jobs(tenant).await?;
+    jobs.sort_by(|a, b| a.started_at.cmp(&b.started_at));
+    if json {
+        print_json(&jobs)?;
+        return Ok(0);
+    }
+    if jobs.is_empty() {
+        println!("no field jobs");
+    }
+    for j in &jobs {
+        println!(
+            "{} {} of project {}: {} — step {}, {} issues in {} pages; started {}, moved {}",
+            j.kind.as_str(),
+            j.field_id,
+            j.project_id,
+            if j.finished { "finished" } else { "running" },
+            j.step,
+            j.issues,
+            j.pages,
+            j.started_at,
+            j.updated_at
+        );
+    }
+    Ok(0)
 }
 
 /// `replay`: from the on-failure queue or a file of its messages.

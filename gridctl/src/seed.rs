@@ -79,6 +79,7 @@ fn def(name: &str, field_type: FieldType, options: Option<Vec<String>>) -> Field
         name: name.into(),
         field_type,
         options,
+        sortable: true,
     }
 }
 

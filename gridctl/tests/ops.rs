@@ -179,7 +179,7 @@ async fn repair_is_safe_while_writes_and_the_indexer_run() {
         .stack
         .state
         .store
-        .issues_of_project(&acme(), &seeded.project_id, None)
+        .issues_of_project(&acme(), &seeded.project_id, None, 1000)
         .await
         .unwrap()
         .items
@@ -528,4 +528,33 @@ async fn a_stack_of_the_previous_watermark_layout_upgrades_under_traffic() {
     let after = verify(&api).await;
     assert!(after.is_clean(), "{:?}", after.drift);
     assert_eq!(after.previous_layout_watermarks, 0, "{report:?}");
+}
+
+/// `gridctl jobs` reads a tenant's field jobs with its one statement: a field added to a
+/// seeded project shows as a job that finished, with the project's issues counted.
+#[tokio::test]
+async fn jobs_lists_a_field_job_and_its_progress() {
+    let api = TestApi::start().await;
+    let seeded = seed_project(&api, 12).await;
+    api.sync().await;
+    let reply = api
+        .post_field(
+            seeded.project_id.as_str(),
+            json!({"name": "Later", "type": "date"}),
+        )
+        .await;
+    assert_eq!(reply.status, 201, "{}", reply.text);
+    let field = reply.body;
+    assert_eq!(field["sortable"], false);
+    api.sync().await;
+    let jobs = support::store(&api.stack, "Jobs")
+        .list_jobs(&acme())
+        .await
+        .unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].field_id.as_str(), field["id"].as_str().unwrap());
+    assert!(jobs[0].finished);
+    assert_eq!(jobs[0].issues, 12);
+    let report = verify(&api).await;
+    assert!(report.is_clean(), "{report:?}");
 }

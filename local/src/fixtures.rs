@@ -43,6 +43,7 @@ pub async fn seed(store: &Store) -> Result<()> {
         name: "Points".into(),
         field_type: FieldType::Number,
         options: None,
+        sortable: true,
     };
     store.create_field(&tenant, &project_id, &field).await?;
     let team = Team {

@@ -9,6 +9,7 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result, bail};
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use gridline::auth::AuthMode;
 use gridline::http::{AppState, Function, router};
@@ -61,6 +62,17 @@ impl ManifestEntry {
                     .filter(|want| **want != got)
                     .map(|want| format!("batch item failures {want:?}"))
             }
+            Outcome::Queue(response) => {
+                let got: Vec<String> = response
+                    .batch_item_failures
+                    .iter()
+                    .map(|f| f.item_identifier.clone())
+                    .collect();
+                self.batch_item_failures
+                    .as_ref()
+                    .filter(|want| **want != got)
+                    .map(|want| format!("batch item failures {want:?}"))
+            }
         }
     }
 }
@@ -85,6 +97,8 @@ pub enum Outcome {
         response: DynamoDbEventResponse,
         metrics: Metrics,
     },
+    /// The field-job function's answer to an SQS event.
+    Queue(SqsBatchResponse),
 }
 
 impl Outcome {
@@ -107,6 +121,7 @@ impl Outcome {
             Outcome::Stream { response, .. } => {
                 serde_json::to_value(response).unwrap_or(Value::Null)
             }
+            Outcome::Queue(response) => serde_json::to_value(response).unwrap_or(Value::Null),
         }
     }
 }
@@ -118,6 +133,13 @@ pub async fn invoke(stack: &Stack, function: &str, event: &str) -> Result<Outcom
         let (response, metrics) = stack.indexer().handle(&event).await;
         println!("{}", metrics.emf());
         return Ok(Outcome::Stream { response, metrics });
+    }
+    if function == crate::jobs::FIELD_JOB_FUNCTION {
+        let event: SqsEvent = serde_json::from_str(event).context("not an SQS event")?;
+        let timeout = crate::gateway::function_timeout(function)?;
+        let deadline = std::time::Instant::now() + timeout;
+        let response = stack.field_jobs().handle_sqs(&event, deadline).await;
+        return Ok(Outcome::Queue(response));
     }
     let Some(group) = Function::ALL
         .into_iter()

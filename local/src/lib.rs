@@ -7,6 +7,7 @@ pub mod fixtures;
 pub mod gateway;
 pub mod guard;
 pub mod invoke;
+pub mod jobs;
 pub mod stream;
 pub mod template;
 pub mod testing;
@@ -222,6 +223,8 @@ pub struct Stack {
     http: SharedHttpClient,
     /// Each principal's DynamoDB requests in flight (see [`guard::InFlight`]).
     in_flight: std::sync::Mutex<BTreeMap<String, guard::InFlight>>,
+    /// The field-job queue (in a file beside the data for a file-backed stack).
+    pub field_job_queue: jobs::LocalQueue,
 }
 
 pub struct StackOptions {
@@ -267,8 +270,13 @@ impl Stack {
             log: gridline::telemetry::LogStyle::Local,
             cors: opts.cors,
         };
+        let field_job_queue = match &opts.data {
+            Data::File(path) => jobs::LocalQueue::in_file(jobs::queue_path(path))?,
+            _ => jobs::LocalQueue::default(),
+        };
         Ok(Self {
             engine,
+            field_job_queue,
             http: guard::base_http_client(&endpoint),
             in_flight: Default::default(),
             endpoint,
@@ -339,6 +347,41 @@ impl Stack {
             .unwrap_or(gridline::index::indexer::DEFAULT_CONCURRENCY);
         gridline::index::indexer::Indexer::new(self.function_store(INDEXER_FUNCTION))
             .with_concurrency(concurrency)
+            .with_jobs(Arc::new(
+                self.field_job_queue.sender(self.policy(INDEXER_FUNCTION)),
+            ))
+    }
+
+    /// The field-job function's work, on its own guarded client and queue sender.
+    pub fn field_jobs(&self) -> gridline::index::field_job::FieldJobs {
+        let configured = gateway::function_env(
+            jobs::FIELD_JOB_FUNCTION,
+            gridline::config::INDEXER_CONCURRENCY_VAR,
+        )
+        .ok()
+        .flatten();
+        let concurrency = gridline::config::parse_concurrency(configured.as_deref())
+            .unwrap_or(gridline::index::indexer::DEFAULT_CONCURRENCY);
+        gridline::index::field_job::FieldJobs::new(
+            self.function_store(jobs::FIELD_JOB_FUNCTION),
+            Arc::new(
+                self.field_job_queue
+                    .sender(self.policy(jobs::FIELD_JOB_FUNCTION)),
+            ),
+            concurrency,
+        )
+    }
+
+    /// The job queue's event source mapping, invoking [`Stack::field_jobs`] with the
+    /// template's timeout and receive count.
+    pub fn job_worker(&self) -> Result<jobs::Worker> {
+        Ok(jobs::Worker {
+            queue: self.field_job_queue.clone(),
+            jobs: self.field_jobs(),
+            policy: self.policy(jobs::FIELD_JOB_FUNCTION),
+            timeout: gateway::function_timeout(jobs::FIELD_JOB_FUNCTION)?,
+            max_receives: jobs::max_receive_count()?,
+        })
     }
 
     /// A DynamoDB Streams client as IndexerFunction's event source mapping reads the stream

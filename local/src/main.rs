@@ -170,6 +170,7 @@ async fn serve(
          \x20 Data:      {where_data}\n\
          \x20 DynamoDB:  {} (tables {} and {})\n\
          \x20 Indexer:   fed from the records table's stream (the grid catches up within a second)\n\
+         \x20 Field jobs: a new field's column is built off the stream, within seconds\n\
          \x20 Token:     make token USER=alice TENANT=acme\n\
          \x20 Operator:  make gridctl ARGS=verify   (gridctl --endpoint {})\n\
          \x20 Try:       curl -s -H \"Authorization: Bearer $(make -s token USER=alice TENANT=acme)\" http://{addr}/projects\n",
@@ -184,6 +185,13 @@ async fn serve(
         poller.checkpoint_file = Some(gridline_local::stream::checkpoint_path(path));
     }
     tokio::spawn(poller.run(std::time::Duration::from_millis(250)));
+    // The field-job function, fed from its queue (kept beside the data file, so a restart
+    // resumes unfinished jobs).
+    tokio::spawn(
+        stack
+            .job_worker()?
+            .run(std::time::Duration::from_millis(250)),
+    );
     axum::serve(listener, stack.router())
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
@@ -250,16 +258,16 @@ async fn invoke(
 }
 
 /// A function's logical id from what `--function` may say: a route function's name
-/// (`grid`), `indexer`, or the logical id itself.
+/// (`grid`), `indexer`, `fieldjob`, or the logical id itself.
 fn logical_id(f: String) -> String {
     let f = gridline::http::Function::ALL
         .into_iter()
         .find(|g| g.name() == f)
         .map_or(f.clone(), |g| g.function_logical_id().to_string());
-    if f == "indexer" {
-        gridline_local::invoke::INDEXER_FUNCTION.to_string()
-    } else {
-        f
+    match f.as_str() {
+        "indexer" => gridline_local::invoke::INDEXER_FUNCTION.to_string(),
+        "fieldjob" => gridline_local::jobs::FIELD_JOB_FUNCTION.to_string(),
+        _ => f,
     }
 }
 

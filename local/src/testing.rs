@@ -91,6 +91,8 @@ pub struct TestApi {
     pub stack: Stack,
     router: Router,
     poller: tokio::sync::Mutex<crate::stream::Poller>,
+    /// The field-job queue's event source mapping.
+    pub jobs: crate::jobs::Worker,
 }
 
 impl TestApi {
@@ -109,10 +111,14 @@ impl TestApi {
         .expect("local stack starts");
         let router = stack.router();
         let poller = tokio::sync::Mutex::new(stack.poller(stack.indexer()).await);
+        let jobs = stack
+            .job_worker()
+            .expect("the template has the field-job function");
         Self {
             stack,
             router,
             poller,
+            jobs,
         }
     }
 
@@ -126,15 +132,20 @@ impl TestApi {
         let router = stack.router();
         let mut poller = stack.poller(stack.indexer()).await;
         poller.checkpoint_file = Some(crate::stream::checkpoint_path(path));
+        let jobs = stack
+            .job_worker()
+            .expect("the template has the field-job function");
         Self {
             stack,
             router,
             poller: tokio::sync::Mutex::new(poller),
+            jobs,
         }
     }
 
     /// Stops the stack and waits until its engine has closed its data file.
     pub async fn stop(self) {
+        drop(self.jobs);
         drop(self.poller);
         drop(self.router);
         self.stack.stop().await.expect("the engine stops");
@@ -158,8 +169,20 @@ impl TestApi {
         (api, project)
     }
 
-    /// Runs the indexer over everything the stream holds, as the event source mapping would.
+    /// Runs the indexer over everything the stream holds, as the event source mapping would,
+    /// and the field jobs that starts, until neither has anything left.
     pub async fn sync(&self) {
+        loop {
+            self.sync_stream().await;
+            let invocations = self.jobs.drain().await.expect("the field-job queue drains");
+            if invocations == 0 {
+                return;
+            }
+        }
+    }
+
+    /// Runs the indexer over everything the stream holds, leaving field jobs queued.
+    pub async fn sync_stream(&self) {
         self.poller
             .lock()
             .await
@@ -432,13 +455,15 @@ impl TestApi {
 }
 
 impl TestApi {
-    /// Every entry of the index table (watermarks aside), as the indexer wrote it.
+    /// Every entry of the index table (watermarks and job checkpoints aside), as the indexer
+    /// wrote it.
     pub async fn index_entries(&self) -> std::collections::BTreeSet<gridline::index::Entry> {
         let mut out = std::collections::BTreeSet::new();
         for item in self.scan_all(&self.stack.tables.index).await {
             let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
             let pk = s("PK").unwrap_or_default();
-            if pk.contains("#W#") {
+            // Watermarks and field jobs' checkpoints are the indexer's bookkeeping, not entries.
+            if pk.contains("#W#") || gridline::keys::index::is_jobs_pk(&pk) {
                 continue;
             }
             out.insert(gridline::index::Entry {
@@ -468,7 +493,7 @@ impl TestApi {
             let mut start = None;
             loop {
                 let page = store
-                    .issues_of_project(tenant, p, start.as_ref())
+                    .issues_of_project(tenant, p, start.as_ref(), 1000)
                     .await
                     .expect("read");
                 for issue in &page.items {

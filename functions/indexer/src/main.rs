@@ -1,6 +1,7 @@
 //! The `indexer` Lambda: the records table's stream in, the index table out.
 
 use gridline::config::Config;
+use gridline::index::field_job::SqsQueue;
 use gridline::index::indexer::Indexer;
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
@@ -10,7 +11,10 @@ async fn main() -> Result<(), Error> {
     let store = Config::from_env()?.store().await;
     let concurrency = Config::indexer_concurrency()?;
     store.warm_up().await;
-    let indexer = Indexer::new(store).with_concurrency(concurrency);
+    let jobs = SqsQueue::from_env().await?;
+    let indexer = Indexer::new(store)
+        .with_concurrency(concurrency)
+        .with_jobs(std::sync::Arc::new(jobs));
     let indexer = &indexer;
     // The event's JSON is kept as text and decoded by the indexer, borrowing from it
     // (`gridline::index::event`): no image is copied into an owned attribute map.

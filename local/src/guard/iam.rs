@@ -292,6 +292,19 @@ pub fn function_policy(template: &str, function: &str, local: &Local) -> Result<
                         bail!("{function}: OnFailure destination type not implemented locally");
                     }
                 }
+                "SQS" => {
+                    // The managed policy SAM attaches for an SQS event source: the mapping
+                    // receives and deletes with the function's role.
+                    statements.push(allow(
+                        &[
+                            "sqs:ReceiveMessage",
+                            "sqs:DeleteMessage",
+                            "sqs:GetQueueAttributes",
+                        ],
+                        vec!["*".into()],
+                        "AWSLambdaSQSQueueExecutionRole (SAM, SQS event)",
+                    ));
+                }
                 "Api" => {}
                 other => bail!("{function}: events of type {other} not implemented by the guard"),
             }

@@ -72,6 +72,18 @@ async fn every_sample_event_gets_its_expected_outcome_through_its_handler() {
                     assert_eq!(metrics.units, u, "{}: {metrics:?}", entry.file);
                 }
             }
+            Outcome::Queue(response) => {
+                let failures: Vec<String> = response
+                    .batch_item_failures
+                    .into_iter()
+                    .map(|f| f.item_identifier)
+                    .collect();
+                let expected = entry
+                    .batch_item_failures
+                    .as_ref()
+                    .unwrap_or_else(|| panic!("{}: no batch_item_failures", entry.file));
+                assert_eq!(&failures, expected, "{}", entry.file);
+            }
             Outcome::Api(reply) => {
                 let status = entry
                     .status

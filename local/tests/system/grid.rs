@@ -388,7 +388,7 @@ async fn random_histories_converge_and_page_in_reference_order() {
             .stack
             .state
             .store
-            .issues_of_project(&tenant, &project, None)
+            .issues_of_project(&tenant, &project, None, 1000)
             .await
             .unwrap()
             .items

@@ -13,6 +13,7 @@ mod cors;
 mod engine;
 mod events;
 mod faults;
+mod field_jobs;
 mod gateway;
 mod grid;
 mod guard;

@@ -27,7 +27,7 @@ async fn a_created_project_can_be_read_back_with_its_fields() {
     assert_eq!(r.body["name"], "Apollo");
     assert_eq!(
         r.body["fields"],
-        json!([{"id": f, "name": "Priority", "type": "select", "options": ["low", "high"]}])
+        json!([{"id": f, "name": "Priority", "type": "select", "options": ["low", "high"], "sortable": true}])
     );
 }
 

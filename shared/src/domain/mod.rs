@@ -174,6 +174,8 @@ impl NewFieldBody {
             name: self.name,
             field_type: self.field_type,
             options: self.options,
+            // The store decides, when it creates the field.
+            sortable: false,
         })
     }
 }
@@ -426,6 +428,7 @@ mod tests {
             name: "points".into(),
             field_type: FieldType::Number,
             options: None,
+            sortable: true,
         }]
     }
 

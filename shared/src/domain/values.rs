@@ -31,6 +31,16 @@ pub struct FieldDef {
     /// Option labels for `select`, in sort order; absent for other types.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<String>>,
+    /// Whether the field's column of the index is complete, so the grid may sort by it. A
+    /// field added to a project that has issues is not, until its field job has indexed them
+    /// all (`crate::index::field_job`). A definition stored before the flag existed was
+    /// indexed whole when it was added: absent reads as `true`.
+    #[serde(default = "complete")]
+    pub sortable: bool,
+}
+
+fn complete() -> bool {
+    true
 }
 
 impl FieldDef {
@@ -209,6 +219,7 @@ mod tests {
             name: "f".into(),
             field_type: t,
             options: (t == FieldType::Select).then(|| vec!["low".into(), "high".into()]),
+            sortable: true,
         }
     }
 

@@ -33,6 +33,12 @@ pub enum ApiError {
     /// 409: the request conflicts with the current state.
     #[error("{0}")]
     Conflict(String),
+    /// 409 with `Retry-After`: the grid is sorted by a field whose column is still being
+    /// built (the field is not `sortable` yet); never a partial list.
+    #[error(
+        "the field {field} is not sortable yet: its column is being built; retry after {retry_after_s} seconds"
+    )]
+    ColumnIncomplete { field: String, retry_after_s: u32 },
     /// 412: `If-Match` names a version that is no longer current.
     #[error("the issue has changed since version {0}; fetch it again")]
     PreconditionFailed(String),
@@ -60,7 +66,7 @@ impl ApiError {
             Self::Validation(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict(_) => StatusCode::CONFLICT,
+            Self::Conflict(_) | Self::ColumnIncomplete { .. } => StatusCode::CONFLICT,
             Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
@@ -74,6 +80,7 @@ impl ApiError {
             Self::Unauthorized => "unauthorized",
             Self::NotFound(_) => "not-found",
             Self::Conflict(_) => "conflict",
+            Self::ColumnIncomplete { .. } => "column-incomplete",
             Self::PreconditionFailed(_) => "precondition-failed",
             Self::PayloadTooLarge(_) => "payload-too-large",
             Self::Internal(_) => "internal",
@@ -172,7 +179,13 @@ impl IntoResponse for ApiError {
             Self::Validation(v) => Some(v.errors.as_slice()),
             _ => None,
         };
-        problem_response(self.status(), self.slug(), self.to_string(), errors)
+        let mut response = problem_response(self.status(), self.slug(), self.to_string(), errors);
+        if let Self::ColumnIncomplete { retry_after_s, .. } = &self {
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_s));
+        }
+        response
     }
 }
 

@@ -16,7 +16,7 @@ use crate::domain::Issue;
 use crate::domain::ids::{ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::http::error::{ApiError, ApiResult};
-use crate::index::column_state;
+use crate::index::{Column, column_state};
 use crate::keys;
 use crate::read::grid::{self, GridParams, GridQuery, read_entries};
 
@@ -66,15 +66,33 @@ async fn interpret(
         None => app.store.project_with_fields(tenant, project_id).await?,
     };
     let (_, defs) = read.ok_or(ApiError::NotFound("project"))?;
-    match parse(project_id, params, &defs) {
+    match parse(project_id, params, &defs).and_then(|q| sortable(q, &defs)) {
         Ok(query) => Ok((defs, query)),
         Err(first) => match app.store.project_with_fields(tenant, project_id).await? {
             Some((_, fresh)) => {
-                let query = parse(project_id, params, &fresh)?;
+                let query = sortable(parse(project_id, params, &fresh)?, &fresh)?;
                 Ok((fresh, query))
             }
             None => Err(first),
         },
+    }
+}
+
+/// How long a client waits before asking again for a column being built: a field job
+/// indexes thousands of issues a second, so most columns are done within one wait.
+pub const COLUMN_RETRY_AFTER_S: u32 = 5;
+
+/// The query, unless it sorts by a field whose column is not complete yet.
+fn sortable(query: GridQuery, defs: &[FieldDef]) -> Result<GridQuery, ApiError> {
+    match &query.column {
+        Column::Field(id) => match defs.iter().find(|d| d.id.as_str() == id) {
+            Some(def) if !def.sortable => Err(ApiError::ColumnIncomplete {
+                field: def.id.to_string(),
+                retry_after_s: COLUMN_RETRY_AFTER_S,
+            }),
+            _ => Ok(query),
+        },
+        _ => Ok(query),
     }
 }
 

@@ -83,7 +83,8 @@ pub async fn create_field(
 ) -> ApiResult<Response> {
     let project_id: ProjectId = path_id(&project_id)?;
     let def = body.into_def(FieldId::new())?;
-    app.store
+    let def = app
+        .store
         .create_field(&caller.tenant, &project_id, &def)
         .await?;
     Ok(created(

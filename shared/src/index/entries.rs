@@ -307,6 +307,7 @@ mod tests {
             name: format!("f{n}"),
             field_type: t,
             options: (t == FieldType::Select).then(|| vec!["low".into(), "high".into()]),
+            sortable: true,
         }
     }
 

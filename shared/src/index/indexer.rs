@@ -21,21 +21,37 @@ use futures::StreamExt;
 use aws_lambda_events::event::dynamodb::Event;
 use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
 
+use crate::cursor::Position;
 use crate::domain::Issue;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::index::Parked;
 use crate::index::event::{StreamEvent, StreamRecord};
+use crate::index::field_job::{FieldJob, JobKind, JobQueue, QueueError};
 use crate::index::stream::{self, Change, Op};
 use crate::index::watermark::{Basis, Layout, Pending, Watermark};
 use crate::keys;
 use crate::keys::index::ParkedUnit;
+use crate::store::items::attr::SORTABLE;
 use crate::store::{Store, StoreError, issue_from_image};
 use crate::telemetry::{Emf, MetricUnit, now_ms};
 
 /// Version recorded for a deleted issue: above every real version, so nothing older is
 /// ever applied again.
 pub const DELETED: u64 = u64::MAX;
+
+/// Issues per page when a project is re-indexed: one BatchGetItem's worth, so a page takes
+/// well under a second at the default concurrency and a field job checkpoints often.
+pub const REINDEX_PAGE: i32 = 100;
+
+/// What one page of a project's re-index did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReindexPage {
+    /// Issues read (and re-indexed, or parked).
+    pub issues: usize,
+    /// Where the next page starts; `None` after the last.
+    pub next: Option<Position>,
+}
 
 /// One piece of work in a batch, at the sequence number of its first record.
 #[derive(Debug, Clone, PartialEq)]
@@ -46,9 +62,12 @@ pub enum Unit {
         issue_id: IssueId,
         last: Option<Box<Issue>>,
     },
+    /// A field whose column must be built (one not created sortable); the first such of a
+    /// project in a batch stands for all of them (its job covers every field not yet sortable).
     FieldAdded {
         tenant: TenantId,
         project_id: ProjectId,
+        field_id: FieldId,
     },
     FieldRemoved {
         tenant: TenantId,
@@ -71,6 +90,8 @@ pub enum IndexError {
     Malformed(String, String),
     #[error(transparent)]
     Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(QueueError),
 }
 
 impl IndexError {
@@ -93,7 +114,7 @@ impl IndexError {
             Self::Store(StoreError::Mapping(_) | StoreError::Corrupt(_) | StoreError::Build(_)) => {
                 true
             }
-            Self::Store(StoreError::Contention(_)) => false,
+            Self::Store(StoreError::Contention(_)) | Self::Queue(_) => false,
         }
     }
 }
@@ -122,7 +143,9 @@ pub fn plan(records: &[StreamRecord<'_>]) -> Plan {
                 // A re-index reads the project's fields when it runs, after every record of
                 // the batch was written: one re-index covers every field the batch adds to the
                 // project (a burst of 100 new fields is one pass over its issues, not 100).
-                if let Unit::FieldAdded { tenant, project_id } = &unit
+                if let Unit::FieldAdded {
+                    tenant, project_id, ..
+                } = &unit
                     && !reindexed.insert((tenant.clone(), project_id.clone()))
                 {
                     continue;
@@ -190,7 +213,21 @@ fn plan_one(record: &StreamRecord<'_>) -> Result<Option<Unit>, String> {
             project_id,
             field_id,
         } => match op {
-            Some(Op::Insert) => Some(Unit::FieldAdded { tenant, project_id }),
+            // A field created sortable (its project had no issue yet) needs nothing; one
+            // without the flag was created before it existed, and is built like any other.
+            Some(Op::Insert) => {
+                let sortable = record
+                    .dynamodb
+                    .new_image
+                    .as_ref()
+                    .and_then(|image| image.get(SORTABLE))
+                    .is_some_and(|a| matches!(a, crate::index::event::Attr::Bool(true)));
+                (!sortable).then_some(Unit::FieldAdded {
+                    tenant,
+                    project_id,
+                    field_id,
+                })
+            }
             Some(Op::Remove) => Some(Unit::FieldRemoved {
                 tenant,
                 project_id,
@@ -241,6 +278,8 @@ pub struct Metrics {
     pub failures: usize,
     /// Units parked: failed for a reason no retry fixes, marked, and passed over.
     pub parked: usize,
+    /// Field jobs started (messages sent to the job queue).
+    pub jobs_started: usize,
     pub iterator_age_ms: i64,
 }
 
@@ -253,6 +292,7 @@ const BATCH_METRICS: Emf<'static> = Emf {
         ("SkippedUnits", MetricUnit::Count),
         ("Failures", MetricUnit::Count),
         ("Parked", MetricUnit::Count),
+        ("FieldJobsStarted", MetricUnit::Count),
         ("IteratorAge", MetricUnit::Milliseconds),
     ],
 };
@@ -267,6 +307,7 @@ impl Metrics {
             "SkippedUnits": self.skipped,
             "Failures": self.failures,
             "Parked": self.parked,
+            "FieldJobsStarted": self.jobs_started,
             "IteratorAge": self.iterator_age_ms,
         });
         BATCH_METRICS.document(now_ms(), members).to_string()
@@ -279,6 +320,7 @@ impl Metrics {
         self.skipped += unit.skipped;
         self.writes += unit.writes;
         self.parked += unit.parked;
+        self.jobs_started += unit.jobs_started;
     }
 }
 
@@ -291,6 +333,9 @@ pub const DEFAULT_CONCURRENCY: usize = 16;
 pub struct Indexer {
     store: Store,
     concurrency: usize,
+    /// Where field jobs start (the Lambda's and the local stack's indexer). Without one
+    /// (`gridctl`'s replays) a field change is re-indexed in place, as a job would.
+    jobs: Option<Arc<dyn JobQueue>>,
 }
 
 impl Indexer {
@@ -298,7 +343,14 @@ impl Indexer {
         Self {
             store,
             concurrency: DEFAULT_CONCURRENCY,
+            jobs: None,
         }
+    }
+
+    /// Field changes start jobs on `queue` instead of re-indexing in place.
+    pub fn with_jobs(mut self, queue: Arc<dyn JobQueue>) -> Self {
+        self.jobs = Some(queue);
+        self
     }
 
     /// At most `n` distinct issues indexed at once (1: one after another).
@@ -496,9 +548,13 @@ impl Indexer {
                 self.apply(tenant, issue_id, &target, false, defs, metrics)
                     .await
             }
-            // A field change runs alone in its segment, with definitions read after it.
-            Unit::FieldAdded { tenant, project_id } => {
-                self.reindex_project(tenant, project_id, None, seq, metrics)
+            // A field change starts its job: one message, whatever the project's size.
+            Unit::FieldAdded {
+                tenant,
+                project_id,
+                field_id,
+            } => {
+                self.start_job(tenant, project_id, field_id, JobKind::Add, seq, metrics)
                     .await
             }
             Unit::FieldRemoved {
@@ -506,13 +562,48 @@ impl Indexer {
                 project_id,
                 field_id,
             } => {
-                self.reindex_project(tenant, project_id, Some(field_id), seq, metrics)
+                self.start_job(tenant, project_id, field_id, JobKind::Remove, seq, metrics)
                     .await
             }
             Unit::Malformed { reason, .. } => {
                 Err(IndexError::Malformed(seq.to_string(), reason.clone()))
             }
         }
+    }
+
+    /// A field change: its job's first message, or (without a queue) the whole job here: the
+    /// project re-indexed, then an added field marked sortable.
+    async fn start_job(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        field_id: &FieldId,
+        kind: JobKind,
+        seq: &str,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        if let Some(queue) = &self.jobs {
+            let job = FieldJob::start(tenant.clone(), project_id.clone(), field_id.clone(), kind);
+            queue.send(&job).await.map_err(IndexError::Queue)?;
+            metrics.jobs_started += 1;
+            return Ok(());
+        }
+        let removed = (kind == JobKind::Remove).then_some(field_id);
+        self.reindex_project(tenant, project_id, removed, seq, metrics)
+            .await?;
+        if kind == JobKind::Add {
+            let defs = self.store.project_with_fields(tenant, project_id).await?;
+            for def in defs
+                .into_iter()
+                .flat_map(|(_, d)| d)
+                .filter(|d| !d.sortable)
+            {
+                self.store
+                    .mark_sortable(tenant, project_id, &def.id)
+                    .await?;
+            }
+        }
+        Ok(())
     }
 
     /// Re-indexes one issue from its current record (or its absence), whatever the watermark
@@ -707,38 +798,67 @@ impl Indexer {
         seq: &str,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
-        // Read after the change, so every issue is indexed with the project's fields as they are.
-        let defs = Defs::default();
         let mut start = None;
         loop {
             let page = self
-                .store
-                .issues_of_project(tenant, project_id, start.as_ref())
+                .reindex_page(
+                    tenant,
+                    project_id,
+                    removed_field,
+                    (start.as_ref(), REINDEX_PAGE),
+                    seq,
+                    metrics,
+                )
                 .await?;
-            let runs: Vec<_> = page
-                .items
-                .into_iter()
-                .map(|issue| self.reindex_counted(tenant, issue, removed_field, seq, &defs))
-                .collect();
-            let outcomes: Vec<(Result<(), IndexError>, Metrics)> = futures::stream::iter(runs)
-                .buffer_unordered(self.concurrency)
-                .collect()
-                .await;
-            // Every issue's counters first: the ones that wrote count even if another failed.
-            let mut first_error = None;
-            for (outcome, issue_metrics) in outcomes {
-                metrics.absorb(&issue_metrics);
-                if let Err(e) = outcome {
-                    first_error.get_or_insert(e);
-                }
-            }
-            if let Some(e) = first_error {
-                return Err(e);
-            }
             start = page.next;
             if start.is_none() {
                 return Ok(());
             }
+        }
+    }
+
+    /// One page of [`Indexer::reindex_project`]: at most `limit` of the project's issues after
+    /// `start` by number, re-indexed with the fields as they are now. Returns how many issues
+    /// it read and where the next page starts. The field job's unit of work.
+    pub async fn reindex_page(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        removed_field: Option<&FieldId>,
+        (start, limit): (Option<&Position>, i32),
+        seq: &str,
+        metrics: &mut Metrics,
+    ) -> Result<ReindexPage, IndexError> {
+        // Read after the change, so every issue is indexed with the project's fields as they are.
+        let defs = Defs::default();
+        let page = self
+            .store
+            .issues_of_project(tenant, project_id, start, limit)
+            .await?;
+        let issues = page.items.len();
+        let runs: Vec<_> = page
+            .items
+            .into_iter()
+            .map(|issue| self.reindex_counted(tenant, issue, removed_field, seq, &defs))
+            .collect();
+        let outcomes: Vec<(Result<(), IndexError>, Metrics)> = futures::stream::iter(runs)
+            .buffer_unordered(self.concurrency)
+            .collect()
+            .await;
+        // Every issue's counters first: the ones that wrote count even if another failed.
+        let mut first_error = None;
+        for (outcome, issue_metrics) in outcomes {
+            metrics.absorb(&issue_metrics);
+            if let Err(e) = outcome {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(ReindexPage {
+                issues,
+                next: page.next,
+            }),
         }
     }
 
@@ -799,7 +919,9 @@ impl Unit {
             Self::Issue {
                 tenant, issue_id, ..
             } => (tenant, issue_id.to_string(), true),
-            Self::FieldAdded { tenant, project_id }
+            Self::FieldAdded {
+                tenant, project_id, ..
+            }
             | Self::FieldRemoved {
                 tenant, project_id, ..
             } => (
@@ -967,6 +1089,34 @@ mod tests {
     }
 
     #[test]
+    fn a_field_created_sortable_needs_no_job_and_one_without_the_flag_does() {
+        let insert = |seq: &str, field: u64, image: serde_json::Value| {
+            json!({
+                "eventID": seq, "eventName": "INSERT", "eventSource": "aws:dynamodb",
+                "awsRegion": "us-east-1",
+                "dynamodb": {
+                    "Keys": {
+                        "PK": {"S": "T#acme#P#01ARZ3NDEKTSV4RRFFQ69G5FAW"},
+                        "SK": {"S": format!("F#{}", FieldId::numbered(field))}
+                    },
+                    "NewImage": image,
+                    "SequenceNumber": seq, "SizeBytes": 100,
+                    "StreamViewType": "NEW_AND_OLD_IMAGES"
+                }
+            })
+        };
+        for (image, jobs) in [
+            (json!({"sortable": {"BOOL": true}}), 0),
+            (json!({"sortable": {"BOOL": false}}), 1),
+            (json!({"name": {"S": "before the flag"}}), 1),
+        ] {
+            let json = batch(vec![insert("1", 1, image.clone())]);
+            let event = StreamEvent::from_json(&json).unwrap();
+            assert_eq!(plan(&event.records).units.len(), jobs, "{image}");
+        }
+    }
+
+    #[test]
     fn a_deletion_after_changes_is_the_net_change() {
         let json = batch(vec![
             record("1", "MODIFY", "#ISSUE", 2, "a"),
@@ -1038,6 +1188,7 @@ mod tests {
         let field = Unit::FieldAdded {
             tenant: tenant.clone(),
             project_id: ProjectId::numbered(1),
+            field_id: FieldId::numbered(1),
         };
         let malformed = Unit::Malformed {
             tenant: tenant.clone(),

@@ -3,6 +3,8 @@
 //!
 //! - [`entries`](mod@entries): pure — which entries an issue should have, given its project's fields.
 //! - [`indexer`]: the stream consumer; writes the difference from the issue's watermark.
+//! - [`field_job`]: a field added or deleted, off the stream: the project re-indexed a page at
+//!   a time by a queue-driven job with a checkpoint.
 //! - [`watermark`]: pure — the indexer's compact record of an issue's entries (what they derive
 //!   from, what a write in flight may have changed), and how it is stored.
 //! - [`table`]: index-table I/O (entries, watermarks, parked markers, column and inbox pages).
@@ -17,6 +19,7 @@
 pub mod drift;
 pub mod entries;
 pub mod event;
+pub mod field_job;
 pub mod indexer;
 pub mod scan;
 pub mod stream;

@@ -21,11 +21,15 @@ pub enum Table {
     Index,
 }
 
-/// An index item as an [`Entry`] (`None` for watermarks, parked markers and foreign items).
+/// An index item as an [`Entry`] (`None` for watermarks, parked markers, field jobs and
+/// foreign items).
 pub fn entry_from_item(item: &Item) -> Option<Entry> {
     let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
     let pk = s(keys::PK)?;
-    if keys::index::is_watermark_pk(&pk) || keys::index::is_parked_pk(&pk) {
+    if keys::index::is_watermark_pk(&pk)
+        || keys::index::is_parked_pk(&pk)
+        || keys::index::is_jobs_pk(&pk)
+    {
         return None;
     }
     Some(Entry {

@@ -1,8 +1,8 @@
 //! Keys of the index table, which only the indexer writes: column entries, participation
-//! copies (inboxes), watermarks and parked units.
+//! copies (inboxes), watermarks, parked units and field jobs.
 
 use super::{push_tenant_prefix, tenant_prefix};
-use crate::domain::ids::{IssueId, ProjectId, TenantId};
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::{IssueState, ParticipantKind, Role};
 use crate::encoding::text;
 
@@ -195,6 +195,25 @@ pub fn parse_entry_ref(tenant: &TenantId, r: &str) -> Option<(String, String)> {
         format!("{}#{pk}", tenant_prefix(tenant))
     };
     Some((pk, sk.to_string()))
+}
+
+/// Partition of a tenant's field jobs: one item per job, its checkpoint
+/// ([`crate::index::field_job`]).
+pub fn jobs_pk(tenant: &TenantId) -> String {
+    format!("{}#JOBS", tenant_prefix(tenant))
+}
+
+/// Sort key of a field job: `{project}#{field}#{add|remove}` (a field is added once and
+/// removed once, so the two never share an item).
+pub fn job_sk(project_id: &ProjectId, field_id: &FieldId, kind: &str) -> String {
+    format!("{project_id}#{field_id}#{kind}")
+}
+
+/// Whether an index-table partition key is a tenant's field jobs.
+pub fn is_jobs_pk(pk: &str) -> bool {
+    pk.strip_prefix("T#")
+        .and_then(|rest| rest.split_once('#'))
+        .is_some_and(|(_, kind)| kind == "JOBS")
 }
 
 /// Partition of a tenant's parked units: what the indexer could not index for a reason no

@@ -398,6 +398,7 @@ mod tests {
             name: "F".into(),
             field_type: FieldType::Text,
             options: None,
+            sortable: true,
         }]
     }
 

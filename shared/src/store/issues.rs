@@ -611,18 +611,21 @@ impl Store {
         Ok(found)
     }
 
-    /// A page of a project's issues by number (GSI1), for re-indexing a whole project.
+    /// A page of at most `limit` of a project's issues by number (GSI1), for re-indexing a
+    /// whole project.
     #[tracing::instrument(skip_all, fields(op = "issues_of_project"))]
     pub async fn issues_of_project(
         &self,
         tenant: &TenantId,
         project_id: &ProjectId,
         start: Option<&Position>,
+        limit: i32,
     ) -> Result<Page<Issue>, StoreError> {
         let query = Query::gsi1(
             &self.records,
             keys::records::issues_by_num_gsi1_pk(tenant, project_id),
         )
+        .limit(Some(limit))
         .after(start);
         let Page { items, next } = self.query_page(query).await?;
         // GSI1 holds an issue's keys, not the issue (its projection in template.yaml), so the

@@ -31,6 +31,8 @@ pub mod attr {
     pub const VERSION: &str = "version";
     pub const UPDATED_AT: &str = "updated_at";
     pub const TEXT: &str = "text";
+    /// On a field definition: whether its column of the index is complete.
+    pub const SORTABLE: &str = "sortable";
 }
 
 #[derive(Serialize, Deserialize)]
@@ -96,6 +98,9 @@ pub struct FieldItem {
     pub field_type: FieldType,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub options: Option<Vec<String>>,
+    /// Absent on definitions stored before the flag (their columns were built whole).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sortable: Option<bool>,
 }
 
 impl FieldItem {
@@ -109,6 +114,7 @@ impl FieldItem {
             name: f.name.clone(),
             field_type: f.field_type,
             options: f.options.clone(),
+            sortable: Some(f.sortable),
         }
     }
 
@@ -118,6 +124,7 @@ impl FieldItem {
             name: self.name,
             field_type: self.field_type,
             options: self.options,
+            sortable: self.sortable.unwrap_or(true),
         }
     }
 }

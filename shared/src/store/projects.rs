@@ -4,7 +4,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update}
 
 use super::items::{FieldItem, ProjectItem, attr, key, project_key, sk_of};
 use super::query::Query;
-use super::{Item, Page, Store, StoreError, Tx, build_err};
+use super::{Item, Page, Store, StoreError, Tx, build_err, condition_held};
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
@@ -117,26 +117,66 @@ impl Store {
     }
 
     /// Adds a field and counts it (and its definition's bytes) on the project in one
-    /// transaction, so both caps hold under concurrent creates.
+    /// transaction, so both caps hold under concurrent creates. Returns the definition as
+    /// stored: `sortable` at once when the project has never had an issue (the transaction
+    /// holds that condition, so every issue comes after the field and is indexed with it),
+    /// otherwise `false` until the field job has indexed the project's issues.
     #[tracing::instrument(skip_all, fields(op = "create_field"))]
     pub async fn create_field(
         &self,
         tenant: &TenantId,
         project_id: &ProjectId,
         def: &FieldDef,
-    ) -> Result<(), CreateFieldError> {
+    ) -> Result<FieldDef, CreateFieldError> {
+        let Some(project) = self.get_project(tenant, project_id).await? else {
+            return Err(CreateFieldError::ProjectNotFound);
+        };
+        let mut def = FieldDef {
+            sortable: project.next_num.is_none(),
+            ..def.clone()
+        };
+        // At most twice: the second time only if the project's first issue came in between.
+        for _ in 0..2 {
+            let tx = self
+                .transact(self.field_create_items(tenant, project_id, &def)?)
+                .await?;
+            if let Tx::Committed = tx {
+                return Ok(def);
+            }
+            // The put's condition cannot fail (a new id), so the count's did: the project is
+            // gone, has all its fields, has no room for these bytes, or has had its first
+            // issue; one read tells which.
+            match self.get_project(tenant, project_id).await? {
+                None => return Err(CreateFieldError::ProjectNotFound),
+                Some(p) if p.field_count.unwrap_or(0) >= MAX_FIELDS_PER_PROJECT as u64 => {
+                    return Err(CreateFieldError::TooManyFields);
+                }
+                Some(p) if def.sortable && p.next_num.is_some() => def.sortable = false,
+                Some(_) => return Err(CreateFieldError::DefinitionsTooLarge),
+            }
+        }
+        Err(CreateFieldError::Store(StoreError::Contention(2)))
+    }
+
+    /// The transaction adding `def`: the project's count and bytes (conditioned on both caps,
+    /// and on no issue yet when `def` is created sortable) and the definition.
+    fn field_create_items(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        def: &FieldDef,
+    ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let bytes = def.definition_bytes();
         // Validation bounds a definition to 128 + 100 × 100 bytes, far under the cap.
         let room = MAX_FIELD_DEF_BYTES.saturating_sub(bytes);
-        let count = Update::builder()
+        let mut condition = "attribute_exists(PK) AND (attribute_not_exists(#c) OR #c < :max) \
+                             AND (attribute_not_exists(#b) OR #b <= :room)"
+            .to_string();
+        let mut count = Update::builder()
             .table_name(&self.records)
             .set_key(Some(project_key(tenant, project_id)))
             .update_expression(
                 "SET #c = if_not_exists(#c, :zero) + :one, #b = if_not_exists(#b, :zero) + :bytes",
-            )
-            .condition_expression(
-                "attribute_exists(PK) AND (attribute_not_exists(#c) OR #c < :max) \
-                 AND (attribute_not_exists(#b) OR #b <= :room)",
             )
             .expression_attribute_names("#c", attr::FIELD_COUNT)
             .expression_attribute_names("#b", attr::FIELD_BYTES)
@@ -147,30 +187,46 @@ impl Store {
             .expression_attribute_values(
                 ":max",
                 AttributeValue::N(MAX_FIELDS_PER_PROJECT.to_string()),
-            )
+            );
+        if def.sortable {
+            condition.push_str(" AND attribute_not_exists(#n)");
+            count = count.expression_attribute_names("#n", attr::NEXT_NUM);
+        }
+        let count = count
+            .condition_expression(condition)
             .build()
             .map_err(build_err)?;
-        let item: Item = serde_dynamo::to_item(FieldItem::new(tenant, project_id, def))
-            .map_err(StoreError::from)?;
+        let item: Item = serde_dynamo::to_item(FieldItem::new(tenant, project_id, def))?;
         let put = self.put_in_tx(item, Some("attribute_not_exists(PK)"))?;
-        let tx = self
-            .transact(vec![
-                TransactWriteItem::builder().update(count).build(),
-                TransactWriteItem::builder().put(put).build(),
-            ])
-            .await?;
-        if let Tx::Committed = tx {
-            return Ok(());
-        }
-        // The put's condition cannot fail (a new id), so the count's did: the project is gone,
-        // has all its fields, or has no room for these bytes; one read tells which.
-        match self.get_project(tenant, project_id).await? {
-            None => Err(CreateFieldError::ProjectNotFound),
-            Some(p) if p.field_count.unwrap_or(0) >= MAX_FIELDS_PER_PROJECT as u64 => {
-                Err(CreateFieldError::TooManyFields)
-            }
-            Some(_) => Err(CreateFieldError::DefinitionsTooLarge),
-        }
+        Ok(vec![
+            TransactWriteItem::builder().update(count).build(),
+            TransactWriteItem::builder().put(put).build(),
+        ])
+    }
+
+    /// Marks a field sortable (its column is complete); `false` if the field is gone.
+    #[tracing::instrument(skip_all, fields(op = "mark_sortable"))]
+    pub async fn mark_sortable(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        field_id: &FieldId,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .update_item()
+            .table_name(&self.records)
+            .set_key(Some(key(
+                keys::records::project_pk(tenant, project_id),
+                &keys::records::field_sk(field_id),
+            )))
+            .update_expression("SET #s = :yes")
+            .condition_expression("attribute_exists(PK)")
+            .expression_attribute_names("#s", attr::SORTABLE)
+            .expression_attribute_values(":yes", AttributeValue::Bool(true))
+            .send()
+            .await;
+        condition_held("UpdateItem", result)
     }
 
     /// Deletes a field definition and gives its bytes back; `false` if there was none. A

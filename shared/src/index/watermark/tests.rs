@@ -267,6 +267,7 @@ fn wide_issue(fields: usize, participants: usize) -> (Issue, Vec<FieldDef>) {
             name: format!("f{n}"),
             field_type: [FieldType::Number, FieldType::Date, FieldType::Text][n % 3],
             options: None,
+            sortable: true,
         })
         .collect();
     let values = defs
@@ -397,6 +398,7 @@ fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
             name: format!("f{n}"),
             field_type: FieldType::Text,
             options: None,
+            sortable: true,
         })
         .collect();
     let issue = |c: char, state| Issue {

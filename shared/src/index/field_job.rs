@@ -1,0 +1,506 @@
+//! Field changes off the stream: a field added to (or deleted from) a project whose issues
+//! are already indexed needs every issue re-indexed, and that fan-out runs here, in a job of
+//! its own, never in the stream Lambda or the request.
+//!
+//! - The request writes the definition (O(1)). A field added to a project that has never had
+//!   an issue is `sortable` at once; otherwise `sortable: false`, and the grid sorted by it
+//!   answers `409` with `Retry-After` until its column is complete.
+//! - The stream indexer turns the definition's record into one queue message ([`FieldJob`],
+//!   step 0): O(1) whatever the project's size.
+//! - The job function takes a message and re-indexes the project a page of issues at a time
+//!   ([`Indexer::reindex_page`]), writing a checkpoint ([`Progress`], in the index table) after
+//!   each page. When its time budget runs low it advances the checkpoint's step and enqueues
+//!   the next step's message; the last page marks the field(s) sortable.
+//!
+//! At-least-once delivery: a message whose step the checkpoint has moved past is stale; if the
+//! checkpoint is exactly one step ahead, the continuation may never have been sent (the
+//! invocation died between the two writes), so it is sent again. Two runs of one step do the
+//! same idempotent re-index. A run cut short resumes from the last page checkpointed, when its
+//! message is delivered again.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
+use aws_sdk_dynamodb::types::AttributeValue;
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+
+use crate::cursor::Position;
+use crate::domain::ids::{FieldId, ProjectId, TenantId};
+use crate::index::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE};
+use crate::keys;
+use crate::store::{Item, Store, StoreError, condition_held};
+use crate::telemetry::{Emf, MetricUnit, now_ms};
+
+/// The queue's URL, in the indexer's and the job function's environment.
+pub const QUEUE_URL_VAR: &str = "FIELD_JOB_QUEUE_URL";
+
+/// A run stops starting pages when less than this is left of its invocation: a page of
+/// [`crate::index::indexer::REINDEX_PAGE`] issues takes well under a second, so this leaves
+/// room for a slow page, the checkpoint and the continuation's send.
+pub const PAGE_MARGIN: Duration = Duration::from_secs(20);
+
+/// The `Instant` of a Lambda invocation's deadline (milliseconds since the epoch, as the
+/// runtime's context gives it).
+pub fn deadline_at(epoch_ms: u64) -> Instant {
+    let left = epoch_ms.saturating_sub(now_ms().max(0) as u64);
+    Instant::now() + Duration::from_millis(left)
+}
+
+/// What a job does to the project's index.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum JobKind {
+    /// Gives every issue an entry in the new field's column, then marks it sortable.
+    Add,
+    /// Removes the deleted field's value from every issue, and its entries.
+    Remove,
+}
+
+impl JobKind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Add => "add",
+            Self::Remove => "remove",
+        }
+    }
+}
+
+/// A queue message: which job, and which step of it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct FieldJob {
+    pub tenant: TenantId,
+    pub project_id: ProjectId,
+    pub field_id: FieldId,
+    pub kind: JobKind,
+    pub step: u64,
+}
+
+impl FieldJob {
+    pub fn start(
+        tenant: TenantId,
+        project_id: ProjectId,
+        field_id: FieldId,
+        kind: JobKind,
+    ) -> Self {
+        Self {
+            tenant,
+            project_id,
+            field_id,
+            kind,
+            step: 0,
+        }
+    }
+
+    fn sk(&self) -> String {
+        keys::index::job_sk(&self.project_id, &self.field_id, self.kind.as_str())
+    }
+
+    fn at_step(&self, step: u64) -> Self {
+        Self {
+            step,
+            ..self.clone()
+        }
+    }
+}
+
+fn now() -> String {
+    crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc())
+}
+
+/// The job function's figures, one EMF line per invocation.
+const JOB_METRICS: Emf<'static> = Emf {
+    dimensions: &[&["Function"]],
+    metrics: &[
+        ("JobIssues", MetricUnit::Count),
+        ("JobWrites", MetricUnit::Count),
+        ("JobsFinished", MetricUnit::Count),
+        ("JobFailures", MetricUnit::Count),
+    ],
+};
+
+/// A job's checkpoint: the item `gridctl jobs` shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    pub tenant: TenantId,
+    pub project_id: ProjectId,
+    pub field_id: FieldId,
+    pub kind: JobKind,
+    /// The message step that owns the job; a message of another step is stale.
+    pub step: u64,
+    /// Where the next page starts (`None`: at the first issue, or after the last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub after: Option<Position>,
+    /// Issues re-indexed so far (a page run twice counts twice).
+    pub issues: u64,
+    pub pages: u64,
+    pub finished: bool,
+    /// An add: the fields not yet sortable when the job started, all marked sortable when it
+    /// finishes (every page it runs indexes them), so a burst of new fields is one pass.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub covers: Vec<FieldId>,
+    pub started_at: String,
+    pub updated_at: String,
+}
+
+/// [`Progress`] as its index-table item.
+#[derive(Serialize, Deserialize)]
+struct ProgressItem {
+    #[serde(rename = "PK")]
+    pk: String,
+    #[serde(rename = "SK")]
+    sk: String,
+    #[serde(flatten)]
+    progress: Progress,
+}
+
+/// How a message ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Outcome {
+    /// The last page is done (and, for an add, its fields are sortable).
+    Finished,
+    /// Out of budget: the checkpoint moved to this step and its message was sent.
+    Continued(u64),
+    /// The checkpoint had moved past this message's step (a duplicate or a redelivery).
+    Stale,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum JobError {
+    #[error("the message is not a field job: {0}")]
+    Message(String),
+    #[error(transparent)]
+    Index(#[from] IndexError),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(#[from] QueueError),
+}
+
+/// A send to the job queue that failed.
+#[derive(Debug, thiserror::Error)]
+#[error("sending to the field-job queue failed: {0}")]
+pub struct QueueError(pub String);
+
+/// Where job messages go: SQS in AWS ([`SqsQueue`]); the local stack's own queue on this
+/// machine, which checks the sender's policy as AWS would.
+pub trait JobQueue: Send + Sync {
+    fn send<'a>(&'a self, job: &'a FieldJob) -> Sending<'a>;
+}
+
+/// A send in flight.
+pub type Sending<'a> = BoxFuture<'a, Result<(), QueueError>>;
+
+/// The job queue in AWS.
+pub struct SqsQueue {
+    client: aws_sdk_sqs::Client,
+    url: String,
+}
+
+impl SqsQueue {
+    pub fn new(client: aws_sdk_sqs::Client, url: String) -> Self {
+        Self { client, url }
+    }
+
+    /// The queue `FIELD_JOB_QUEUE_URL` names, on the Lambda's credentials.
+    pub async fn from_env() -> Result<Self, crate::config::ConfigError> {
+        let url = std::env::var(QUEUE_URL_VAR)
+            .ok()
+            .filter(|v| !v.is_empty())
+            .ok_or(crate::config::ConfigError::Missing(QUEUE_URL_VAR))?;
+        // Not the DynamoDB endpoint: the SDK honours AWS_ENDPOINT_URL_SQS itself.
+        let sdk = crate::store::sdk_config(None).await;
+        Ok(Self::new(aws_sdk_sqs::Client::new(&sdk), url))
+    }
+}
+
+impl JobQueue for SqsQueue {
+    fn send<'a>(&'a self, job: &'a FieldJob) -> Sending<'a> {
+        Box::pin(async move {
+            let body = serde_json::to_string(job).map_err(|e| QueueError(e.to_string()))?;
+            self.client
+                .send_message()
+                .queue_url(&self.url)
+                .message_body(body)
+                .send()
+                .await
+                .map(|_| ())
+                .map_err(|e| QueueError(aws_sdk_sqs::Error::from(e).to_string()))
+        })
+    }
+}
+
+/// The job function's work: runs messages against the index with the indexer's machinery.
+pub struct FieldJobs {
+    indexer: Indexer,
+    store: Store,
+    queue: Arc<dyn JobQueue>,
+    /// At most this many pages per message (the time budget decides when `None`).
+    pub pages_per_message: Option<u64>,
+    /// Issues per page.
+    pub page_size: i32,
+}
+
+impl FieldJobs {
+    pub fn new(store: Store, queue: Arc<dyn JobQueue>, concurrency: usize) -> Self {
+        Self {
+            indexer: Indexer::new(store.clone()).with_concurrency(concurrency),
+            store,
+            queue,
+            pages_per_message: None,
+            page_size: REINDEX_PAGE,
+        }
+    }
+
+    /// An SQS event (one message per invocation in the template; any number works): each
+    /// message run until `deadline`. A message that fails is reported, so SQS delivers it
+    /// again after its visibility timeout and, after the queue's receive count, moves it to
+    /// the dead-letter queue. Prints the invocation's metrics as an EMF line.
+    pub async fn handle_sqs(&self, event: &SqsEvent, deadline: Instant) -> SqsBatchResponse {
+        let mut response = SqsBatchResponse::default();
+        let mut metrics = Metrics::default();
+        let mut finished = 0;
+        for message in &event.records {
+            let id = message.message_id.clone().unwrap_or_default();
+            let outcome =
+                match serde_json::from_str::<FieldJob>(message.body.as_deref().unwrap_or("")) {
+                    Ok(job) => self.run(&job, deadline, &mut metrics).await,
+                    Err(e) => Err(JobError::Message(e.to_string())),
+                };
+            match outcome {
+                Ok(Outcome::Finished) => finished += 1,
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::error!(message_id = %id, error = %e, "field job failed; SQS delivers it again");
+                    response.add_failure(id);
+                }
+            }
+        }
+        let members = serde_json::json!({
+            "Function": "fieldjob",
+            "JobIssues": metrics.units,
+            "JobWrites": metrics.writes,
+            "JobsFinished": finished,
+            "JobFailures": response.batch_item_failures.len(),
+        });
+        println!("{}", JOB_METRICS.document(now_ms(), members));
+        response
+    }
+
+    /// Runs one message: pages until the project is done or the budget runs low.
+    pub async fn run(
+        &self,
+        job: &FieldJob,
+        deadline: Instant,
+        metrics: &mut Metrics,
+    ) -> Result<Outcome, JobError> {
+        let mut progress = match self.store.get_job(job).await? {
+            Some(p) if p.finished => return Ok(Outcome::Stale),
+            Some(p) if p.step == job.step + 1 => {
+                // The checkpoint moved on and its message may never have been sent.
+                self.queue.send(&job.at_step(p.step)).await?;
+                return Ok(Outcome::Stale);
+            }
+            Some(p) if p.step != job.step => return Ok(Outcome::Stale),
+            Some(p) => p,
+            None if job.step == 0 => match self.begin(job).await? {
+                Some(p) => p,
+                None => return Ok(Outcome::Finished),
+            },
+            // A checkpoint is written before any later step's message is sent.
+            None => return Ok(Outcome::Stale),
+        };
+        let removed = (job.kind == JobKind::Remove).then_some(&job.field_id);
+        let label = format!("job:{}", job.sk());
+        let mut pages = 0;
+        loop {
+            let page = self
+                .indexer
+                .reindex_page(
+                    &job.tenant,
+                    &job.project_id,
+                    removed,
+                    (progress.after.as_ref(), self.page_size),
+                    &label,
+                    metrics,
+                )
+                .await?;
+            pages += 1;
+            metrics.units += page.issues;
+            progress.issues += page.issues as u64;
+            progress.pages += 1;
+            progress.after = page.next;
+            progress.updated_at = now();
+            if progress.after.is_none() {
+                return self.finish(job, progress).await;
+            }
+            let budget_left = deadline.saturating_duration_since(Instant::now()) > PAGE_MARGIN;
+            let pages_left = self.pages_per_message.is_none_or(|n| pages < n);
+            if !(budget_left && pages_left) {
+                progress.step += 1;
+                if !self.store.save_job(job, &progress).await? {
+                    return Ok(Outcome::Stale);
+                }
+                self.queue.send(&job.at_step(progress.step)).await?;
+                return Ok(Outcome::Continued(progress.step));
+            }
+            if !self.store.save_job(job, &progress).await? {
+                return Ok(Outcome::Stale);
+            }
+        }
+    }
+
+    /// A job's first checkpoint; `None` when there is nothing to do (an add whose field is
+    /// gone or already sortable, a removal whose field is still defined).
+    async fn begin(&self, job: &FieldJob) -> Result<Option<Progress>, JobError> {
+        let defs = self
+            .store
+            .project_with_fields(&job.tenant, &job.project_id)
+            .await?
+            .map(|(_, defs)| defs)
+            .unwrap_or_default();
+        let defined = defs.iter().find(|d| d.id == job.field_id);
+        let covers = match job.kind {
+            // Nothing to build for a field that is gone or already complete.
+            JobKind::Add if defined.is_none_or(|d| d.sortable) => return Ok(None),
+            JobKind::Add => defs
+                .into_iter()
+                .filter(|d| !d.sortable)
+                .map(|d| d.id)
+                .collect(),
+            // Field ids are never reused, so a defined field was never deleted: a message
+            // naming one is not a removal's, and removes nothing.
+            JobKind::Remove if defined.is_some() => return Ok(None),
+            JobKind::Remove => Vec::new(),
+        };
+        let now = now();
+        let progress = Progress {
+            tenant: job.tenant.clone(),
+            project_id: job.project_id.clone(),
+            field_id: job.field_id.clone(),
+            kind: job.kind,
+            step: 0,
+            after: None,
+            issues: 0,
+            pages: 0,
+            finished: false,
+            covers,
+            started_at: now.clone(),
+            updated_at: now,
+        };
+        // Another delivery of the first message may have begun it: then go on from its
+        // checkpoint.
+        if self.store.create_job(job, &progress).await? {
+            return Ok(Some(progress));
+        }
+        Ok(self.store.get_job(job).await?.filter(|p| !p.finished))
+    }
+
+    /// The last page is done: an add's fields become sortable, then the checkpoint says so.
+    async fn finish(&self, job: &FieldJob, mut progress: Progress) -> Result<Outcome, JobError> {
+        for field in &progress.covers {
+            // A field deleted meanwhile is simply gone.
+            self.store
+                .mark_sortable(&job.tenant, &job.project_id, field)
+                .await?;
+        }
+        progress.finished = true;
+        self.store.save_job(job, &progress).await?;
+        tracing::info!(job = %job.sk(), issues = progress.issues, pages = progress.pages, "field job finished");
+        Ok(Outcome::Finished)
+    }
+}
+
+/// The checkpoints' index-table I/O.
+impl Store {
+    fn job_key(job: &FieldJob) -> Item {
+        Item::from([
+            (
+                keys::PK.to_string(),
+                AttributeValue::S(keys::index::jobs_pk(&job.tenant)),
+            ),
+            (keys::SK.to_string(), AttributeValue::S(job.sk())),
+        ])
+    }
+
+    fn job_item(job: &FieldJob, progress: &Progress) -> Result<Item, StoreError> {
+        Ok(serde_dynamo::to_item(ProgressItem {
+            pk: keys::index::jobs_pk(&job.tenant),
+            sk: job.sk(),
+            progress: progress.clone(),
+        })?)
+    }
+
+    /// A job's checkpoint (strongly consistent).
+    #[tracing::instrument(skip_all, fields(op = "get_job"))]
+    pub async fn get_job(&self, job: &FieldJob) -> Result<Option<Progress>, StoreError> {
+        let out = self
+            .client
+            .get_item()
+            .table_name(&self.index)
+            .set_key(Some(Self::job_key(job)))
+            .consistent_read(true)
+            .send()
+            .await
+            .map_err(crate::store::sdk("GetItem"))?;
+        out.item
+            .map(|i| serde_dynamo::from_item::<_, ProgressItem>(i).map(|p| p.progress))
+            .transpose()
+            .map_err(StoreError::from)
+    }
+
+    /// Writes a job's first checkpoint; `false` if it already has one.
+    #[tracing::instrument(skip_all, fields(op = "create_job"))]
+    pub async fn create_job(
+        &self,
+        job: &FieldJob,
+        progress: &Progress,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.index)
+            .set_item(Some(Self::job_item(job, progress)?))
+            .condition_expression("attribute_not_exists(PK)")
+            .send()
+            .await;
+        condition_held("PutItem", result)
+    }
+
+    /// Writes a checkpoint if the job is still at `job.step`; `false` if another run has
+    /// moved it on (or finished it).
+    #[tracing::instrument(skip_all, fields(op = "save_job"))]
+    pub async fn save_job(&self, job: &FieldJob, progress: &Progress) -> Result<bool, StoreError> {
+        let result = self
+            .client
+            .put_item()
+            .table_name(&self.index)
+            .set_item(Some(Self::job_item(job, progress)?))
+            .condition_expression("#step = :step AND #finished = :no")
+            .expression_attribute_names("#step", "step")
+            .expression_attribute_names("#finished", "finished")
+            .expression_attribute_values(":step", AttributeValue::N(job.step.to_string()))
+            .expression_attribute_values(":no", AttributeValue::Bool(false))
+            .send()
+            .await;
+        condition_held("PutItem", result)
+    }
+
+    /// A tenant's field jobs, finished or not (`gridctl jobs`).
+    #[tracing::instrument(skip_all, fields(op = "list_jobs"))]
+    pub async fn list_jobs(&self, tenant: &TenantId) -> Result<Vec<Progress>, StoreError> {
+        let query =
+            crate::store::query::Query::partition(&self.index, keys::index::jobs_pk(tenant))
+                .consistent(true);
+        self.query_all(query)
+            .await?
+            .into_iter()
+            .map(|i| {
+                serde_dynamo::from_item::<_, ProgressItem>(i)
+                    .map(|p| p.progress)
+                    .map_err(StoreError::from)
+            })
+            .collect()
+    }
+}
