@@ -68,7 +68,7 @@ pub const NAMES: [(&str, &str); 16] = [
     ),
     (
         "field_add_{size}_index_seconds",
-        "seconds from that request's answer until the indexer has re-indexed the project, run as Lambda runs it (one invocation, cut at the function's timeout); absent when it did not finish, and `_meta.omitted` says why",
+        "seconds from that request's answer until the field is sortable: the stream indexer's one job message, then the field job's pages as the job function runs them (checkpointed, continued in a new message when its time runs low); absent when the job did not finish, and `_meta.omitted` says why",
     ),
     (
         "binary_{function}_bytes",
@@ -151,7 +151,8 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             None => {
                 omitted.insert(
                     name,
-                    "the re-index did not finish within the indexer's invocation timeout (it went to the on-failure list)".into(),
+                    "the field job did not finish (its message went to the dead-letter list)"
+                        .into(),
                 );
             }
         }
