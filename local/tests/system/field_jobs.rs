@@ -247,3 +247,202 @@ async fn a_deleted_fields_values_and_entries_are_removed_by_its_job() {
     assert!(removal.finished);
     assert_eq!(removal.issues, 3);
 }
+
+/// An HTTP client that holds the response of one chosen request until the test lets it go:
+/// a race between two writers, played in a fixed order. Only the timing is staged; every
+/// request reaches the real engine through the function's guard.
+mod paused {
+    use std::sync::{Arc, Mutex};
+
+    use aws_smithy_runtime_api::client::http::{
+        HttpClient, HttpConnector, HttpConnectorFuture, HttpConnectorSettings, SharedHttpClient,
+        SharedHttpConnector,
+    };
+    use aws_smithy_runtime_api::client::orchestrator::HttpRequest;
+    use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
+    use tokio::sync::oneshot;
+
+    /// The held request's two signals: it was answered; it may go on.
+    type Gate = (oneshot::Sender<()>, oneshot::Receiver<()>);
+
+    /// Whether a request (its `X-Amz-Target` and JSON body) is the one to hold.
+    type Matcher = Arc<dyn Fn(&str, &serde_json::Value) -> bool + Send + Sync>;
+
+    /// The first request `matches` picks is answered by the engine, then held: `reached`
+    /// fires, and the answer goes back to the caller when `release` is sent.
+    #[derive(Clone)]
+    pub struct Pause {
+        inner: SharedHttpClient,
+        matches: Matcher,
+        gate: Arc<Mutex<Option<Gate>>>,
+    }
+
+    impl std::fmt::Debug for Pause {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("Pause")
+        }
+    }
+
+    /// `client` whose first request `matches` picks is held; the test's two ends of the gate.
+    pub fn client(
+        client: &aws_sdk_dynamodb::Client,
+        matches: impl Fn(&str, &serde_json::Value) -> bool + Send + Sync + 'static,
+    ) -> (
+        aws_sdk_dynamodb::Client,
+        oneshot::Receiver<()>,
+        oneshot::Sender<()>,
+    ) {
+        let (reached_tx, reached_rx) = oneshot::channel();
+        let (release_tx, release_rx) = oneshot::channel();
+        let inner = client
+            .config()
+            .http_client()
+            .expect("the function's client has its guard");
+        let pause = Pause {
+            inner,
+            matches: Arc::new(matches),
+            gate: Arc::new(Mutex::new(Some((reached_tx, release_rx)))),
+        };
+        let config = client.config().to_builder().http_client(pause).build();
+        (
+            aws_sdk_dynamodb::Client::from_conf(config),
+            reached_rx,
+            release_tx,
+        )
+    }
+
+    impl HttpClient for Pause {
+        fn http_connector(
+            &self,
+            settings: &HttpConnectorSettings,
+            components: &RuntimeComponents,
+        ) -> SharedHttpConnector {
+            SharedHttpConnector::new(Connector {
+                inner: self.inner.http_connector(settings, components),
+                pause: self.clone(),
+            })
+        }
+    }
+
+    #[derive(Debug)]
+    struct Connector {
+        inner: SharedHttpConnector,
+        pause: Pause,
+    }
+
+    impl HttpConnector for Connector {
+        fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
+            let target = request
+                .headers()
+                .get("x-amz-target")
+                .unwrap_or_default()
+                .to_string();
+            let body = request
+                .body()
+                .bytes()
+                .and_then(|b| serde_json::from_slice(b).ok())
+                .unwrap_or_default();
+            let gate = if (self.pause.matches)(&target, &body) {
+                self.pause.gate.lock().unwrap().take()
+            } else {
+                None
+            };
+            let sent = self.inner.call(request);
+            HttpConnectorFuture::new(async move {
+                let response = sent.await?;
+                if let Some((reached, release)) = gate {
+                    let _ = reached.send(());
+                    let _ = release.await;
+                }
+                Ok(response)
+            })
+        }
+    }
+}
+
+/// Two jobs of one project overlap: a redelivered message of an earlier field's job reads the
+/// project's fields, a second field is added and its job indexes the issues, and only then does
+/// the first job's page write. It must not take the second field's entries away (the issue's
+/// watermark carries the revision of the fields it was indexed under, newer than the page's),
+/// and the index ends exact. The same holds for a stream invocation whose definitions predate
+/// a field whose job has been by.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_index_write_with_definitions_older_than_the_issues_watermark_reads_them_again() {
+    let api = TestApi::start().await;
+    let p = project_with_issues(&api, 3).await;
+    let first = api
+        .field(&p, json!({"name": "Points", "type": "number"}))
+        .await;
+    api.sync().await;
+    let project = ProjectId::parse(&p).unwrap();
+    let records = api.stack.tables.records.clone();
+
+    // The earlier job's page, held right after its read of the project's fields (the
+    // records table's only Query on the base table; the issues are listed through GSI1).
+    let (client, reached, release) = paused::client(
+        &api.stack.function_client(FIELD_JOB_FUNCTION),
+        move |target, body| {
+            target.ends_with(".Query")
+                && body["TableName"] == records.as_str()
+                && body.get("IndexName").is_none()
+        },
+    );
+    let store =
+        gridline::store::Store::new(client, &api.stack.tables.records, &api.stack.tables.index);
+    let late = gridline::index::indexer::Indexer::new(store).with_concurrency(1);
+    let page = {
+        let project = project.clone();
+        tokio::spawn(async move {
+            let mut metrics = Metrics::default();
+            late.reindex_page(
+                &acme(),
+                &project,
+                None,
+                (None, 100),
+                "redelivered",
+                &mut metrics,
+            )
+            .await
+            .map(|_| metrics.writes)
+        })
+    };
+    reached.await.expect("the page reads the fields");
+
+    // Meanwhile a second field, and its whole job (the issues keep their versions: the held
+    // page's equal-version write is one a re-index may make).
+    let second = api.field(&p, json!({"name": "Due", "type": "date"})).await;
+    api.sync().await;
+    assert_eq!(
+        sortable(&api.get(&format!("/projects/{p}")).await.body, &second),
+        Some(true)
+    );
+
+    // The held page goes on with the fields it read before the second one existed.
+    release.send(()).expect("the page is waiting");
+    page.await.unwrap().expect("the late page succeeds");
+    api.assert_index_matches_records(&acme(), std::slice::from_ref(&project))
+        .await;
+    // Every issue is in the second field's column (as a missing value) and in the first's.
+    assert_eq!(grid_ids(&api, &p, &second).await.len(), 3);
+    assert_eq!(grid_ids(&api, &p, &first).await.len(), 3);
+
+    // Every field change moves the project's revision, a deletion too.
+    assert_eq!(
+        api.delete(&format!("/projects/{p}/fields/{first}"))
+            .await
+            .status,
+        StatusCode::NO_CONTENT
+    );
+    api.sync().await;
+    let stored = api
+        .stack
+        .state
+        .store
+        .get_project(&acme(), &project)
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(stored.fields_rev, Some(3));
+    api.assert_index_matches_records(&acme(), std::slice::from_ref(&project))
+        .await;
+}

@@ -20,11 +20,12 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
         IssueId::parse(issue["id"].as_str().unwrap()).unwrap(),
     );
     let now = store.get_issue_summary(&t, &id).await.unwrap().unwrap();
-    let (_, defs) = store
+    let (project, defs) = store
         .project_with_fields(&t, &ProjectId::parse(&p).unwrap())
         .await
         .unwrap()
         .unwrap();
+    let fields_rev = project.fields_rev.unwrap_or(0);
     let basis = Basis::of(&now, &defs);
     let read = store.get_full_watermark(&t, &id).await.unwrap().unwrap();
     assert!(read.layout.buckets > 0, "a bucketed watermark");
@@ -32,11 +33,17 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     // A repair replaces the head at the same version: a commit from the older read fails.
     assert!(
         store
-            .replace_watermark(&t, &id, Some(&read), Some(&basis), read.version)
+            .replace_watermark(
+                &t,
+                &id,
+                Some(&read),
+                Some(&basis),
+                (read.version, fields_rev)
+            )
             .await
             .unwrap()
     );
-    let layout = (read.version + 1, read.layout.buckets);
+    let layout = (read.version + 1, read.layout.buckets, fields_rev);
     let (held, _) = store
         .commit_watermark(&t, &id, &read, Some(&basis), layout, false)
         .await
@@ -64,7 +71,13 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     );
     assert!(
         !store
-            .replace_watermark(&t, &id, Some(&fresh), Some(&basis), fresh.version)
+            .replace_watermark(
+                &t,
+                &id,
+                Some(&fresh),
+                Some(&basis),
+                (fresh.version, fields_rev)
+            )
             .await
             .unwrap(),
         "a repair over an intent recorded since its read"

@@ -211,21 +211,21 @@ pub enum Repaired {
     InFlight,
 }
 
-/// What `issue`'s entries derive from with its project's current fields (none when deleted).
+/// What `issue`'s entries derive from with its project's current fields (none when deleted),
+/// and the revision of those fields.
 async fn desired_basis(
     store: &Store,
     tenant: &TenantId,
     issue: Option<&Issue>,
-) -> Result<Option<Basis>, StoreError> {
+) -> Result<(Option<Basis>, u64), StoreError> {
     let Some(issue) = issue else {
-        return Ok(None);
+        return Ok((None, 0));
     };
-    let defs = store
-        .project_with_fields(tenant, &issue.project_id)
-        .await?
-        .map(|(_, d)| d)
-        .unwrap_or_default();
-    Ok(Some(Basis::of(issue, &defs)))
+    let (rev, defs) = match store.project_with_fields(tenant, &issue.project_id).await? {
+        Some((project, defs)) => (project.fields_rev.unwrap_or(0), defs),
+        None => (0, Vec::new()),
+    };
+    Ok((Some(Basis::of(issue, &defs)), rev))
 }
 
 /// What makes `actual` into `desired`: the entries to put (absent or different) and the ones
@@ -275,7 +275,7 @@ pub async fn repair_issue(
         if !orphan && wm_version.is_none_or(|w| w < version) {
             continue;
         }
-        let basis = desired_basis(store, tenant, issue.as_ref()).await?;
+        let (basis, fields_rev) = desired_basis(store, tenant, issue.as_ref()).await?;
         let desired = basis
             .as_ref()
             .map(|b| b.entries(tenant, issue_id))
@@ -321,7 +321,7 @@ pub async fn repair_issue(
                 issue_id,
                 wm.as_ref(),
                 basis.as_ref(),
-                wm_version.unwrap_or(version),
+                (wm_version.unwrap_or(version), fields_rev),
             )
             .await?
         {

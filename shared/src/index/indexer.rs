@@ -670,13 +670,20 @@ impl Indexer {
         if wm.as_ref().is_some_and(|w| w.parked) {
             self.store.unpark(tenant, issue_id).await?;
         }
-        let desired = defs.basis(&self.store, tenant, target.issue).await?;
         let wm = wm.unwrap_or_default();
+        let (desired, fields_rev) = defs
+            .basis(
+                &self.store,
+                tenant,
+                target.issue,
+                wm.fields_rev.unwrap_or(0),
+            )
+            .await?;
         let done = self
             .reconcile(
                 tenant,
                 issue_id,
-                (target.version, desired.as_ref()),
+                (target.version, desired.as_ref(), fields_rev),
                 wm,
                 &Pending::default(),
                 allow_equal,
@@ -709,13 +716,20 @@ impl Indexer {
             .await?
             .unwrap_or_default();
         let version = now.as_ref().map_or(DELETED, |i| i.version.max(wm.version));
-        let desired = defs.basis(&self.store, tenant, now.as_ref()).await?;
+        let (desired, fields_rev) = defs
+            .basis(
+                &self.store,
+                tenant,
+                now.as_ref(),
+                wm.fields_rev.unwrap_or(0),
+            )
+            .await?;
         // Whatever this finds, it does not start over: the stream redelivers what it misses.
         let _ = self
             .reconcile(
                 tenant,
                 issue_id,
-                (version, desired.as_ref()),
+                (version, desired.as_ref(), fields_rev),
                 wm,
                 &written,
                 true,
@@ -727,14 +741,15 @@ impl Indexer {
 
     /// Reads the watermark's buckets the change needs, writes the desired entries not known
     /// to be written, deletes every entry that may be in the index but is not desired (with
-    /// `extra`: what an earlier attempt may have written), then commits the watermark. On
-    /// `Err`, a newer watermark was recorded meanwhile: what this may have written, as pending.
+    /// `extra`: what an earlier attempt may have written), then commits the watermark with the
+    /// field-definition revision `desired` was derived under. On `Err`, a newer watermark was
+    /// recorded meanwhile: what this may have written, as pending.
     #[allow(clippy::too_many_arguments)]
     async fn reconcile(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
-        (version, desired): (u64, Option<&Basis>),
+        (version, desired, fields_rev): (u64, Option<&Basis>, u64),
         mut wm: Watermark,
         extra: &Pending,
         allow_equal: bool,
@@ -779,7 +794,7 @@ impl Indexer {
                 issue_id,
                 &wm,
                 desired,
-                (version, buckets),
+                (version, buckets, fields_rev),
                 allow_equal,
             )
             .await?;
@@ -944,53 +959,112 @@ impl Unit {
 #[derive(Default)]
 struct Defs(Mutex<HashMap<(TenantId, ProjectId), Arc<DefsCell>>>);
 
+/// One project's field definitions and their revision (the project's `fields_rev`).
+#[derive(Clone)]
+struct Fields {
+    rev: u64,
+    defs: Arc<[FieldDef]>,
+}
+
 /// One project's definitions, read once.
-type DefsCell = tokio::sync::OnceCell<Arc<[FieldDef]>>;
+type DefsCell = tokio::sync::OnceCell<Fields>;
 
 impl Defs {
+    fn cell(&self, tenant: &TenantId, project_id: &ProjectId) -> Arc<DefsCell> {
+        let mut cells = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cells
+            .entry((tenant.clone(), project_id.clone()))
+            .or_default()
+            .clone()
+    }
+
     async fn get(
         &self,
         store: &Store,
         tenant: &TenantId,
         project_id: &ProjectId,
-    ) -> Result<Arc<[FieldDef]>, StoreError> {
-        let cell = {
+    ) -> Result<Fields, StoreError> {
+        let cell = self.cell(tenant, project_id);
+        // A failed read leaves the cell empty: the next unit that needs it reads again. The
+        // project item sorts first in the Query, so the revision read is never newer than
+        // the definitions read with it.
+        let fields = cell
+            .get_or_try_init(|| async {
+                Ok::<_, StoreError>(match store.project_with_fields(tenant, project_id).await? {
+                    Some((project, defs)) => Fields {
+                        rev: project.fields_rev.unwrap_or(0),
+                        defs: Arc::from(defs),
+                    },
+                    None => Fields {
+                        rev: 0,
+                        defs: Arc::from(Vec::new()),
+                    },
+                })
+            })
+            .await?;
+        Ok(fields.clone())
+    }
+
+    /// The project's definitions, read again (for every unit of the segment) when the ones
+    /// held are older than revision `rev`: an issue's watermark recorded under a newer one
+    /// means a field changed after they were read, and the field's job has already been
+    /// here; indexing with the old ones would undo its work.
+    async fn at_least(
+        &self,
+        store: &Store,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        rev: u64,
+    ) -> Result<Fields, StoreError> {
+        let held = self.get(store, tenant, project_id).await?;
+        if held.rev >= rev {
+            return Ok(held);
+        }
+        tracing::debug!(
+            held = held.rev,
+            seen = rev,
+            "field definitions changed meanwhile; reading them again"
+        );
+        {
             let mut cells = self
                 .0
                 .lock()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            cells
-                .entry((tenant.clone(), project_id.clone()))
-                .or_default()
-                .clone()
-        };
-        // A failed read leaves the cell empty: the next unit that needs it reads again.
-        let defs = cell
-            .get_or_try_init(|| async {
-                let defs = store
-                    .project_with_fields(tenant, project_id)
-                    .await?
-                    .map(|(_, d)| d)
-                    .unwrap_or_default();
-                Ok::<_, StoreError>(Arc::from(defs))
-            })
-            .await?;
-        Ok(defs.clone())
+            let key = (tenant.clone(), project_id.clone());
+            // Unless another unit has already replaced them.
+            if cells
+                .get(&key)
+                .and_then(|c| c.get())
+                .is_none_or(|f| f.rev < rev)
+            {
+                cells.insert(key, Arc::default());
+            }
+        }
+        // Read after the watermark, so at least as new as its revision (unless the project is
+        // gone, and then there is nothing newer to read).
+        self.get(store, tenant, project_id).await
     }
 
-    /// What `issue`'s entries derive from under its project's fields (none when deleted).
+    /// What `issue`'s entries derive from under its project's fields (none when deleted), with
+    /// definitions at least as new as revision `min_rev`, and their revision.
     async fn basis(
         &self,
         store: &Store,
         tenant: &TenantId,
         issue: Option<&Issue>,
-    ) -> Result<Option<Basis>, StoreError> {
+        min_rev: u64,
+    ) -> Result<(Option<Basis>, u64), StoreError> {
         Ok(match issue {
-            Some(issue) => Some(Basis::of(
-                issue,
-                &self.get(store, tenant, &issue.project_id).await?,
-            )),
-            None => None,
+            Some(issue) => {
+                let fields = self
+                    .at_least(store, tenant, &issue.project_id, min_rev)
+                    .await?;
+                (Some(Basis::of(issue, &fields.defs)), fields.rev)
+            }
+            None => (None, 0),
         })
     }
 }

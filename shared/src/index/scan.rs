@@ -117,7 +117,8 @@ impl Store {
     /// a tombstone), only if it is still the one read (`read`'s version, or none): its head
     /// and every bucket in one transaction, so a concurrent indexer write is never half
     /// overwritten; `false` when the indexer recorded another meanwhile. Buckets of a layout
-    /// it replaces are deleted after.
+    /// it replaces are deleted after. `fields_rev`: the field-definition revision `desired`
+    /// was derived under.
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn replace_watermark(
         &self,
@@ -125,7 +126,7 @@ impl Store {
         issue_id: &IssueId,
         read: Option<&Watermark>,
         desired: Option<&Basis>,
-        version: u64,
+        (version, fields_rev): (u64, u64),
     ) -> Result<bool, StoreError> {
         let old = read.map_or(0, |w| w.layout.buckets);
         let buckets = desired.map_or(0, |d| Layout::choose(old, d));
@@ -134,6 +135,9 @@ impl Store {
         let (mut head, bucket_items) =
             watermark::commit_items(tenant, issue_id, &fresh, desired, version, buckets);
         head.insert(watermark::REVISION.into(), new_revision());
+        if desired.is_some() {
+            watermark::set_fields_revision(&mut head, fields_rev);
+        }
         let mut head_put = Put::builder().table_name(&self.index).set_item(Some(head));
         // Still the head read: its version and revision, and no intent recorded since (the
         // pending set only ever grows until a head put replaces it).

@@ -80,6 +80,9 @@ pub fn intent_head_item(
             AttributeValue::N(rev.to_string()),
         );
     }
+    if let Some(fields_rev) = wm.fields_rev {
+        watermark::set_fields_revision(&mut item, fields_rev);
+    }
     let mut tokens = wm.pending.tokens();
     tokens.extend(intent.tokens());
     if !tokens.is_empty() {
@@ -282,7 +285,8 @@ impl Store {
     /// version being older (or equal, when `allow_equal`), so an older delivery never
     /// overwrites a newer one; `false` when a condition failed. A deleted issue's buckets go
     /// before its tombstone (its entries are gone by then); a replaced layout's, after the
-    /// head that stops naming them. Returns the writes made.
+    /// head that stops naming them. `fields_rev`: the project's field-definition revision
+    /// `desired` was derived under. Returns the writes made.
     #[allow(clippy::too_many_arguments)]
     #[tracing::instrument(skip_all, fields(op = "commit_watermark"))]
     pub async fn commit_watermark(
@@ -291,12 +295,15 @@ impl Store {
         issue_id: &IssueId,
         wm: &Watermark,
         desired: Option<&Basis>,
-        (version, buckets): (u64, u16),
+        (version, buckets, fields_rev): (u64, u16, u64),
         allow_equal: bool,
     ) -> Result<(bool, usize), StoreError> {
         let (mut head, bucket_items) =
             watermark::commit_items(tenant, issue_id, wm, desired, version, buckets);
         head.insert(watermark::REVISION.into(), new_revision());
+        if desired.is_some() {
+            watermark::set_fields_revision(&mut head, fields_rev);
+        }
         let mut writes = 0;
         for item in bucket_items {
             writes += 1;

@@ -507,6 +507,9 @@ pub struct Watermark {
     /// The head's revision: a fresh random number each time the head is put whole (see
     /// [`REVISION`]); `None` for heads that never were (an intent's, the previous layout's).
     pub rev: Option<u64>,
+    /// The field-definition revision of the committed basis (see [`FIELDS_REVISION`]);
+    /// `None` for heads written before it was recorded.
+    pub fields_rev: Option<u64>,
     /// Size of the pending string set as read (`pend`, or the previous layout's `pending`),
     /// which intents only ever add to: an unchanged size is an unchanged set.
     pub pending_count: usize,
@@ -768,6 +771,17 @@ impl Watermark {
 /// whose buckets or overlay changed since, even at the same version.
 pub const REVISION: &str = "rev";
 
+/// Attribute of the project's field-definition revision (`fields_rev` on the project) that the
+/// committed basis was derived under. An indexer that finds a newer one than its definitions
+/// read them before a field change whose job has already indexed this issue: it reads them
+/// again instead of undoing the job's work.
+pub const FIELDS_REVISION: &str = "fr";
+
+/// `head` records that its basis was derived under field-definition revision `fields_rev`.
+pub fn set_fields_revision(head: &mut Item, fields_rev: u64) {
+    head.insert(FIELDS_REVISION.into(), n(fields_rev));
+}
+
 /// The layout marker of this format's head.
 pub const FORMAT: &str = "2";
 
@@ -1008,6 +1022,10 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
         Some(AttributeValue::N(v)) => Some(v.parse().ok()?),
         _ => None,
     };
+    let fields_rev = match item.get(FIELDS_REVISION) {
+        Some(AttributeValue::N(v)) => Some(v.parse().ok()?),
+        _ => None,
+    };
     if !item.contains_key("fmt") {
         // The previous layout: every entry key, as `entry_ref`s.
         let refs = |name: &str| -> BTreeSet<Entry> {
@@ -1108,6 +1126,7 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
         overlay: columns_from(item.get("o"))?,
         parked,
         rev,
+        fields_rev,
         pending_count: string_set("pend").map_or(0, <[String]>::len),
         ..Watermark::default()
     })

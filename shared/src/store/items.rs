@@ -21,6 +21,9 @@ pub mod attr {
     pub const FIELD_COUNT: &str = "field_count";
     /// Bytes of field definitions (names and options) on the project, for the 64 KB cap.
     pub const FIELD_BYTES: &str = "field_bytes";
+    /// On the project: counts every field created or deleted, so the indexer can tell that
+    /// definitions it read are older than the ones an issue was last indexed with.
+    pub const FIELDS_REV: &str = "fields_rev";
     /// Teams a user belongs to, on the user's membership counter item.
     pub const TEAM_COUNT: &str = "team_count";
     pub const TITLE: &str = "title";
@@ -56,6 +59,9 @@ pub struct ProjectItem {
     pub field_count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field_bytes: Option<u64>,
+    /// See [`attr::FIELDS_REV`]; absent (0) until the project's first field change.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fields_rev: Option<u64>,
 }
 
 impl ProjectItem {
@@ -72,6 +78,7 @@ impl ProjectItem {
             next_num: None,
             field_count: None,
             field_bytes: None,
+            fields_rev: None,
         }
     }
 

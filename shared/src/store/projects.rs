@@ -176,9 +176,11 @@ impl Store {
             .table_name(&self.records)
             .set_key(Some(project_key(tenant, project_id)))
             .update_expression(
-                "SET #c = if_not_exists(#c, :zero) + :one, #b = if_not_exists(#b, :zero) + :bytes",
+                "SET #c = if_not_exists(#c, :zero) + :one, #b = if_not_exists(#b, :zero) + :bytes, \
+                 #r = if_not_exists(#r, :zero) + :one",
             )
             .expression_attribute_names("#c", attr::FIELD_COUNT)
+            .expression_attribute_names("#r", attr::FIELDS_REV)
             .expression_attribute_names("#b", attr::FIELD_BYTES)
             .expression_attribute_values(":bytes", AttributeValue::N(bytes.to_string()))
             .expression_attribute_values(":room", AttributeValue::N(room.to_string()))
@@ -304,10 +306,15 @@ impl Store {
             .set_key(Some(key(pk.to_string(), keys::records::PROJECT_SK)))
             .expression_attribute_names("#c", attr::FIELD_COUNT)
             .expression_attribute_names("#b", attr::FIELD_BYTES)
-            .expression_attribute_values(":one", AttributeValue::N("1".into()));
+            .expression_attribute_names("#r", attr::FIELDS_REV)
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()));
+        // The revision moves on a delete too: definitions read before it are stale.
         let count = match field_bytes {
             Some(old) => count
-                .update_expression("SET #c = #c - :one, #b = :new")
+                .update_expression(
+                    "SET #c = #c - :one, #b = :new, #r = if_not_exists(#r, :zero) + :one",
+                )
                 .condition_expression("attribute_exists(#c) AND #b = :old")
                 .expression_attribute_values(":old", AttributeValue::N(old.to_string()))
                 .expression_attribute_values(
@@ -315,7 +322,7 @@ impl Store {
                     AttributeValue::N(old.saturating_sub(bytes as u64).to_string()),
                 ),
             None => count
-                .update_expression("SET #c = #c - :one")
+                .update_expression("SET #c = #c - :one, #r = if_not_exists(#r, :zero) + :one")
                 .condition_expression("attribute_exists(#c) AND attribute_not_exists(#b)"),
         };
         Ok(vec![
