@@ -17,8 +17,9 @@ use gridline::index::field_job::{FieldJob, FieldJobs, JobQueue, QueueError, Send
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::guard::Policy;
 use crate::guard::iam::{REGION, queue_arn};
+use crate::guard::{InFlight, Policy};
+use crate::stream::{KillSwitch, SETTLE_LIMIT};
 
 /// The template's logical ids.
 pub const FIELD_JOB_FUNCTION: &str = "FieldJobFunction";
@@ -89,6 +90,19 @@ impl LocalQueue {
         self.lock().dead.iter().map(|m| m.body.clone()).collect()
     }
 
+    /// Moves every dead letter back to the queue with its receive count cleared, as an SQS
+    /// dead-letter redrive does: how many moved. The job resumes from its checkpoint.
+    pub fn redrive(&self) -> usize {
+        let mut state = self.lock();
+        let dead = std::mem::take(&mut state.dead);
+        let moved = dead.len();
+        state
+            .messages
+            .extend(dead.into_iter().map(|m| Message { receives: 0, ..m }));
+        self.save(&state);
+        moved
+    }
+
     fn lock(&self) -> std::sync::MutexGuard<'_, State> {
         // A panic while holding the lock leaves plain data behind: keep using it.
         self.state.lock().unwrap_or_else(|e| e.into_inner())
@@ -149,6 +163,15 @@ pub struct Worker {
     pub timeout: Duration,
     /// The queue's `maxReceiveCount`.
     pub max_receives: u32,
+    /// Thrown when a fault injector stops the invocation at its timeout (see [`KillSwitch`]):
+    /// the message is then not done, and is delivered again.
+    pub kill_switch: Option<KillSwitch>,
+    /// The function's requests in flight: after a killed invocation, delivery waits for them
+    /// to land, as Lambda's next invocation comes after the stopped one's writes.
+    pub in_flight: Option<InFlight>,
+    /// Deliveries the function did not report done (failed, timed out or stopped): each
+    /// message is delivered again or moved to the dead-letter list.
+    pub undone: std::sync::atomic::AtomicU64,
 }
 
 impl Worker {
@@ -173,6 +196,10 @@ impl Worker {
             };
             invocations += 1;
             let done = self.invoke(&message, receives, &arn).await;
+            if !done {
+                self.undone
+                    .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
             let mut state = self.queue.lock();
             let at = state.messages.iter().position(|m| m.id == message.id);
             match (done, at) {
@@ -235,14 +262,27 @@ impl Worker {
                 return false;
             }
         };
+        if let Some(switch) = &self.kill_switch {
+            switch.reset();
+        }
         let deadline = Instant::now() + self.timeout;
-        match tokio::time::timeout(self.timeout, self.jobs.handle_sqs(&event, deadline)).await {
+        let done = match tokio::time::timeout(self.timeout, self.jobs.handle_sqs(&event, deadline))
+            .await
+        {
             Ok(response) => response.batch_item_failures.is_empty(),
             Err(_) => {
                 tracing::error!(message_id = %message.id, "field job invocation timed out");
                 false
             }
+        };
+        if self.kill_switch.as_ref().is_some_and(KillSwitch::is_killed) {
+            tracing::warn!(message_id = %message.id, "field job invocation stopped at its timeout");
+            if let Some(in_flight) = &self.in_flight {
+                in_flight.settled(SETTLE_LIMIT).await;
+            }
+            return false;
         }
+        done
     }
 }
 

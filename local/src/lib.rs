@@ -381,6 +381,9 @@ impl Stack {
             policy: self.policy(jobs::FIELD_JOB_FUNCTION),
             timeout: gateway::function_timeout(jobs::FIELD_JOB_FUNCTION)?,
             max_receives: jobs::max_receive_count()?,
+            kill_switch: None,
+            in_flight: Some(self.in_flight(jobs::FIELD_JOB_FUNCTION)),
+            undone: Default::default(),
         })
     }
 

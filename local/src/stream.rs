@@ -113,14 +113,14 @@ impl KillSwitch {
         self.0.load(std::sync::atomic::Ordering::SeqCst)
     }
 
-    fn reset(&self) {
+    pub(crate) fn reset(&self) {
         self.0.store(false, std::sync::atomic::Ordering::SeqCst);
     }
 }
 
 /// The longest a batch whose invocation timed out waits for the invocation's requests to land
 /// before it is delivered again.
-const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
+pub(crate) const SETTLE_LIMIT: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// A streams client for the same endpoint and credentials as the DynamoDB client.
 pub async fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {

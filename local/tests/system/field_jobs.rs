@@ -90,6 +90,62 @@ async fn a_field_added_to_a_project_with_issues_is_sortable_once_its_job_has_bui
     );
 }
 
+/// Fields added to a project in one batch are one message, named after one of them: whichever
+/// of them is deleted before the job begins, the others are still built.
+#[tokio::test]
+async fn fields_added_in_one_batch_are_built_whichever_of_them_is_deleted_before_the_job() {
+    let api = TestApi::start().await;
+    let p = project_with_issues(&api, 3).await;
+    let mut made = Vec::new();
+    for name in ["first", "middle", "last"] {
+        made.push(api.field(&p, json!({"name": name, "type": "number"})).await);
+    }
+    // The three records are one batch: one message.
+    api.sync_stream().await;
+    assert_eq!(api.stack.field_job_queue.len(), 1);
+    for gone in [&made[0], &made[2]] {
+        let r = api.delete(&format!("/projects/{p}/fields/{gone}")).await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT, "{}", r.text);
+    }
+    api.sync().await;
+    let middle = &made[1];
+    assert_eq!(
+        sortable(&api.get(&format!("/projects/{p}")).await.body, middle),
+        Some(true)
+    );
+    assert_eq!(grid_ids(&api, &p, middle).await, ["t0", "t1", "t2"]);
+    api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
+        .await;
+}
+
+/// A batch that replays an old field's record (its job long finished) with a new field's is
+/// still the new field's job.
+#[tokio::test]
+async fn a_new_field_batched_with_a_replayed_old_one_is_built() {
+    let api = TestApi::start().await;
+    let p = project_with_issues(&api, 2).await;
+    let old = api
+        .field(&p, json!({"name": "old", "type": "number"}))
+        .await;
+    api.sync().await;
+    let new = api
+        .field(&p, json!({"name": "new", "type": "number"}))
+        .await;
+    // A new mapping from the stream's start: the old field's record and the new one's in
+    // one batch, whose one message is the only one (the first mapping never reads the new
+    // record here).
+    let mut replayer = api.stack.poller(api.stack.indexer()).await;
+    replayer.drain().await.unwrap();
+    assert_eq!(api.stack.field_job_queue.len(), 1);
+    api.jobs.drain().await.unwrap();
+    let project = api.get(&format!("/projects/{p}")).await.body;
+    assert_eq!(sortable(&project, &old), Some(true));
+    assert_eq!(sortable(&project, &new), Some(true), "{project}");
+    assert_eq!(grid_ids(&api, &p, &new).await, ["t0", "t1"]);
+    api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
+        .await;
+}
+
 #[tokio::test]
 async fn a_field_added_to_a_project_without_issues_is_sortable_at_once() {
     let api = TestApi::start().await;

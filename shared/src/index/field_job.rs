@@ -352,7 +352,8 @@ impl FieldJobs {
     }
 
     /// A job's first checkpoint; `None` when there is nothing to do (an add whose field is
-    /// gone or already sortable, a removal whose field is still defined).
+    /// already sortable, or gone when no other field waits; a removal whose field is still
+    /// defined).
     async fn begin(&self, job: &FieldJob) -> Result<Option<Progress>, JobError> {
         let defs = self
             .store
@@ -362,13 +363,21 @@ impl FieldJobs {
             .unwrap_or_default();
         let defined = defs.iter().find(|d| d.id == job.field_id);
         let covers = match job.kind {
-            // Nothing to build for a field that is gone or already complete.
-            JobKind::Add if defined.is_none_or(|d| d.sortable) => return Ok(None),
-            JobKind::Add => defs
-                .into_iter()
-                .filter(|d| !d.sortable)
-                .map(|d| d.id)
-                .collect(),
+            // A sortable field's job finished, and built every field before it.
+            JobKind::Add if defined.is_some_and(|d| d.sortable) => return Ok(None),
+            // A field gone meanwhile may have been named for a batch's other fields too:
+            // build whatever waits.
+            JobKind::Add => {
+                let waiting: Vec<FieldId> = defs
+                    .into_iter()
+                    .filter(|d| !d.sortable)
+                    .map(|d| d.id)
+                    .collect();
+                if waiting.is_empty() {
+                    return Ok(None);
+                }
+                waiting
+            }
             // Field ids are never reused, so a defined field was never deleted: a message
             // naming one is not a removal's, and removes nothing.
             JobKind::Remove if defined.is_some() => return Ok(None),

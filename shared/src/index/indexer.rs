@@ -13,7 +13,7 @@
 //! exactly what the records say. Adding a field re-indexes its project (every issue gains a
 //! missing entry); deleting one removes its values from the issues and re-indexes them.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
@@ -133,8 +133,8 @@ pub struct Plan {
 pub fn plan(records: &[StreamRecord<'_>]) -> Plan {
     let mut units: Vec<(String, Unit)> = Vec::new();
     let mut issue_slot: HashMap<IssueId, usize> = HashMap::new();
-    // Projects whose re-index for an added field is already planned in this batch.
-    let mut reindexed: HashSet<(TenantId, ProjectId)> = HashSet::new();
+    // Projects whose re-index for an added field is already planned in this batch: where.
+    let mut reindexed: HashMap<(TenantId, ProjectId), usize> = HashMap::new();
     for record in records {
         let seq = record.sequence_number().to_string();
         match plan_one(record) {
@@ -143,12 +143,23 @@ pub fn plan(records: &[StreamRecord<'_>]) -> Plan {
                 // A re-index reads the project's fields when it runs, after every record of
                 // the batch was written: one re-index covers every field the batch adds to the
                 // project (a burst of 100 new fields is one pass over its issues, not 100).
+                // It is named after the newest: a job whose field is built already built every
+                // field before it, where the oldest may be a replayed record whose job
+                // finished long ago, and the job would then be stale with the others unbuilt.
+                // (It keeps the first's place: a failure retries from there.)
                 if let Unit::FieldAdded {
                     tenant, project_id, ..
                 } = &unit
-                    && !reindexed.insert((tenant.clone(), project_id.clone()))
                 {
-                    continue;
+                    match reindexed.entry((tenant.clone(), project_id.clone())) {
+                        std::collections::hash_map::Entry::Occupied(at) => {
+                            units[*at.get()].1 = unit;
+                            continue;
+                        }
+                        std::collections::hash_map::Entry::Vacant(slot) => {
+                            slot.insert(units.len());
+                        }
+                    }
                 }
                 if let Unit::Issue { issue_id, .. } = &unit {
                     if let Some(&i) = issue_slot.get(issue_id) {
@@ -589,21 +600,8 @@ impl Indexer {
             return Ok(());
         }
         let removed = (kind == JobKind::Remove).then_some(field_id);
-        self.reindex_project(tenant, project_id, removed, seq, metrics)
-            .await?;
-        if kind == JobKind::Add {
-            let defs = self.store.project_with_fields(tenant, project_id).await?;
-            for def in defs
-                .into_iter()
-                .flat_map(|(_, d)| d)
-                .filter(|d| !d.sortable)
-            {
-                self.store
-                    .mark_sortable(tenant, project_id, &def.id)
-                    .await?;
-            }
-        }
-        Ok(())
+        self.reindex_completing(tenant, project_id, removed, seq, metrics)
+            .await
     }
 
     /// Re-indexes one issue from its current record (or its absence), whatever the watermark
@@ -634,16 +632,44 @@ impl Indexer {
     }
 
     /// Re-indexes every issue of a project with its current fields (after a field change
-    /// whose record failed).
+    /// whose record failed, so no field job was sent), completing its columns.
     pub async fn reindex_whole_project(
         &self,
         tenant: &TenantId,
         project_id: &ProjectId,
     ) -> Result<Metrics, IndexError> {
         let mut metrics = Metrics::default();
-        self.reindex_project(tenant, project_id, None, "replay", &mut metrics)
+        self.reindex_completing(tenant, project_id, None, "replay", &mut metrics)
             .await?;
         Ok(metrics)
+    }
+
+    /// The whole project re-indexed, then the fields that were not sortable when it began
+    /// marked sortable: every issue has been indexed with them since, as a field job's last
+    /// page would have left them. (Read first: a field added while it runs is not built.)
+    async fn reindex_completing(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        removed: Option<&FieldId>,
+        seq: &str,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let pending: Vec<FieldId> = self
+            .store
+            .project_with_fields(tenant, project_id)
+            .await?
+            .map(|(_, defs)| defs.into_iter().filter(|d| !d.sortable).map(|d| d.id))
+            .into_iter()
+            .flatten()
+            .collect();
+        self.reindex_project(tenant, project_id, removed, seq, metrics)
+            .await?;
+        for field in &pending {
+            // A field deleted meanwhile is simply gone.
+            self.store.mark_sortable(tenant, project_id, field).await?;
+        }
+        Ok(())
     }
 
     /// Makes the index hold exactly `target`'s entries for the issue, writing only the
@@ -1119,7 +1145,7 @@ mod tests {
     }
 
     #[test]
-    fn fields_added_to_one_project_in_a_batch_are_one_reindex_at_the_first() {
+    fn fields_added_to_one_project_in_a_batch_are_one_reindex_at_the_first_named_after_the_last() {
         let field = |seq: &str, name: &str, project: &str, field: u64| {
             let sk = format!("F#{}", FieldId::numbered(field));
             let pk = format!("T#acme#P#{project}");
@@ -1160,6 +1186,11 @@ mod tests {
             units,
             [("1", "added p"), ("2", "added q"), ("4", "removed p")]
         );
+        // The one re-index is named after the newest field it covers (see `plan`).
+        let Unit::FieldAdded { field_id, .. } = &planned.units[0].1 else {
+            panic!("{:?}", planned.units[0]);
+        };
+        assert_eq!(field_id, &FieldId::numbered(4));
     }
 
     #[test]
