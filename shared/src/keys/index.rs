@@ -124,13 +124,17 @@ pub fn push_column_sk(out: &mut String, encoded: Option<&str>, num: u64) {
 /// `num` as twenty digits, zero-padded (`{num:020}` without the formatting machinery: the
 /// indexer writes one per entry key).
 pub fn push_number(out: &mut String, mut num: u64) {
+    // Twenty digits hold any u64; the leading ones stay zero.
     let mut digits = [b'0'; 20];
     for d in digits.iter_mut().rev() {
+        if num == 0 {
+            break;
+        }
         *d = b'0' + (num % 10) as u8;
         num /= 10;
     }
-    // Twenty ASCII digits hold any u64.
-    out.extend(digits.iter().map(|&d| char::from(d)));
+    // ASCII digits: always UTF-8, pushed as one slice rather than char by char.
+    out.push_str(std::str::from_utf8(&digits).unwrap_or_default());
 }
 
 /// The lowest sort key of values `>= encoded` (`gte`), or starting with it (`prefix`).

@@ -117,6 +117,15 @@ mod tests {
 
     proptest! {
         #[test]
+        fn an_issue_number_is_twenty_zero_padded_digits(n in any::<u64>()) {
+            for n in [n, 0, 9, 10, u64::MAX] {
+                let mut out = String::from("x");
+                index::push_number(&mut out, n);
+                prop_assert_eq!(out, format!("x{n:020}"));
+            }
+        }
+
+        #[test]
         fn keys_carry_their_tenant(t in "[A-Za-z0-9_.:-]{1,40}", n in any::<u64>()) {
             let (tenant, p, i) = (TenantId::parse(&t).unwrap(), ProjectId::numbered(n), IssueId::numbered(n));
             for key in [project_pk(&tenant, &p), issue_pk(&tenant, &i), issues_by_num_gsi1_pk(&tenant, &p), projects_gsi1_pk(&tenant)] {
