@@ -365,6 +365,10 @@ async fn repair_reindexes_a_parked_project_and_acknowledges_a_parked_record() {
     let p = api.project("p").await;
     api.issue(&p, json!({"title": "one"})).await;
     api.sync().await;
+    // A field whose record the indexer parked with the project: no job ever built it.
+    let f = api
+        .field(&p, json!({"name": "Points", "type": "number"}))
+        .await;
     let marker = |subject: String| gridline::index::Parked {
         tenant: acme(),
         subject,
@@ -395,6 +399,10 @@ async fn repair_reindexes_a_parked_project_and_acknowledges_a_parked_record() {
         (1, 1)
     );
     assert!(verify(&api).await.is_clean());
+    // Re-indexed whole, the project's waiting field is complete.
+    let project = api.get(&format!("/projects/{p}")).await.body;
+    assert_eq!(project["fields"][0]["id"], f.as_str());
+    assert_eq!(project["fields"][0]["sortable"], true, "{project}");
 }
 
 /// Rewrites every watermark in the layout before the compact one (a version and every entry
