@@ -502,3 +502,75 @@ async fn an_index_write_with_definitions_older_than_the_issues_watermark_reads_t
     api.assert_index_matches_records(&acme(), std::slice::from_ref(&project))
         .await;
 }
+
+/// A job's page reads an issue (eventually consistent, so it may lag) before the issue is
+/// updated; the update is indexed by a stream invocation whose definitions predate the job's
+/// field; only then does the page write. The watermark is newer than the page's issue, but was
+/// written without the field: the page reads the issue again rather than skip it, so the field
+/// is never marked sortable with the issue missing from its column.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_job_page_behind_a_newer_write_without_its_field_indexes_the_issue_as_it_is_now() {
+    let api = TestApi::start().await;
+    let p = project_with_issues(&api, 1).await;
+    let project = ProjectId::parse(&p).unwrap();
+    let id = api.get(&format!("/projects/{p}/issues")).await.body["items"][0]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let records = api.stack.tables.records.clone();
+
+    // The job's page, held right after it read the issues (at version 1).
+    let (client, page_read, release_page) = paused::client(
+        &api.stack.function_client(FIELD_JOB_FUNCTION),
+        |target, _| target.ends_with(".BatchGetItem"),
+    );
+    let store =
+        gridline::store::Store::new(client, &api.stack.tables.records, &api.stack.tables.index);
+    let job = gridline::index::indexer::Indexer::new(store).with_concurrency(1);
+    let page = {
+        let project = project.clone();
+        tokio::spawn(async move {
+            let mut metrics = Metrics::default();
+            job.reindex_page(&acme(), &project, None, (None, 100), "job", &mut metrics)
+                .await
+        })
+    };
+    page_read.await.expect("the page reads the issues");
+
+    // The issue is updated; a stream invocation indexes version 2 with the project's fields
+    // read before the field below exists.
+    let r = api
+        .patch(&format!("/issues/{id}"), json!({"title": "v2"}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    let (client, defs_read, release_stream) = paused::client(
+        &api.stack.function_client("IndexerFunction"),
+        move |target, body| {
+            target.ends_with(".Query")
+                && body["TableName"] == records.as_str()
+                && body.get("IndexName").is_none()
+        },
+    );
+    let store =
+        gridline::store::Store::new(client, &api.stack.tables.records, &api.stack.tables.index);
+    let mut stale = api
+        .stack
+        .poller(gridline::index::indexer::Indexer::new(store))
+        .await;
+    let stream = tokio::spawn(async move { stale.drain().await });
+    defs_read.await.expect("the invocation reads the fields");
+    let f = api
+        .field(&p, json!({"name": "Points", "type": "number"}))
+        .await;
+    release_stream.send(()).expect("the invocation is waiting");
+    stream.await.unwrap().expect("the stream drains");
+
+    // The page goes on with version 1 and the new field's definitions.
+    release_page.send(()).expect("the page is waiting");
+    page.await.unwrap().expect("the page succeeds");
+    api.assert_index_matches_records(&acme(), std::slice::from_ref(&project))
+        .await;
+    let r = api.get(&format!("/projects/{p}/issues?sort={f}")).await;
+    // Not sortable yet (no job finished here), but the column holds the issue.
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
+}

@@ -274,6 +274,7 @@ fn segment_end(units: &[(String, Unit)], start: usize) -> usize {
 }
 
 /// What the index should look like for an issue, and at which version.
+#[derive(Clone, Copy)]
 struct Target<'a> {
     version: u64,
     issue: Option<&'a Issue>,
@@ -685,11 +686,33 @@ impl Indexer {
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
         let wm = self.store.get_watermark(tenant, issue_id).await?;
-        if let Some(wm) = &wm
-            && (wm.version > target.version || (wm.version == target.version && !allow_equal))
+        let behind = |wm: &Watermark, target: &Target<'_>| {
+            wm.version > target.version || (wm.version == target.version && !allow_equal)
+        };
+        let reread;
+        let mut target = *target;
+        if let Some(w) = &wm
+            && behind(w, &target)
         {
-            metrics.skipped += 1;
-            return Ok(());
+            // Re-indexing after a field change, from a read that lagged behind a newer write
+            // (a job's page reads issues eventually consistently). If that write used
+            // definitions older than these, it may lack the new column: index the record as
+            // it is now (a strongly consistent read), or the field would be marked sortable
+            // with this issue missing from it.
+            if allow_equal && let Some(issue) = target.issue {
+                let held = defs.get(&self.store, tenant, &issue.project_id).await?;
+                if w.fields_rev.unwrap_or(0) < held.rev {
+                    reread = self.store.get_issue_summary(tenant, issue_id).await?;
+                    target = Target {
+                        version: reread.as_ref().map_or(DELETED, |i| i.version),
+                        issue: reread.as_ref(),
+                    };
+                }
+            }
+            if behind(w, &target) {
+                metrics.skipped += 1;
+                return Ok(());
+            }
         }
         // A parked issue being indexed again: its marker goes first (the watermark write below
         // drops the flag); if this fails for good too, it is parked again.
