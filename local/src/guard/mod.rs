@@ -262,11 +262,7 @@ fn refusal(code: &str, message: String) -> HttpResponse {
 
 impl HttpConnector for GuardConnector {
     fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-        let target = request
-            .headers()
-            .get("x-amz-target")
-            .unwrap_or_default()
-            .to_string();
+        let target = crate::chaos::target(&request);
         let (service, operation) = match target.split_once('.') {
             Some(("DynamoDB_20120810", op)) => (Service::DynamoDb, op.to_string()),
             Some(("DynamoDBStreams_20120810", op)) => (Service::Streams, op.to_string()),

@@ -367,6 +367,28 @@ mod paused {
         )
     }
 
+    /// A store as `function` has it, whose first read of a project's fields (the records
+    /// table's only Query on the base table; issues are listed through GSI1) is held.
+    pub fn store_held_at_fields_read(
+        api: &gridline_local::testing::TestApi,
+        function: &str,
+    ) -> (
+        gridline::store::Store,
+        oneshot::Receiver<()>,
+        oneshot::Sender<()>,
+    ) {
+        let records = api.stack.tables.records.clone();
+        let (client, reached, release) =
+            client(&api.stack.function_client(function), move |target, body| {
+                target.ends_with(".Query")
+                    && body["TableName"] == records.as_str()
+                    && body.get("IndexName").is_none()
+            });
+        let tables = &api.stack.tables;
+        let store = gridline::store::Store::new(client, &tables.records, &tables.index);
+        (store, reached, release)
+    }
+
     impl HttpClient for Pause {
         fn http_connector(
             &self,
@@ -388,11 +410,7 @@ mod paused {
 
     impl HttpConnector for Connector {
         fn call(&self, request: HttpRequest) -> HttpConnectorFuture {
-            let target = request
-                .headers()
-                .get("x-amz-target")
-                .unwrap_or_default()
-                .to_string();
+            let target = gridline_local::chaos::target(&request);
             let body = request
                 .body()
                 .bytes()
@@ -431,20 +449,9 @@ async fn an_index_write_with_definitions_older_than_the_issues_watermark_reads_t
         .await;
     api.sync().await;
     let project = ProjectId::parse(&p).unwrap();
-    let records = api.stack.tables.records.clone();
 
-    // The earlier job's page, held right after its read of the project's fields (the
-    // records table's only Query on the base table; the issues are listed through GSI1).
-    let (client, reached, release) = paused::client(
-        &api.stack.function_client(FIELD_JOB_FUNCTION),
-        move |target, body| {
-            target.ends_with(".Query")
-                && body["TableName"] == records.as_str()
-                && body.get("IndexName").is_none()
-        },
-    );
-    let store =
-        gridline::store::Store::new(client, &api.stack.tables.records, &api.stack.tables.index);
+    // The earlier job's page, held right after its read of the project's fields.
+    let (store, reached, release) = paused::store_held_at_fields_read(&api, FIELD_JOB_FUNCTION);
     let late = gridline::index::indexer::Indexer::new(store).with_concurrency(1);
     let page = {
         let project = project.clone();
@@ -517,7 +524,6 @@ async fn a_job_page_behind_a_newer_write_without_its_field_indexes_the_issue_as_
         .as_str()
         .unwrap()
         .to_string();
-    let records = api.stack.tables.records.clone();
 
     // The job's page, held right after it read the issues (at version 1).
     let (client, page_read, release_page) = paused::client(
@@ -543,16 +549,8 @@ async fn a_job_page_behind_a_newer_write_without_its_field_indexes_the_issue_as_
         .patch(&format!("/issues/{id}"), json!({"title": "v2"}))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
-    let (client, defs_read, release_stream) = paused::client(
-        &api.stack.function_client("IndexerFunction"),
-        move |target, body| {
-            target.ends_with(".Query")
-                && body["TableName"] == records.as_str()
-                && body.get("IndexName").is_none()
-        },
-    );
-    let store =
-        gridline::store::Store::new(client, &api.stack.tables.records, &api.stack.tables.index);
+    let (store, defs_read, release_stream) =
+        paused::store_held_at_fields_read(&api, gridline_local::INDEXER_FUNCTION);
     let mut stale = api
         .stack
         .poller(gridline::index::indexer::Indexer::new(store))
