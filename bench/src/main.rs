@@ -347,6 +347,9 @@ async fn main() -> Result<()> {
         );
         return Ok(());
     }
+    // First: a binary that cannot start fails the run in seconds, not after an hour of
+    // measures.
+    (results.binaries, results.missing_binaries) = report::binaries(&args.binaries).await?;
     for &n in &args.sizes {
         eprintln!("== {n} issues");
         let db = engine_dir.join(format!("gridline-bench-{}-{n}.db", std::process::id()));
@@ -384,7 +387,6 @@ async fn main() -> Result<()> {
         .map(|c| (c.fields_changed, c.index_write_requests, c.index_capacity))
         .collect();
     results.indexer_delayed = report::indexer_delayed().await?;
-    (results.binaries, results.missing_binaries) = report::binaries(&args.binaries).await?;
     report::write(&results, &args.out, &args.plot)?;
     results::write(&results, &args.sizes, s, &args.results)?;
     eprintln!(

@@ -409,13 +409,14 @@ fn new_values(
     values
 }
 
-const FUNCTIONS: [(&str, &str); 6] = [
+const FUNCTIONS: [(&str, &str); 7] = [
     ("projects", "ProjectsFunction"),
     ("issues", "IssuesFunction"),
     ("grid", "GridFunction"),
     ("people", "PeopleFunction"),
     ("inbox", "InboxFunction"),
     ("indexer", "IndexerFunction"),
+    ("fieldjob", "FieldJobFunction"),
 ];
 
 /// Time from process start to the function's first `GET /runtime/invocation/next`: Lambda's
@@ -451,6 +452,11 @@ async fn init_time(binary: &Path, engine: &str) -> Result<Duration> {
         .env("INDEX_TABLE", "index")
         .env("DYNAMODB_ENDPOINT", engine)
         .env("CURSOR_SIGNING_KEY", "bench-cursor-signing-key-0123456789")
+        // The indexer and the job function send to the field-job queue (no call at init).
+        .env(
+            gridline::index::field_job::QUEUE_URL_VAR,
+            "https://sqs.us-east-1.amazonaws.com/123456789012/bench-field-jobs",
+        )
         .env("LOG_LEVEL", "error")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
@@ -460,7 +466,8 @@ async fn init_time(binary: &Path, engine: &str) -> Result<Duration> {
     let reached = tokio::time::timeout(Duration::from_secs(10), rx).await;
     let _ = child.kill().await;
     server.abort();
-    let at = reached.context("init did not finish in 10 s")??;
+    let at =
+        reached.with_context(|| format!("{}: init did not finish in 10 s", binary.display()))??;
     Ok(at - started)
 }
 
