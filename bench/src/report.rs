@@ -140,7 +140,9 @@ fn index_core(
             last,
         } = unit
         {
-            let desired = last.as_deref().map(|issue| Basis::of(issue, defs));
+            let desired = last
+                .as_deref()
+                .map(|issue| Basis::of(issue, defs, gridline::keys::index::Shards::ONE));
             let mut wm = watermarks.remove(&issue_id).unwrap_or_default();
             let step = wm.step(&tenant, &issue_id, desired.as_ref(), &none);
             writes += step.puts.len() + step.deletes.len();

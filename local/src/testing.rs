@@ -485,11 +485,12 @@ impl TestApi {
         let store = &self.stack.state.store;
         let mut expected = std::collections::BTreeSet::new();
         for p in projects {
-            let (_, defs) = store
+            let (project, defs) = store
                 .project_with_fields(tenant, p)
                 .await
                 .expect("read")
                 .expect("project");
+            let shards = project.layouts();
             let mut start = None;
             loop {
                 let page = store
@@ -497,7 +498,7 @@ impl TestApi {
                     .await
                     .expect("read");
                 for issue in &page.items {
-                    expected.extend(gridline::index::entries(tenant, issue, &defs));
+                    expected.extend(gridline::index::entries(tenant, issue, &defs, shards));
                 }
                 start = page.next;
                 if start.is_none() {

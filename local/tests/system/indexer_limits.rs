@@ -109,7 +109,12 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
         .await
         .unwrap()
         .unwrap();
-    let now = entries(&tenant_id, &issue, &defs);
+    let now = entries(
+        &tenant_id,
+        &issue,
+        &defs,
+        gridline::keys::index::Shards::ONE,
+    );
     // The watermark derives exactly the issue's entries.
     assert_eq!(wm.certain(&tenant_id, &issue_id), now);
     let bucket_sizes = bucket_sizes(&api, &tenant_id, &issue_id).await;
@@ -118,7 +123,7 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
     for v in issue.fields.values_mut() {
         *v = StoredValue::S("\u{10FFFE}".repeat(100));
     }
-    let next = Basis::of(&issue, &defs);
+    let next = Basis::of(&issue, &defs, gridline::keys::index::Shards::ONE);
     let step = wm.step(&tenant_id, &issue_id, Some(&next), &Pending::default());
     let during = item_size(&intent_head_item(&tenant_id, &issue_id, &wm, &step.intent));
     let largest_bucket = bucket_sizes.iter().copied().max().unwrap_or(0);

@@ -26,7 +26,7 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
         .unwrap()
         .unwrap();
     let fields_rev = project.fields_rev.unwrap_or(0);
-    let basis = Basis::of(&now, &defs);
+    let basis = Basis::of(&now, &defs, gridline::keys::index::Shards::ONE);
     let read = store.get_full_watermark(&t, &id).await.unwrap().unwrap();
     assert!(read.layout.buckets > 0, "a bucketed watermark");
 

@@ -46,9 +46,10 @@ fn parse(
     }
 }
 
-/// The project's fields and the interpreted query. Eventually consistent: the grid is fresh
-/// within seconds anyway, and a field created a moment ago is not sortable until its column is
-/// complete. A just-created project may not be there yet for this read: one consistent read
+/// The project's fields, its shard count and the interpreted query. Eventually consistent: the
+/// grid is fresh within seconds anyway, a field created a moment ago is not sortable until its
+/// column is complete, and during a reshard both layouts are exact until reads have moved on
+/// (see `gridctl reshard`). A just-created project may not be there yet for this read: one consistent read
 /// tells before a 404; and a query the read refuses (its field may be that new) is parsed again
 /// against a consistent read before it is refused.
 async fn interpret(
@@ -56,7 +57,7 @@ async fn interpret(
     tenant: &TenantId,
     project_id: &ProjectId,
     params: &HashMap<String, String>,
-) -> ApiResult<(Vec<FieldDef>, GridQuery)> {
+) -> ApiResult<(Vec<FieldDef>, u16, GridQuery)> {
     let read = match app
         .store
         .project_with_fields_read(tenant, project_id, false)
@@ -65,13 +66,13 @@ async fn interpret(
         Some(found) => Some(found),
         None => app.store.project_with_fields(tenant, project_id).await?,
     };
-    let (_, defs) = read.ok_or(ApiError::NotFound("project"))?;
+    let (project, defs) = read.ok_or(ApiError::NotFound("project"))?;
     match parse(project_id, params, &defs).and_then(|q| sortable(q, &defs)) {
-        Ok(query) => Ok((defs, query)),
+        Ok(query) => Ok((defs, project.read_shards(), query)),
         Err(first) => match app.store.project_with_fields(tenant, project_id).await? {
-            Some((_, fresh)) => {
+            Some((project, fresh)) => {
                 let query = sortable(parse(project_id, params, &fresh)?, &fresh)?;
-                Ok((fresh, query))
+                Ok((fresh, project.read_shards(), query))
             }
             None => Err(first),
         },
@@ -105,17 +106,18 @@ pub async fn list(
 ) -> ApiResult<Json<List<IssueView>>> {
     params.remove("limit");
     params.remove("cursor");
-    let (defs, query) = interpret(&app, &caller.tenant, &project_id, &params).await?;
+    let (defs, shards, query) = interpret(&app, &caller.tenant, &project_id, &params).await?;
     let cursor = paging.bind(query.canonical.as_str());
-    let pk = keys::index::column_pk(
+    let pks = keys::index::column_shard_pks(
         &caller.tenant,
         &project_id,
         query.column.name(),
         column_state(query.state),
+        shards,
     );
     let page = read_entries(
         &query,
-        &pk,
+        &pks,
         paging.limit,
         cursor.start()?,
         |range, start| {
@@ -139,7 +141,7 @@ pub async fn list(
     // cursor points at its entry.
     let fit = names_fit(issues.iter().map(|(_, i)| i));
     if fit < issues.len() {
-        next = Some(page.entries[issues[fit - 1].0].position_after(&pk));
+        next = Some(page.entries[issues[fit - 1].0].position_after());
         issues.truncate(fit);
     }
     let issues: Vec<Issue> = issues.into_iter().map(|(_, i)| i).collect();

@@ -15,7 +15,9 @@ use crate::index::indexer::DELETED;
 use crate::index::watermark::{Basis, Pending};
 use crate::index::{Entry, entries};
 use crate::index::{Parked, Table, entry_from_item, parked_from_item};
+use crate::keys::index::Shards;
 use crate::keys::{self, records::entity};
+use crate::store::items::ProjectItem;
 use crate::store::{Store, StoreError, issue_from};
 
 /// `(tenant, issue id)`.
@@ -26,6 +28,8 @@ pub type IssueRef = (TenantId, IssueId);
 pub struct Snapshot {
     pub issues: BTreeMap<IssueRef, Issue>,
     pub defs: HashMap<(TenantId, ProjectId), Vec<FieldDef>>,
+    /// Each project's shard layouts (absent: one shard).
+    pub shards: HashMap<(TenantId, ProjectId), Shards>,
     /// Every index entry (watermarks aside).
     pub entries: BTreeSet<Entry>,
     /// The indexer's parked units.
@@ -132,6 +136,13 @@ pub async fn snapshot(
                 let issue = issue_from(item, None)?;
                 snap.issues.insert((tenant, issue.id.clone()), issue);
             }
+            Some(entity::PROJECT) => {
+                if let Some((t, p)) = keys::records::parse_project_pk(&pk)
+                    && let Ok(project) = serde_dynamo::from_item::<_, ProjectItem>(item)
+                {
+                    snap.shards.insert((t, p), project.layouts());
+                }
+            }
             Some(entity::FIELD) => {
                 if let Some((t, p)) = keys::records::parse_project_pk(&pk) {
                     let def = crate::store::field_def_from(item)?;
@@ -161,7 +172,12 @@ pub fn expected(snap: &Snapshot) -> BTreeSet<Entry> {
             .get(&(tenant.clone(), issue.project_id.clone()))
             .map(Vec::as_slice)
             .unwrap_or_default();
-        out.extend(entries(tenant, issue, defs));
+        let shards = snap
+            .shards
+            .get(&(tenant.clone(), issue.project_id.clone()))
+            .copied()
+            .unwrap_or(Shards::ONE);
+        out.extend(entries(tenant, issue, defs, shards));
     }
     out
 }
@@ -221,11 +237,11 @@ async fn desired_basis(
     let Some(issue) = issue else {
         return Ok((None, 0));
     };
-    let (rev, defs) = match store.project_with_fields(tenant, &issue.project_id).await? {
-        Some((project, defs)) => (project.fields_rev.unwrap_or(0), defs),
-        None => (0, Vec::new()),
+    let (rev, defs, shards) = match store.project_with_fields(tenant, &issue.project_id).await? {
+        Some((project, defs)) => (project.fields_rev.unwrap_or(0), defs, project.layouts()),
+        None => (0, Vec::new(), Shards::ONE),
     };
-    Ok((Some(Basis::of(issue, &defs)), rev))
+    Ok((Some(Basis::of(issue, &defs, shards)), rev))
 }
 
 /// What makes `actual` into `desired`: the entries to put (absent or different) and the ones

@@ -257,10 +257,16 @@ pub fn keys_of<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> BTreeSet<(St
 
 /// Every entry `issue` should have: for each built-in column and each field the project
 /// defines, a value entry (or a missing entry when it has no value), in the `all` scope and in
-/// its state's scope; and for each participant, a participation copy in their inbox for the
-/// issue's state and one in the inbox for their role there.
-pub fn entries(tenant: &TenantId, issue: &Issue, defs: &[FieldDef]) -> BTreeSet<Entry> {
-    crate::index::watermark::Basis::of(issue, defs).entries(tenant, &issue.id)
+/// its state's scope, in each of the project's shard layouts; and for each participant, a
+/// participation copy in their inbox for the issue's state and one in the inbox for their role
+/// there.
+pub fn entries(
+    tenant: &TenantId,
+    issue: &Issue,
+    defs: &[FieldDef],
+    shards: crate::keys::index::Shards,
+) -> BTreeSet<Entry> {
+    crate::index::watermark::Basis::of(issue, defs, shards).entries(tenant, &issue.id)
 }
 
 /// The scope a grid reads: every state, or one.
@@ -274,7 +280,10 @@ mod tests {
     use crate::domain::ids::{FieldId, IssueId, ProjectId};
     use crate::domain::{ParticipantKind, Role};
     use crate::keys;
+    use crate::keys::index::Shards;
     use std::collections::BTreeMap;
+
+    const ONE: Shards = Shards::ONE;
 
     fn t() -> TenantId {
         TenantId::parse("t").unwrap()
@@ -321,6 +330,7 @@ mod tests {
                 StoredValue::N(DynNumber::parse("5").unwrap()),
             )])),
             &defs,
+            ONE,
         );
         assert_eq!(e.len(), (5 + 2) * 2);
         let f2: Vec<_> = e
@@ -349,7 +359,7 @@ mod tests {
                 role: Role::Watcher,
             },
         ];
-        let e = entries(&t(), &i, &[]);
+        let e = entries(&t(), &i, &[], ONE);
         let copies: Vec<_> = e.iter().filter(|x| x.pk.contains("#IN#")).collect();
         assert_eq!(copies.len(), 4);
         assert!(copies.iter().any(|x| x.pk
@@ -371,7 +381,7 @@ mod tests {
         let mut closed = i.clone();
         closed.state = IssueState::Closed;
         assert!(
-            entries(&t(), &closed, &[])
+            entries(&t(), &closed, &[], ONE)
                 .iter()
                 .filter(|x| x.pk.contains("#IN#"))
                 .all(|x| x.pk.contains("#closed"))
@@ -387,13 +397,14 @@ mod tests {
                 StoredValue::S("x".into()),
             )])),
             &[],
+            ONE,
         );
         assert!(e.iter().all(|x| !x.pk.contains("GONE")));
     }
 
     /// The entries that change between two states of an issue: (removed, added).
     fn diff(a: &Issue, b: &Issue, defs: &[FieldDef]) -> (Vec<Entry>, Vec<Entry>) {
-        let (ea, eb) = (entries(&t(), a, defs), entries(&t(), b, defs));
+        let (ea, eb) = (entries(&t(), a, defs, ONE), entries(&t(), b, defs, ONE));
         (
             ea.difference(&eb).cloned().collect(),
             eb.difference(&ea).cloned().collect(),

@@ -31,7 +31,7 @@ use crate::index::field_job::{FieldJob, JobKind, JobQueue, QueueError};
 use crate::index::stream::{self, Change, Op};
 use crate::index::watermark::{Basis, Layout, Pending, Watermark};
 use crate::keys;
-use crate::keys::index::ParkedUnit;
+use crate::keys::index::{ParkedUnit, Shards};
 use crate::store::items::attr::SORTABLE;
 use crate::store::{Store, StoreError, issue_from_image};
 use crate::telemetry::{Emf, MetricUnit, now_ms};
@@ -1008,11 +1008,13 @@ impl Unit {
 #[derive(Default)]
 struct Defs(Mutex<HashMap<(TenantId, ProjectId), Arc<DefsCell>>>);
 
-/// One project's field definitions and their revision (the project's `fields_rev`).
+/// One project's field definitions and their revision (the project's `fields_rev`, which a
+/// reshard advances too), and its shard layouts.
 #[derive(Clone)]
 struct Fields {
     rev: u64,
     defs: Arc<[FieldDef]>,
+    shards: Shards,
 }
 
 /// One project's definitions, read once.
@@ -1045,11 +1047,13 @@ impl Defs {
                 Ok::<_, StoreError>(match store.project_with_fields(tenant, project_id).await? {
                     Some((project, defs)) => Fields {
                         rev: project.fields_rev.unwrap_or(0),
+                        shards: project.layouts(),
                         defs: Arc::from(defs),
                     },
                     None => Fields {
                         rev: 0,
                         defs: Arc::from(Vec::new()),
+                        shards: Shards::ONE,
                     },
                 })
             })
@@ -1111,7 +1115,10 @@ impl Defs {
                 let fields = self
                     .at_least(store, tenant, &issue.project_id, min_rev)
                     .await?;
-                (Some(Basis::of(issue, &fields.defs)), fields.rev)
+                (
+                    Some(Basis::of(issue, &fields.defs, fields.shards)),
+                    fields.rev,
+                )
             }
             None => (None, 0),
         })

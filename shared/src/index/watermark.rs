@@ -34,6 +34,7 @@ use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::encoding;
 use crate::index::entries::{ALL_STATES, Entry, EntryList, encode_value};
 use crate::keys;
+use crate::keys::index::Shards;
 use crate::store::Item;
 use crate::store::items::key;
 
@@ -74,13 +75,14 @@ pub fn zip_columns<'a>(
     })
 }
 
-/// Where an issue's column entries live: their partitions name the project and the state
-/// scope, their sort keys end with the number.
+/// Where an issue's column entries live: their partitions name the project, the state scope
+/// and the shard in each of the project's layouts; their sort keys end with the number.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Placement {
     pub project: ProjectId,
     pub num: u64,
     pub state: IssueState,
+    pub shards: Shards,
 }
 
 /// A participant as the inboxes see it.
@@ -110,9 +112,10 @@ pub fn is_built_in(column: &str) -> bool {
 }
 
 impl Basis {
-    /// The basis of `issue` under its project's fields: every built-in column and every field
-    /// the project defines (a value the field cannot hold counts as none).
-    pub fn of(issue: &Issue, defs: &[FieldDef]) -> Self {
+    /// The basis of `issue` under its project's fields and shard layouts: every built-in
+    /// column and every field the project defines (a value the field cannot hold counts as
+    /// none).
+    pub fn of(issue: &Issue, defs: &[FieldDef], shards: Shards) -> Self {
         let mut columns = BTreeMap::new();
         let mut num = String::with_capacity(20);
         keys::index::push_number(&mut num, issue.num);
@@ -145,6 +148,7 @@ impl Basis {
                 project: issue.project_id.clone(),
                 num: issue.num,
                 state: issue.state,
+                shards,
             },
             updated_at: issue.updated_at.clone(),
             columns,
@@ -155,10 +159,11 @@ impl Basis {
     /// Every entry the basis calls for.
     pub fn entries(&self, tenant: &TenantId, issue_id: &IssueId) -> BTreeSet<Entry> {
         let mut out = BTreeSet::new();
+        let hash = keys::index::shard_hash(issue_id);
         for (column, value) in &self.columns {
             column_entries(
                 tenant,
-                issue_id,
+                (issue_id, hash),
                 &self.placement,
                 column,
                 value.as_deref(),
@@ -178,9 +183,10 @@ impl Basis {
         out
     }
 
-    /// How many entries the basis calls for: two per column and two per participant.
+    /// How many entries the basis calls for: two per column and layout, two per participant.
     pub fn entry_count(&self) -> usize {
-        2 * (self.columns.len() + self.seats.len())
+        let layouts = self.placement.shards.counts().count();
+        2 * (layouts * self.columns.len() + self.seats.len())
     }
 
     /// Keeps only the columns `keep` accepts (the ones whose watermark part was read).
@@ -194,10 +200,11 @@ impl Basis {
     }
 }
 
-/// A column's two entries (the `all` scope and the state's) at `placement`.
+/// A column's two entries (the `all` scope and the state's) at `placement`, in each of its
+/// layouts (`hash`: the issue's [`keys::index::shard_hash`]).
 fn column_entries(
     tenant: &TenantId,
-    issue_id: &IssueId,
+    (issue_id, hash): (&IssueId, u64),
     placement: &Placement,
     column: &str,
     value: Option<&str>,
@@ -207,13 +214,17 @@ fn column_entries(
         Some(encoded) => keys::index::value_sk(encoded, placement.num),
         None => keys::index::missing_sk(placement.num),
     };
-    for scope in [ALL_STATES, placement.state.as_str()] {
-        out.insert(Entry {
-            pk: keys::index::column_pk(tenant, &placement.project, column, scope),
-            sk: sk.clone(),
-            issue_id: issue_id.to_string(),
-            role: None,
-        });
+    for count in placement.shards.counts() {
+        for scope in [ALL_STATES, placement.state.as_str()] {
+            let mut pk = keys::index::column_pk(tenant, &placement.project, column, scope);
+            keys::index::push_shard(&mut pk, count, keys::index::shard_of(hash, count));
+            out.insert(Entry {
+                pk,
+                sk: sk.clone(),
+                issue_id: issue_id.to_string(),
+                role: None,
+            });
+        }
     }
 }
 
@@ -272,12 +283,13 @@ impl Pending {
     pub fn tokens(&self) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
         for p in &self.placements {
-            out.insert(format!(
-                "P{SEP}{}{SEP}{}{SEP}{}",
-                p.num,
-                p.state.as_str(),
-                p.project
-            ));
+            let mut token = format!("P{SEP}{}{SEP}{}{SEP}{}", p.num, p.state.as_str(), p.project);
+            // One shard, as before shards: the token a watermark of either version reads.
+            if p.shards != Shards::ONE {
+                token.push(SEP);
+                token.push_str(&p.shards.bits().to_string());
+            }
+            out.insert(token);
         }
         for u in &self.updated_at {
             out.insert(format!("U{SEP}{u}"));
@@ -309,14 +321,19 @@ impl Pending {
             let (kind, rest) = t.split_once(SEP)?;
             match kind {
                 "P" => {
-                    let mut parts = rest.splitn(3, SEP);
+                    let mut parts = rest.splitn(4, SEP);
                     let num = parts.next()?.parse().ok()?;
                     let state = IssueState::parse(parts.next()?)?;
                     let project = ProjectId::parse(parts.next()?)?;
+                    let shards = match parts.next() {
+                        None => Shards::ONE,
+                        Some(bits) => Shards::from_bits(bits.parse().ok()?)?,
+                    };
                     p.placements.insert(Placement {
                         project,
                         num,
                         state,
+                        shards,
                     });
                 }
                 "U" => {
@@ -602,7 +619,7 @@ impl Watermark {
             if !self.pending.columns.contains_key(column) {
                 column_entries(
                     tenant,
-                    issue_id,
+                    (issue_id, keys::index::shard_hash(issue_id)),
                     &c.placement,
                     column,
                     value.as_deref(),
@@ -659,7 +676,8 @@ impl Watermark {
         for p in &placements {
             for (column, values) in &columns {
                 for v in values {
-                    column_entries(tenant, issue_id, p, column, v.as_deref(), &mut out);
+                    let at = (issue_id, keys::index::shard_hash(issue_id));
+                    column_entries(tenant, at, p, column, v.as_deref(), &mut out);
                 }
             }
         }
@@ -849,6 +867,9 @@ pub fn head_item(
         item.insert("p".into(), s(b.placement.project.to_string()));
         item.insert("n".into(), n(b.placement.num));
         item.insert("s".into(), s(b.placement.state.as_str()));
+        if b.placement.shards != Shards::ONE {
+            item.insert("ly".into(), n(b.placement.shards.bits()));
+        }
         item.insert("u".into(), s(b.updated_at.clone()));
         let head_columns = b
             .columns
@@ -1085,6 +1106,11 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
                 Some(AttributeValue::N(v)) => v.parse().ok()?,
                 _ => return None,
             };
+            let shards = match item.get("ly") {
+                None => Shards::ONE,
+                Some(AttributeValue::N(v)) => Shards::from_bits(v.parse().ok()?)?,
+                Some(_) => return None,
+            };
             let seats = match item.get("pp") {
                 Some(AttributeValue::L(l)) => l
                     .iter()
@@ -1111,6 +1137,7 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
                     project: ProjectId::parse(&project)?,
                     num,
                     state: IssueState::parse(&text("s")?)?,
+                    shards,
                 },
                 updated_at: text("u")?,
                 columns: columns_from(item.get("c"))?,

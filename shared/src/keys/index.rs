@@ -81,6 +81,102 @@ pub fn push_column_pk(
     }
 }
 
+/// Most shards a project's columns can be split into: a grid page reads every shard at once.
+pub const MAX_SHARDS: u16 = 16;
+
+/// The shard layouts an issue's column entries are written in: bit `n - 1` stands for a layout
+/// of `n` shards. One layout (the project's) as a rule; two while a project is resharded
+/// (`gridctl reshard`), when the new layout is built beside the one reads use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Shards(u16);
+
+impl Shards {
+    /// One shard: the layout every project starts with, whose keys carry no shard at all (the
+    /// keys written before shards existed).
+    pub const ONE: Shards = Shards(1);
+
+    /// The layout of `count` shards; `None` outside `1..=MAX_SHARDS`.
+    pub fn of(count: u16) -> Option<Self> {
+        (1..=MAX_SHARDS)
+            .contains(&count)
+            .then(|| Self(1 << (count - 1)))
+    }
+
+    /// The project's layouts: the one reads use and, during a reshard, the one being built
+    /// (or retired). A count out of range counts as one shard.
+    pub fn of_project(read: Option<u16>, also: Option<u16>) -> Self {
+        let read = read.and_then(Self::of).unwrap_or(Self::ONE);
+        match also.and_then(Self::of) {
+            Some(also) => Self(read.0 | also.0),
+            None => read,
+        }
+    }
+
+    /// The shard counts, smallest first.
+    pub fn counts(self) -> impl Iterator<Item = u16> + Clone {
+        (1..=MAX_SHARDS).filter(move |n| self.0 & (1 << (n - 1)) != 0)
+    }
+
+    /// The stored form (a bit set).
+    pub fn bits(self) -> u16 {
+        self.0
+    }
+
+    /// From the stored form; `None` for no layout or more than two.
+    pub fn from_bits(bits: u16) -> Option<Self> {
+        (bits != 0 && bits.count_ones() <= 2).then_some(Self(bits))
+    }
+}
+
+/// The issue's hash its shard derives from (FNV-1a: stable across builds and platforms, as
+/// keys written by one version are read and deleted by the next).
+pub fn shard_hash(issue_id: &str) -> u64 {
+    issue_id.bytes().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
+}
+
+/// The issue's shard in a layout of `count` shards, from its [`shard_hash`].
+pub fn shard_of(hash: u64, count: u16) -> u16 {
+    (hash % u64::from(count.max(1))) as u16
+}
+
+/// `#{count}.{shard}` after a column partition key; nothing for one shard, so a project that
+/// never resharded keeps its keys. The count is part of the key because two layouts live side
+/// by side during a reshard, and shard 1 of 2 and shard 1 of 4 hold different issues.
+pub fn push_shard(out: &mut String, count: u16, shard: u16) {
+    if count > 1 {
+        out.push('#');
+        push_small(out, count);
+        out.push('.');
+        push_small(out, shard);
+    }
+}
+
+fn push_small(out: &mut String, n: u16) {
+    if n >= 10 {
+        push_small(out, n / 10);
+    }
+    out.push(char::from(b'0' + (n % 10) as u8));
+}
+
+/// The partitions of one column and scope in a layout of `count` shards, by shard.
+pub fn column_shard_pks(
+    tenant: &TenantId,
+    project_id: &ProjectId,
+    column: &str,
+    scope: &str,
+    count: u16,
+) -> Vec<String> {
+    (0..count.max(1))
+        .map(|shard| {
+            let mut out = column_pk(tenant, project_id, column, scope);
+            push_shard(&mut out, count, shard);
+            out
+        })
+        .collect()
+}
+
 /// Sort-key prefix of entries that hold a value; they sort before the missing ones.
 pub const VALUE_PREFIX: &str = "1";
 /// Sort-key prefix of entries for issues with no value in the column.

@@ -115,7 +115,40 @@ mod tests {
         assert!(PROJECT_SK < field_sk(&crate::domain::ids::FieldId::numbered(1)).as_str());
     }
 
+    /// The shard hash is part of stored keys: it must never change between builds.
+    #[test]
+    fn the_shard_hash_is_fnv_1a() {
+        assert_eq!(shard_hash(""), 0xcbf2_9ce4_8422_2325);
+        assert_eq!(shard_hash("a"), 0xaf63_dc4c_8601_ec8c);
+        assert_eq!(
+            column_shard_pks(&acme(), &ProjectId::numbered(1), "num", "all", 1),
+            [column_pk(&acme(), &ProjectId::numbered(1), "num", "all")]
+        );
+        assert_eq!(Shards::of(0), None);
+        assert_eq!(Shards::of(MAX_SHARDS + 1), None);
+        assert_eq!(Shards::from_bits(0b111), None, "at most two layouts");
+    }
+
     proptest! {
+        #[test]
+        fn shard_suffixes_and_layouts_read_back(count in 1..=MAX_SHARDS, other in 1..=MAX_SHARDS, id in "[0-9A-Z]{26}") {
+            let shard = shard_of(shard_hash(&id), count);
+            prop_assert!(shard < count);
+            let mut out = String::new();
+            push_shard(&mut out, count, shard);
+            prop_assert_eq!(out, if count == 1 { String::new() } else { format!("#{count}.{shard}") });
+            let pks = column_shard_pks(&acme(), &ProjectId::numbered(1), "num", "all", count);
+            prop_assert_eq!(pks.len(), usize::from(count));
+            let one = Shards::of(count).unwrap();
+            prop_assert_eq!(one.counts().collect::<Vec<_>>(), vec![count]);
+            let both = Shards::of_project(Some(count), Some(other));
+            let mut want = vec![count, other];
+            want.sort();
+            want.dedup();
+            prop_assert_eq!(both.counts().collect::<Vec<_>>(), want);
+            prop_assert_eq!(Shards::from_bits(both.bits()), Some(both));
+        }
+
         #[test]
         fn an_issue_number_is_twenty_zero_padded_digits(n in any::<u64>()) {
             for n in [n, 0, 9, 10, u64::MAX] {

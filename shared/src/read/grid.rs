@@ -1,10 +1,18 @@
 //! The grid's read model: a project's issues sorted by any column, a page at a time.
 //!
 //! [`parse`] interprets a request into a [`GridQuery`]; [`GridQuery::ranges`] plans the sort-key
-//! ranges of the column's partition it reads, in order; [`read_entries`] pages across them
+//! ranges of the column's partitions it reads, in order; [`read_entries`] pages across them
 //! (values, then issues without a value) with any Query function, and returns the entries read
 //! and the position to resume at. Only the Query itself is I/O, so all of it is tested here
-//! against an in-memory partition.
+//! against in-memory partitions.
+//!
+//! A column of a sharded project is several partitions (one per shard, each issue in one):
+//! a page reads each shard's next `limit` entries at once and merges them by sort key, as the
+//! inbox merges its partitions. Sort keys end with the issue number, so no two shards share
+//! one, and the position is one sort key (the last one the page took) and the phase: every
+//! shard resumes after it (DynamoDB takes a start key with any sort key). The cursor is the
+//! same size whatever the shard count, and a cursor issued before a reshard resumes in the new
+//! layout at the same place.
 
 use std::future::Future;
 
@@ -18,8 +26,9 @@ use crate::index::{Column, ColumnQuery, Kind, encode_bound};
 use crate::keys;
 use crate::store::Page;
 
-/// The cursor member naming the [`Phase`] a position is in, beside the entry's key. Its `~`
-/// keeps it apart from DynamoDB's key attributes (`PK`, `SK`), which a position also holds.
+/// The cursor member naming the [`Phase`] a position is in, beside the last sort key taken
+/// ([`keys::SK`]). Its `~` keeps it apart from DynamoDB's key attributes (cursors issued before
+/// shards also hold the partition, `PK`, which is not needed and is ignored).
 pub const PHASE_MEMBER: &str = "~phase";
 
 /// Longest `prefix`, in characters (API.md): its key stays well under DynamoDB's 1 KB sort key.
@@ -295,10 +304,10 @@ pub struct ColumnEntry {
 }
 
 impl ColumnEntry {
-    /// The position that resumes right after this entry: its key and its phase.
-    pub fn position_after(&self, pk: &str) -> Position {
+    /// The position that resumes right after this entry, in every shard: its sort key and
+    /// its phase.
+    pub fn position_after(&self) -> Position {
         Position::from([
-            (keys::PK.to_string(), pk.to_string()),
             (keys::SK.to_string(), self.sk.clone()),
             (PHASE_MEMBER.to_string(), self.phase.as_str().to_string()),
         ])
@@ -312,12 +321,13 @@ pub struct EntryPage {
     pub next: Option<Position>,
 }
 
-/// Reads up to `limit` entries of partition `pk` from `start` (a position this returned, or
-/// none), across the query's ranges in order. `fetch` runs one Query of a range from a start
-/// key; a page reads one range, or two where it crosses from values to missing ones.
+/// Reads up to `limit` entries of the column's partitions `pks` (one per shard) from `start`
+/// (a position this returned, or none), across the query's ranges in order. `fetch` runs one
+/// Query of a range from a start key; a page reads each shard once per range, or again in the
+/// rare case DynamoDB ends a read early.
 pub async fn read_entries<F, Fut, E>(
     query: &GridQuery,
-    pk: &str,
+    pks: &[String],
     limit: i32,
     start: Option<Position>,
     mut fetch: F,
@@ -327,16 +337,17 @@ where
     Fut: Future<Output = Result<Page<(String, String)>, E>>,
 {
     let ranges = query.ranges();
-    let mut position = start;
+    let mut position = start.unwrap_or_default();
     let mut at = position
-        .as_mut()
-        .and_then(|p| p.remove(PHASE_MEMBER))
+        .remove(PHASE_MEMBER)
         .and_then(|name| ranges.iter().position(|r| r.phase.as_str() == name))
         .unwrap_or(0);
+    // The last sort key taken: every shard resumes after it.
+    let mut after = position.remove(keys::SK);
     let mut out = EntryPage::default();
     while let Some(range) = ranges.get(at) {
         let remaining = limit - out.entries.len() as i32;
-        if remaining == 0 {
+        if remaining <= 0 {
             // The page is full exactly at a phase boundary: continue there next time.
             out.next = Some(phase_start(range.phase));
             break;
@@ -344,28 +355,77 @@ where
         if range.from > range.to {
             break; // An empty range (e.g. gte above lte); DynamoDB rejects BETWEEN with from > to.
         }
-        let column_query = ColumnQuery {
-            pk: pk.to_string(),
-            from: range.from.clone(),
-            to: range.to.clone(),
-            forward: !query.descending,
-            limit: remaining,
-        };
-        let page = fetch(column_query, position.take()).await?;
-        out.entries
-            .extend(page.items.into_iter().map(|(issue_id, sk)| ColumnEntry {
-                issue_id,
-                sk,
-                phase: range.phase,
-            }));
-        if let Some(mut p) = page.next {
-            p.insert(PHASE_MEMBER.into(), range.phase.as_str().into());
-            out.next = Some(p);
+        let reads = pks.iter().map(|pk| {
+            let column_query = ColumnQuery {
+                pk: pk.clone(),
+                from: range.from.clone(),
+                to: range.to.clone(),
+                forward: !query.descending,
+                limit: remaining,
+            };
+            let start_key = after.as_ref().map(|sk| {
+                Position::from([
+                    (keys::PK.to_string(), pk.clone()),
+                    (keys::SK.to_string(), sk.clone()),
+                ])
+            });
+            fetch(column_query, start_key)
+        });
+        let pages = futures::future::join_all(reads).await;
+        let mut more = false;
+        let mut candidates: Vec<(String, String)> = Vec::new();
+        for page in pages {
+            let page = page?;
+            more |= page.next.is_some();
+            candidates.extend(page.items);
+        }
+        // Sort keys are unique across shards (they end with the issue number).
+        candidates.sort_by(|(_, a), (_, b)| if query.descending { b.cmp(a) } else { a.cmp(b) });
+        let fetched = candidates.len();
+        let take = fetched.min(usize::try_from(remaining).unwrap_or(0));
+        out.entries.extend(
+            candidates
+                .into_iter()
+                .take(take)
+                .map(|(issue_id, sk)| ColumnEntry {
+                    issue_id,
+                    sk,
+                    phase: range.phase,
+                }),
+        );
+        let left = take < fetched || more;
+        if !left {
+            // This range is read to its end.
+            at += 1;
+            after = None;
+            continue;
+        }
+        match out.entries.last().filter(|_| take > 0) {
+            Some(last) => after = Some(last.sk.clone()),
+            // Nothing came back, yet a read said there is more: stop here rather than loop.
+            None => {
+                out.next = Some(after.take().map_or_else(
+                    || phase_start(range.phase),
+                    |sk| position_at(sk, range.phase),
+                ));
+                break;
+            }
+        }
+        if out.entries.len() as i32 >= limit {
+            out.next = out.entries.last().map(ColumnEntry::position_after);
             break;
         }
-        at += 1;
+        // A read ended early (DynamoDB's 1 MB): read on after the last entry taken.
     }
     Ok(out)
+}
+
+/// The position after sort key `sk` in `phase`.
+fn position_at(sk: String, phase: Phase) -> Position {
+    Position::from([
+        (keys::SK.to_string(), sk),
+        (PHASE_MEMBER.to_string(), phase.as_str().to_string()),
+    ])
 }
 
 /// The position at the start of a phase: no key yet.
@@ -385,6 +445,14 @@ mod tests {
 
     const PK: &str = "T#acme#X#P#F#all";
 
+    /// The partitions of a column split in `shards` shards.
+    fn pks(shards: usize) -> Vec<String> {
+        if shards == 1 {
+            return vec![PK.to_string()];
+        }
+        (0..shards).map(|i| format!("{PK}#{shards}.{i}")).collect()
+    }
+
     /// The id of the grid's text field, as the `sort` parameter names it.
     const F: &str = "00000000000000000000000001";
 
@@ -402,10 +470,12 @@ mod tests {
         }]
     }
 
-    /// The column partition of a text field: one entry per issue (its value's, or a missing
-    /// one), sorted by sort key as DynamoDB keeps it.
-    fn partition(values: &[Option<String>]) -> Vec<(String, String)> {
-        let mut entries: Vec<(String, String)> = values
+    /// The column of a text field: one entry per issue (its value's, or a missing one), each
+    /// with its partition (the shard from the issue's hash), sorted by sort key as DynamoDB
+    /// keeps each partition.
+    fn partition(values: &[Option<String>], shards: usize) -> Vec<(String, String, String)> {
+        let pks = pks(shards);
+        let mut entries: Vec<(String, String, String)> = values
             .iter()
             .enumerate()
             .map(|(n, v)| {
@@ -414,7 +484,10 @@ mod tests {
                     Some(v) => keys::index::value_sk(&encode(v), num),
                     None => keys::index::missing_sk(num),
                 };
-                (sk, format!("I{num}"))
+                let id = format!("I{num}");
+                let hash = keys::index::shard_hash(&id);
+                let shard = keys::index::shard_of(hash, shards as u16);
+                (sk, id, pks[usize::from(shard)].clone())
             })
             .collect();
         entries.sort();
@@ -425,17 +498,24 @@ mod tests {
     /// direction asked, after the start key, at most `limit` items, and a last-evaluated key
     /// whenever the limit was reached.
     fn query(
-        partition: &[(String, String)],
+        partition: &[(String, String, String)],
         q: &ColumnQuery,
         start: Option<&Position>,
     ) -> Page<(String, String)> {
+        if let Some(p) = start {
+            assert_eq!(
+                p.get(keys::PK),
+                Some(&q.pk),
+                "a start key names its partition"
+            );
+        }
         let after = start.and_then(|p| p.get(keys::SK));
         let in_range = |sk: &String| *sk >= q.from && *sk <= q.to;
         let past = |sk: &String| after.is_none_or(|a| if q.forward { sk > a } else { sk < a });
         let mut items: Vec<(String, String)> = partition
             .iter()
-            .filter(|(sk, _)| in_range(sk) && past(sk))
-            .map(|(sk, id)| (id.clone(), sk.clone()))
+            .filter(|(sk, _, pk)| *pk == q.pk && in_range(sk) && past(sk))
+            .map(|(sk, id, _)| (id.clone(), sk.clone()))
             .collect();
         if !q.forward {
             items.reverse();
@@ -454,10 +534,11 @@ mod tests {
     /// (as the names bound may cut it) and resumes after the last one kept.
     fn read_all(
         grid: &GridQuery,
-        partition: &[(String, String)],
-        limit: i32,
+        partition: &[(String, String, String)],
+        (shards, limit): (usize, i32),
         keep: &[usize],
     ) -> Vec<String> {
+        let pks = pks(shards);
         let mut seen = Vec::new();
         let mut start = None;
         for round in 0.. {
@@ -466,14 +547,18 @@ mod tests {
                 let page = query(partition, &q, s.as_ref());
                 async move { Ok::<_, Infallible>(page) }
             };
-            let Ok(mut page) = crate::read::ready(read_entries(grid, PK, limit, start, fetch));
+            let Ok(mut page) = crate::read::ready(read_entries(grid, &pks, limit, start, fetch));
+            assert!(page.entries.len() <= limit as usize);
             let kept = keep[round % keep.len()].max(1);
             if kept < page.entries.len() {
-                page.next = Some(page.entries[kept - 1].position_after(PK));
+                page.next = Some(page.entries[kept - 1].position_after());
                 page.entries.truncate(kept);
             }
             seen.extend(page.entries.into_iter().map(|e| e.issue_id));
-            // A cursor is sealed JSON: the position must survive it.
+            // A cursor is sealed JSON: the position must survive it, and stays small.
+            if let Some(p) = &page.next {
+                assert!(serde_json::to_vec(p).unwrap().len() < 2048);
+            }
             start = page
                 .next
                 .map(|p| serde_json::from_value(serde_json::to_value(p).unwrap()).unwrap());
@@ -487,7 +572,7 @@ mod tests {
     /// What a read must return: the values within the bounds in key order, then (without
     /// bounds) the issues without a value, by number; descending reverses each part.
     fn reference(
-        partition: &[(String, String)],
+        partition: &[(String, String, String)],
         values: &[Option<String>],
         p: &GridParams<'_>,
         descending: bool,
@@ -502,11 +587,11 @@ mod tests {
         let ids = |want_value: bool| {
             let mut ids: Vec<String> = partition
                 .iter()
-                .filter(|(_, id)| match value_of(id) {
+                .filter(|(_, id, _)| match value_of(id) {
                     Some(v) => want_value && admits(v),
                     None => !want_value && !filtered,
                 })
-                .map(|(_, id)| id.clone())
+                .map(|(_, id, _)| id.clone())
                 .collect();
             if descending {
                 ids.reverse();
@@ -532,6 +617,7 @@ mod tests {
             prefix in proptest::option::of("[a-c]{1,2}"),
             limit in 1i32..8,
             keep in proptest::collection::vec(1usize..9, 1..4),
+            shards in prop::sample::select(vec![1usize, 2, 3, 4, 16]),
         ) {
             let p = GridParams {
                 sort: Some(F),
@@ -542,9 +628,9 @@ mod tests {
                 ..GridParams::default()
             };
             let grid = plan(&p);
-            let partition = partition(&values);
+            let partition = partition(&values, shards);
             prop_assert_eq!(
-                read_all(&grid, &partition, limit, &keep),
+                read_all(&grid, &partition, (shards, limit), &keep),
                 reference(&partition, &values, &p, descending)
             );
         }
@@ -573,7 +659,7 @@ mod tests {
     #[test]
     fn a_page_full_at_the_boundary_resumes_at_the_missing_phase() {
         let values = [Some("a".to_string()), Some("b".to_string()), None];
-        let partition = partition(&values);
+        let partition = partition(&values, 1);
         let grid = plan(&GridParams {
             sort: Some(F),
             order: Some("desc"),
@@ -585,7 +671,7 @@ mod tests {
             page.next = page.next.filter(|_| q.from == keys::index::MISSING_FLOOR);
             async move { Ok::<_, Infallible>(page) }
         };
-        let Ok(page) = crate::read::ready(read_entries(&grid, PK, 2, None, fetch));
+        let Ok(page) = crate::read::ready(read_entries(&grid, &pks(1), 2, None, fetch));
         assert_eq!(page.entries.len(), 2);
         assert_eq!(
             page.next,

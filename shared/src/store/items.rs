@@ -24,6 +24,11 @@ pub mod attr {
     /// On the project: counts every field created or deleted, so the indexer can tell that
     /// definitions it read are older than the ones an issue was last indexed with.
     pub const FIELDS_REV: &str = "fields_rev";
+    /// On the project: how many shards its column partitions are split into (absent: one).
+    pub const SHARDS: &str = "shards";
+    /// On the project, during a reshard: the other layout the indexer keeps exact beside
+    /// [`SHARDS`] (the one being built, then the one being retired).
+    pub const SHARDS_ALSO: &str = "shards_also";
     /// Teams a user belongs to, on the user's membership counter item.
     pub const TEAM_COUNT: &str = "team_count";
     pub const TITLE: &str = "title";
@@ -62,6 +67,12 @@ pub struct ProjectItem {
     /// See [`attr::FIELDS_REV`]; absent (0) until the project's first field change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fields_rev: Option<u64>,
+    /// See [`attr::SHARDS`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards: Option<u16>,
+    /// See [`attr::SHARDS_ALSO`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub shards_also: Option<u16>,
 }
 
 impl ProjectItem {
@@ -79,7 +90,21 @@ impl ProjectItem {
             field_count: None,
             field_bytes: None,
             fields_rev: None,
+            shards: None,
+            shards_also: None,
         }
+    }
+
+    /// The shard count grid reads use.
+    pub fn read_shards(&self) -> u16 {
+        self.shards
+            .filter(|n| keys::index::Shards::of(*n).is_some())
+            .unwrap_or(1)
+    }
+
+    /// Every layout the indexer keeps the project's columns in.
+    pub fn layouts(&self) -> keys::index::Shards {
+        keys::index::Shards::of_project(self.shards, self.shards_also)
     }
 
     pub fn project(&self) -> Project {

@@ -10,7 +10,9 @@ use super::{Basis, Pending, Placement, Seat, Step, Watermark, zip_columns};
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::{IssueState, ParticipantKind, Role};
 use crate::index::entries::{ALL_STATES, EntryList};
-use crate::keys::index::{push_column_pk, push_column_sk, push_inbox_pk, push_inbox_sk};
+use crate::keys::index::{
+    push_column_pk, push_column_sk, push_inbox_pk, push_inbox_sk, push_shard, shard_hash, shard_of,
+};
 
 /// A column entry's key within its column, as the parts it is built from. Keys are built from
 /// them injectively (ids hold no `#`, a sort key ends with the number's twenty digits), so
@@ -19,17 +21,34 @@ use crate::keys::index::{push_column_pk, push_column_sk, push_inbox_pk, push_inb
 struct ColumnKey<'a> {
     project: &'a ProjectId,
     scope: &'a str,
+    /// The layout's shard count and the issue's shard in it.
+    shard: (u16, u16),
     value: Option<&'a str>,
     num: u64,
 }
 
-/// A column's two entries at `p`: in the `all` scope and in its state's.
-fn column_keys<'a>(p: &'a Placement, value: Option<&'a str>) -> [ColumnKey<'a>; 2] {
-    [ALL_STATES, p.state.as_str()].map(|scope| ColumnKey {
-        project: &p.project,
-        scope,
-        value,
-        num: p.num,
+impl ColumnKey<'_> {
+    fn push_pk(&self, out: &mut String, tenant: &TenantId, column: &str) {
+        push_column_pk(out, tenant, self.project, column, self.scope);
+        push_shard(out, self.shard.0, self.shard.1);
+    }
+}
+
+/// A column's entries at `p`: in the `all` scope and in its state's, in each of its layouts
+/// (`hash`: the issue's shard hash).
+fn column_keys<'a>(
+    p: &'a Placement,
+    value: Option<&'a str>,
+    hash: u64,
+) -> impl Iterator<Item = ColumnKey<'a>> + Clone {
+    p.shards.counts().flat_map(move |count| {
+        [ALL_STATES, p.state.as_str()].map(|scope| ColumnKey {
+            project: &p.project,
+            scope,
+            shard: (count, shard_of(hash, count)),
+            value,
+            num: p.num,
+        })
     })
 }
 
@@ -59,6 +78,8 @@ fn seat_keys<'a>(seat: &'a Seat, state: IssueState, updated_at: &'a str) -> [Sea
 struct Planner<'a> {
     tenant: &'a TenantId,
     issue_id: &'a IssueId,
+    /// The issue's shard hash.
+    hash: u64,
     wm: &'a Watermark,
     committed: Option<&'a Basis>,
     desired: Option<&'a Basis>,
@@ -101,6 +122,7 @@ impl Watermark {
         let mut planner = Planner {
             tenant,
             issue_id,
+            hash: shard_hash(issue_id),
             wm: self,
             committed,
             desired,
@@ -181,23 +203,23 @@ impl<'a> Planner<'a> {
     /// One column: puts its desired entries that are not certain, deletes every entry it may
     /// have that is not desired.
     fn column(&mut self, name: &str, dv: Value<'a>, cv: Value<'a>) {
-        let (wm, extra) = (self.wm, self.extra);
+        let (wm, extra, hash) = (self.wm, self.extra, self.hash);
         let want = match (self.desired, dv) {
-            (Some(d), Some(v)) => Some(column_keys(&d.placement, v.as_deref())),
+            (Some(d), Some(v)) => Some(column_keys(&d.placement, v.as_deref(), hash)),
             _ => None,
         };
         let certain = match (self.committed, cv) {
             (Some(c), Some(v)) if self.certain && !self.wm.pending.columns.contains_key(name) => {
-                Some(column_keys(&c.placement, v.as_deref()))
+                Some(column_keys(&c.placement, v.as_deref(), hash))
             }
             _ => None,
         };
-        let wanted = |k: &ColumnKey<'_>| want.as_ref().is_some_and(|w| w.contains(k));
+        let wanted = |k: &ColumnKey<'_>| want.clone().is_some_and(|mut w| w.any(|x| x == *k));
         let (tenant, puts) = (self.tenant, &mut self.puts);
-        for k in want.iter().flatten() {
-            if !certain.as_ref().is_some_and(|c| c.contains(k)) {
+        for k in want.clone().into_iter().flatten() {
+            if !certain.clone().is_some_and(|mut c| c.any(|x| x == k)) {
                 puts.push(
-                    |t| push_column_pk(t, tenant, k.project, name, k.scope),
+                    |t| k.push_pk(t, tenant, name),
                     |t| push_column_sk(t, k.value, k.num),
                     None,
                 );
@@ -215,7 +237,7 @@ impl<'a> Planner<'a> {
         let mut gone: Vec<ColumnKey<'_>> = Vec::new();
         for value in values {
             for &p in &self.placements {
-                for k in column_keys(p, value) {
+                for k in column_keys(p, value, hash) {
                     if !wanted(&k) && !gone.contains(&k) {
                         gone.push(k);
                     }
@@ -224,7 +246,7 @@ impl<'a> Planner<'a> {
         }
         for k in gone {
             self.deletes.push(
-                |t| push_column_pk(t, tenant, k.project, name, k.scope),
+                |t| k.push_pk(t, tenant, name),
                 |t| push_column_sk(t, k.value, k.num),
                 None,
             );

@@ -26,8 +26,19 @@ fn keys_of(set: &BTreeSet<Entry>) -> BTreeSet<(String, String)> {
 
 // --- Strategies -------------------------------------------------------------------------------
 
+/// Shard layouts: one shard (as most projects), four, and the pairs a reshard keeps.
+fn shards() -> impl Strategy<Value = Shards> {
+    let of = |n| Shards::of(n).unwrap_or(Shards::ONE);
+    prop::sample::select(vec![
+        Shards::ONE,
+        of(4),
+        Shards::of_project(Some(1), Some(4)),
+        Shards::of_project(Some(4), Some(2)),
+    ])
+}
+
 fn placement() -> impl Strategy<Value = Placement> {
-    (0..2u64, 1..3u64, prop::bool::ANY).prop_map(|(p, num, open)| Placement {
+    (0..2u64, 1..3u64, prop::bool::ANY, shards()).prop_map(|(p, num, open, shards)| Placement {
         project: ProjectId::numbered(100 + p),
         num,
         state: if open {
@@ -35,6 +46,7 @@ fn placement() -> impl Strategy<Value = Placement> {
         } else {
             IssueState::Closed
         },
+        shards,
     })
 }
 
@@ -321,14 +333,14 @@ fn an_update_of_one_field_reads_and_writes_about_one_kilobyte_at_5_fields_or_400
     let (t, i) = (tenant(), issue_id());
     for fields in [5, 55, 400] {
         let (issue, defs) = wide_issue(fields, 3);
-        let b = Basis::of(&issue, &defs);
+        let b = Basis::of(&issue, &defs, Shards::ONE);
         let (wm, head, items) = stored(&b);
         // One field changes, and `updated_at` with it.
         let mut next = issue.clone();
         next.fields
             .insert(defs[1].id.to_string(), StoredValue::S("2026-12-01".into()));
         next.updated_at = "2026-11-23T20:42:03.123Z".into();
-        let d = Basis::of(&next, &defs);
+        let d = Basis::of(&next, &defs, Shards::ONE);
         let buckets = Layout::choose(wm.layout.buckets, &d);
         assert_eq!(buckets, wm.layout.buckets, "{fields} fields: same layout");
         let read = wm.buckets_to_read(Some(&d), buckets, &Pending::default());
@@ -373,10 +385,10 @@ fn an_update_of_one_field_reads_and_writes_about_one_kilobyte_at_5_fields_or_400
 #[test]
 fn a_state_change_reads_every_bucket() {
     let (issue, defs) = wide_issue(55, 2);
-    let (wm, _, _) = stored(&Basis::of(&issue, &defs));
+    let (wm, _, _) = stored(&Basis::of(&issue, &defs, Shards::ONE));
     let mut closed = issue.clone();
     closed.state = IssueState::Closed;
-    let d = Basis::of(&closed, &defs);
+    let d = Basis::of(&closed, &defs, Shards::ONE);
     let read = wm.buckets_to_read(Some(&d), wm.layout.buckets, &Pending::default());
     assert_eq!(read.len(), usize::from(wm.layout.buckets));
     assert_eq!(
@@ -423,13 +435,13 @@ fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
         created_at: "2026-11-21T20:42:03.123Z".into(),
         updated_at: "2026-11-21T20:42:03.123Z".into(),
     };
-    let a = Basis::of(&issue('\u{10FFFF}', IssueState::Open), &defs);
+    let a = Basis::of(&issue('\u{10FFFF}', IssueState::Open), &defs, Shards::ONE);
     let mut b_issue = issue('\u{10FFFE}', IssueState::Closed);
     b_issue
         .participants
         .iter_mut()
         .for_each(|p| p.role = Role::Watcher);
-    let b = Basis::of(&b_issue, &defs);
+    let b = Basis::of(&b_issue, &defs, Shards::ONE);
     let (wm, head, items) = stored(&a);
     assert!(wm.layout.buckets <= MAX_BUCKETS);
     let largest_bucket = items.iter().map(size).max().unwrap_or(0);
@@ -454,7 +466,7 @@ fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
 fn a_watermark_of_the_previous_layout_is_read_as_its_keys() {
     let (t, i) = (tenant(), issue_id());
     let (issue, defs) = wide_issue(3, 1);
-    let entries = Basis::of(&issue, &defs).entries(&t, &i);
+    let entries = Basis::of(&issue, &defs, Shards::ONE).entries(&t, &i);
     let refs = |es: &BTreeSet<Entry>| {
         AttributeValue::Ss(
             es.iter()
@@ -469,7 +481,7 @@ fn a_watermark_of_the_previous_layout_is_read_as_its_keys() {
     assert_eq!(wm.version, 4);
     assert_eq!(keys_of(&wm.certain(&t, &i)), keys_of(&entries));
     // Nothing to do when it is right; a changed title moves only its entries.
-    let d = Basis::of(&issue, &defs);
+    let d = Basis::of(&issue, &defs, Shards::ONE);
     let step = wm.step(&t, &i, Some(&d), &Pending::default());
     assert!(step.puts.is_empty() && step.deletes.is_empty());
     let mut renamed = issue.clone();
@@ -477,7 +489,7 @@ fn a_watermark_of_the_previous_layout_is_read_as_its_keys() {
     let step = wm.step(
         &t,
         &i,
-        Some(&Basis::of(&renamed, &defs)),
+        Some(&Basis::of(&renamed, &defs, Shards::ONE)),
         &Pending::default(),
     );
     assert_eq!((step.puts.len(), step.deletes.len()), (2, 2));
@@ -486,26 +498,38 @@ fn a_watermark_of_the_previous_layout_is_read_as_its_keys() {
 #[test]
 fn layouts_keep_their_bucket_count_near_a_boundary() {
     let (issue, defs) = wide_issue(55, 1);
-    let b = Basis::of(&issue, &defs);
+    let b = Basis::of(&issue, &defs, Shards::ONE);
     let n = Layout::choose(0, &b);
     assert!(n > 0);
     // One more or one fewer field keeps it.
     let (more, more_defs) = wide_issue(56, 1);
-    assert_eq!(Layout::choose(n, &Basis::of(&more, &more_defs)), n);
+    assert_eq!(
+        Layout::choose(n, &Basis::of(&more, &more_defs, Shards::ONE)),
+        n
+    );
     let (fewer, fewer_defs) = wide_issue(54, 1);
-    assert_eq!(Layout::choose(n, &Basis::of(&fewer, &fewer_defs)), n);
+    assert_eq!(
+        Layout::choose(n, &Basis::of(&fewer, &fewer_defs, Shards::ONE)),
+        n
+    );
     // Few fields live in the head.
     let (small, small_defs) = wide_issue(5, 1);
-    assert_eq!(Layout::choose(0, &Basis::of(&small, &small_defs)), 0);
-    assert_eq!(Layout::choose(n, &Basis::of(&small, &small_defs)), 0);
+    assert_eq!(
+        Layout::choose(0, &Basis::of(&small, &small_defs, Shards::ONE)),
+        0
+    );
+    assert_eq!(
+        Layout::choose(n, &Basis::of(&small, &small_defs, Shards::ONE)),
+        0
+    );
 }
 
 #[test]
 fn the_entries_of_a_basis_are_the_issue_s_entries() {
     let (t, i) = (tenant(), issue_id());
     let (issue, defs) = wide_issue(4, 2);
-    let e = Basis::of(&issue, &defs).entries(&t, &i);
-    assert_eq!(e, crate::index::entries(&t, &issue, &defs));
+    let e = Basis::of(&issue, &defs, Shards::ONE).entries(&t, &i);
+    assert_eq!(e, crate::index::entries(&t, &issue, &defs, Shards::ONE));
     assert_eq!(e.len(), (5 + 4) * 2 + 2 * 2);
 }
 
@@ -558,7 +582,7 @@ proptest! {
         let (issue, defs) = wide_issue(55, 3);
         let mut stored = Stored::default();
         let mut current = issue.clone();
-        stored.commit(&Basis::of(&current, &defs), 1);
+        stored.commit(&Basis::of(&current, &defs, Shards::ONE), 1);
         let mut bucket_writes = 0;
         for (v, change) in changes.iter().enumerate() {
             for (f, value) in change {
@@ -567,7 +591,7 @@ proptest! {
                     StoredValue::S(format!("v{value}")),
                 );
             }
-            let desired = Basis::of(&current, &defs);
+            let desired = Basis::of(&current, &defs, Shards::ONE);
             bucket_writes += stored.commit(&desired, v as u64 + 2);
             prop_assert!(size(&stored.head) < 1024, "head {}", size(&stored.head));
             let all = stored.read(|wm| (0..wm.layout.buckets).collect());
@@ -585,7 +609,7 @@ proptest! {
 fn updates_of_the_same_few_fields_write_no_bucket() {
     let (mut issue, defs) = wide_issue(55, 3);
     let mut stored = Stored::default();
-    stored.commit(&Basis::of(&issue, &defs), 1);
+    stored.commit(&Basis::of(&issue, &defs, Shards::ONE), 1);
     let mut bucket_writes = 0;
     for v in 0..50u64 {
         for f in [1, 7, 30] {
@@ -593,7 +617,7 @@ fn updates_of_the_same_few_fields_write_no_bucket() {
                 .fields
                 .insert(defs[f].id.to_string(), StoredValue::S(format!("{v}-{f}")));
         }
-        bucket_writes += stored.commit(&Basis::of(&issue, &defs), v + 2);
+        bucket_writes += stored.commit(&Basis::of(&issue, &defs, Shards::ONE), v + 2);
     }
     assert_eq!(bucket_writes, 0);
 }
