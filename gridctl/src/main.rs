@@ -7,7 +7,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use gridctl::{ops, replay, seed};
-use gridline::domain::ids::TenantId;
+use gridline::domain::ids::{ProjectId, TenantId};
 use gridline::index::Entry;
 use gridline::index::indexer::Indexer;
 use gridline::store::{Store, connect, sdk_config};
@@ -79,6 +79,22 @@ enum Command {
     Jobs {
         #[arg(long, default_value = "acme")]
         tenant: String,
+    },
+    /// Split a project's column partitions into `--shards` shards (1 to 16; 1 merges them
+    /// back), for a project whose writes outgrow one partition. The grid stays exact
+    /// throughout: the new layout is built beside the old one, reads switch, the old one is
+    /// retired. Safe while traffic flows; run it again with the same count to finish one cut
+    /// short.
+    Reshard {
+        #[arg(long, default_value = "acme")]
+        tenant: String,
+        #[arg(long)]
+        project: String,
+        #[arg(long)]
+        shards: u16,
+        /// Seconds to wait after reads switch, before the old layout stops being written.
+        #[arg(long, default_value_t = gridline::index::reshard::SETTLE.as_secs())]
+        settle_seconds: u64,
     },
     /// Create a realistic project: fields of every type, users, teams, issues.
     Seed {
@@ -154,6 +170,19 @@ async fn run(cli: Cli) -> Result<i32> {
             let tenant = TenantId::parse(&tenant)
                 .with_context(|| format!("{tenant:?} is not a valid tenant id"))?;
             run_jobs(&store, json, &tenant).await
+        }
+        Command::Reshard {
+            tenant,
+            project,
+            shards,
+            settle_seconds,
+        } => {
+            let tenant = TenantId::parse(&tenant)
+                .with_context(|| format!("{tenant:?} is not a valid tenant id"))?;
+            let project = ProjectId::parse(&project)
+                .with_context(|| format!("{project:?} is not a valid project id"))?;
+            let settle = Duration::from_secs(settle_seconds);
+            run_reshard(&store, json, (&tenant, &project), shards, settle).await
         }
         Command::Replay {
             queue_url,
@@ -315,6 +344,38 @@ async fn run_jobs(store: &Store, json: bool, tenant: &TenantId) -> Result<i32> {
             j.pages,
             j.started_at,
             j.updated_at
+        );
+    }
+    Ok(0)
+}
+
+/// `reshard`: exit 0 once the project reads and writes `shards` shards only.
+async fn run_reshard(
+    store: &Store,
+    json: bool,
+    project: (&TenantId, &ProjectId),
+    shards: u16,
+    settle: Duration,
+) -> Result<i32> {
+    use gridline::index::reshard::{self, Stage};
+    let indexer = Indexer::new(store.clone());
+    let bar = bar(json, "building", 0);
+    let on_page = |stage: Stage, issues: usize| {
+        bar.set_message(match stage {
+            Stage::Build => "building",
+            Stage::Switch => "switching",
+            Stage::Retire => "retiring",
+        });
+        bar.inc(issues as u64);
+    };
+    let report = reshard::reshard(&indexer, store, project, shards, settle, &on_page).await?;
+    bar.finish_and_clear();
+    if json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "project {} now has {} shard(s) (was {}): {:?}; {} issues re-indexed, {} writes",
+            project.1, report.to, report.from, report.stages, report.issues, report.writes
         );
     }
     Ok(0)

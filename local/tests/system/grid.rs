@@ -362,6 +362,25 @@ async fn random_histories_converge_and_page_in_reference_order() {
                 }
                 _ => {}
             }
+            // Seeds 2 and 3 split the project's columns into shards mid-history (and seed 3
+            // merges them back to 2 later), with records of older layouts still on the stream:
+            // the final pages are merged across shards.
+            let to = match (seed, step) {
+                (2, 25) => Some(3),
+                (3, 20) => Some(4),
+                (3, 45) => Some(2),
+                _ => None,
+            };
+            if let Some(to) = to {
+                let store = api.stack.state.store.clone();
+                let indexer = gridline::index::indexer::Indexer::new(store.clone());
+                let project = ProjectId::parse(&p).unwrap();
+                let at = (&acme(), &project);
+                let settle = std::time::Duration::ZERO;
+                gridline::index::reshard::reshard(&indexer, &store, at, to, settle, &|_, _| {})
+                    .await
+                    .unwrap();
+            }
             // Let the indexer run now and then, so batches hold varied histories.
             if rng.gen_bool(0.2) {
                 api.sync().await;

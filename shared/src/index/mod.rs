@@ -5,6 +5,8 @@
 //! - [`indexer`]: the stream consumer; writes the difference from the watermark.
 //! - [`field_job`]: a field added or deleted, off the stream: the project re-indexed a page at
 //!   a time by a queue-driven job with a checkpoint.
+//! - [`reshard`]: a project's columns split into more (or fewer) shards while its grid stays
+//!   exact: the new layout built beside the old one, reads switched, the old one retired.
 //! - [`watermark`]: pure — the indexer's compact record of an issue's entries (what they derive
 //!   from, what a write in flight may have changed), and how it is stored.
 //! - [`table`]: index-table I/O (entries, watermarks, parked markers, column and inbox pages).
@@ -21,6 +23,7 @@ pub mod entries;
 pub mod event;
 pub mod field_job;
 pub mod indexer;
+pub mod reshard;
 pub mod scan;
 pub mod stream;
 pub mod table;

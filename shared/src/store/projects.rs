@@ -231,6 +231,56 @@ impl Store {
         condition_held("UpdateItem", result)
     }
 
+    /// Moves a project's shard layouts from `from` to `to`, each `(read, also)` (see
+    /// [`attr::SHARDS`] and [`attr::SHARDS_ALSO`]; a read count of 1 also matches an absent
+    /// one), and advances `fields_rev`: an indexer holding the layouts it read before reads
+    /// them again where an issue was indexed since (as after a field change). `false` when the
+    /// project is not at `from` (another reshard moved it, or it is gone).
+    #[tracing::instrument(skip_all, fields(op = "move_shards"))]
+    pub async fn move_shards(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        from: (u16, Option<u16>),
+        to: (u16, Option<u16>),
+    ) -> Result<bool, StoreError> {
+        let n = |v: u16| AttributeValue::N(v.to_string());
+        let mut condition = String::from("attribute_exists(PK) AND ");
+        condition.push_str(if from.0 == 1 {
+            "(attribute_not_exists(#r) OR #r = :from_r)"
+        } else {
+            "#r = :from_r"
+        });
+        condition.push_str(match from.1 {
+            Some(_) => " AND #a = :from_a",
+            None => " AND attribute_not_exists(#a)",
+        });
+        let update = match to.1 {
+            Some(_) => "SET #r = :to_r, #a = :to_a ADD #rev :one",
+            None => "SET #r = :to_r REMOVE #a ADD #rev :one",
+        };
+        let mut request = self
+            .client
+            .update_item()
+            .table_name(&self.records)
+            .set_key(Some(project_key(tenant, project_id)))
+            .update_expression(update)
+            .condition_expression(condition)
+            .expression_attribute_names("#r", attr::SHARDS)
+            .expression_attribute_names("#a", attr::SHARDS_ALSO)
+            .expression_attribute_names("#rev", attr::FIELDS_REV)
+            .expression_attribute_values(":from_r", n(from.0))
+            .expression_attribute_values(":to_r", n(to.0))
+            .expression_attribute_values(":one", n(1));
+        if let Some(a) = from.1 {
+            request = request.expression_attribute_values(":from_a", n(a));
+        }
+        if let Some(a) = to.1 {
+            request = request.expression_attribute_values(":to_a", n(a));
+        }
+        condition_held("UpdateItem", request.send().await)
+    }
+
     /// Deletes a field definition and gives its bytes back; `false` if there was none. A
     /// definition never changes, so its size is read first; of two concurrent deletes only one
     /// finds the field in its transaction. Values left on issues are hidden from every read at
