@@ -9,6 +9,7 @@
 
 mod baselines;
 mod delay;
+mod hot;
 mod meter;
 mod report;
 mod results;
@@ -64,6 +65,9 @@ struct Args {
     /// records it indexes).
     #[arg(long, default_value_t = 5_000)]
     core_issues: u64,
+    /// Only the hot-project partition-load figures (`hot_project_*`), printed; writes no file.
+    #[arg(long)]
+    hot: bool,
 }
 
 /// One access pattern's figures, per operation.
@@ -332,6 +336,9 @@ fn engine_dir(args: &Args) -> std::path::PathBuf {
     })
 }
 
+/// The shard counts the hot-project figures compare.
+const HOT_SHARDS: &[u16] = &[1, 4, 8];
+
 #[tokio::main]
 async fn main() -> Result<()> {
     let args = Args::parse();
@@ -345,6 +352,15 @@ async fn main() -> Result<()> {
             "index_core_with_json_records_per_s {:.0}",
             nj as f64 / secs_j
         );
+        return Ok(());
+    }
+    if args.hot {
+        for h in hot::hot_project(HOT_SHARDS).await? {
+            println!(
+                "hot_project_updates_per_s_per_partition_{}_shards {:.0} (wcu/s {:.0})",
+                h.shards, h.column_updates_per_s, h.column_wcu_per_s
+            );
+        }
         return Ok(());
     }
     // First: a binary that cannot start fails the run in seconds, not after an hour of
@@ -387,6 +403,7 @@ async fn main() -> Result<()> {
         .map(|c| (c.fields_changed, c.index_write_requests, c.index_capacity))
         .collect();
     results.indexer_delayed = report::indexer_delayed().await?;
+    results.hot = hot::hot_project(HOT_SHARDS).await?;
     report::write(&results, &args.out, &args.plot)?;
     results::write(&results, &args.sizes, s, &args.results)?;
     eprintln!(

@@ -5,6 +5,7 @@
 //! apart the capacity of writes (WCU) and of display-name reads (a BatchGetItem of profiles and
 //! teams only), which results.json reports on their own.
 
+use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use aws_sdk_dynamodb::config::interceptors::{
@@ -55,6 +56,8 @@ impl std::ops::Sub for Counts {
 #[derive(Debug, Default)]
 pub struct Meter {
     counts: Mutex<Counts>,
+    /// Write requests sent per partition key (every table), for the partition-load figures.
+    partitions: Mutex<HashMap<String, u64>>,
 }
 
 impl Meter {
@@ -64,6 +67,14 @@ impl Meter {
 
     pub fn now(&self) -> Counts {
         self.counts.lock().map(|c| *c).unwrap_or_default()
+    }
+
+    /// Write requests sent so far, per partition key.
+    pub fn partition_writes(&self) -> HashMap<String, u64> {
+        self.partitions
+            .lock()
+            .map(|p| p.clone())
+            .unwrap_or_default()
     }
 
     /// A client like `client` whose calls are counted here.
@@ -159,9 +170,35 @@ fn names_only(body: &Value) -> bool {
         })
 }
 
+/// The partition key of each write a request body sends: a batch's puts and deletes, a
+/// transaction's items, or a single write's item or key.
+fn written_partitions(body: &Value) -> Vec<String> {
+    let pk = |v: Option<&Value>| {
+        v.and_then(|v| v.pointer("/PK/S"))
+            .and_then(Value::as_str)
+            .map(str::to_string)
+    };
+    let mut out = Vec::new();
+    if let Some(Value::Object(tables)) = body.get("RequestItems") {
+        for request in tables.values().filter_map(Value::as_array).flatten() {
+            out.extend(pk(request.pointer("/PutRequest/Item")));
+            out.extend(pk(request.pointer("/DeleteRequest/Key")));
+        }
+    }
+    if let Some(items) = body.get("TransactItems").and_then(Value::as_array) {
+        for item in items {
+            for part in ["/Put/Item", "/Delete/Key", "/Update/Key"] {
+                out.extend(pk(item.pointer(part)));
+            }
+        }
+    }
+    out.extend(pk(body.get("Item")).or_else(|| pk(body.get("Key"))));
+    out
+}
+
 /// Adds `ReturnConsumedCapacity: TOTAL` to a request's body; the write requests it sends (a
 /// batch's or transaction's items, or one for a single write), and what kind of call it is.
-fn ask_for_capacity(request: &mut HttpRequest) -> Result<(u64, Kind), BoxError> {
+fn ask_for_capacity(request: &mut HttpRequest) -> Result<(u64, Kind, Vec<String>), BoxError> {
     let target = request
         .headers()
         .get("x-amz-target")
@@ -171,9 +208,14 @@ fn ask_for_capacity(request: &mut HttpRequest) -> Result<(u64, Kind), BoxError> 
     let single_write = is(&["PutItem", "UpdateItem", "DeleteItem"]);
     let write = single_write || is(&["BatchWriteItem", "TransactWriteItems"]);
     let Some(bytes) = request.body().bytes() else {
-        return Ok((0, Kind::default()));
+        return Ok((0, Kind::default(), Vec::new()));
     };
     let mut body: Value = serde_json::from_slice(bytes)?;
+    let partitions = if write {
+        written_partitions(&body)
+    } else {
+        Vec::new()
+    };
     let writes = match body.get("RequestItems") {
         Some(Value::Object(tables)) => tables
             .values()
@@ -201,7 +243,7 @@ fn ask_for_capacity(request: &mut HttpRequest) -> Result<(u64, Kind), BoxError> 
         .headers_mut()
         .insert("content-length", bytes.len().to_string());
     *request.body_mut() = SdkBody::from(bytes);
-    Ok((writes, kind))
+    Ok((writes, kind, partitions))
 }
 
 /// Interceptors are registered by value; the handle shares one `Meter` with the bench.
@@ -219,12 +261,19 @@ impl Intercept for Handle {
         _: &RuntimeComponents,
         cfg: &mut ConfigBag,
     ) -> Result<(), BoxError> {
-        let (writes, kind) = ask_for_capacity(ctx.request_mut())?;
+        let (writes, kind, partitions) = ask_for_capacity(ctx.request_mut())?;
         cfg.interceptor_state().store_put(kind);
         self.0.add(|c| {
             c.calls += 1;
             c.write_requests += writes;
         });
+        if !partitions.is_empty()
+            && let Ok(mut counts) = self.0.partitions.lock()
+        {
+            for pk in partitions {
+                *counts.entry(pk).or_default() += 1;
+            }
+        }
         Ok(())
     }
 

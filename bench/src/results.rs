@@ -13,7 +13,7 @@ use crate::report::Results;
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub const NAMES: [(&str, &str); 16] = [
+pub const NAMES: [(&str, &str); 19] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -69,6 +69,18 @@ pub const NAMES: [(&str, &str); 16] = [
     (
         "field_add_{size}_index_seconds",
         "seconds from that request's answer until the field is sortable: the stream indexer's one job message, then the field job's pages as the job function runs them (checkpointed, continued in a new message when its time runs low); absent when the job did not finish, and `_meta.omitted` says why",
+    ),
+    (
+        "hot_project_updates_per_s_per_partition",
+        "at 2,000 issue updates/s of one project whose columns are split in 4 shards: the updates per second that write to its busiest column partition (a partition-load simulation from metered writes: 400 1-field updates of random issues of a 1,000-issue project, each indexed on its own and its writes attributed to it, scaled to 2,000/s)",
+    ),
+    (
+        "hot_project_updates_per_s_per_partition_{shards}_shards",
+        "the same with the columns in 1, 4 and 8 shards",
+    ),
+    (
+        "hot_project_wcu_per_s_per_partition_{shards}_shards",
+        "the write capacity units per second the busiest column partition takes in that simulation (an update moves its `updated_at` entry: a delete and a put in the same partition; DynamoDB's limit is 1,000 per partition)",
     ),
     (
         "binary_{function}_bytes",
@@ -156,6 +168,23 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
                 );
             }
         }
+    }
+    for h in &r.hot {
+        let n = h.shards;
+        if n == 4 {
+            f.insert(
+                "hot_project_updates_per_s_per_partition".into(),
+                h.column_updates_per_s,
+            );
+        }
+        f.insert(
+            format!("hot_project_updates_per_s_per_partition_{n}_shards"),
+            h.column_updates_per_s,
+        );
+        f.insert(
+            format!("hot_project_wcu_per_s_per_partition_{n}_shards"),
+            h.column_wcu_per_s,
+        );
     }
     for (function, bytes, _, init_ms) in &r.binaries {
         f.insert(format!("binary_{function}_bytes"), *bytes as f64);
@@ -252,11 +281,19 @@ mod tests {
             indexer_delayed: (10, 1.0),
             field_add: vec![(1000, 3.0, Some(1.0))],
             binaries: vec![("grid".into(), 1, None, 1.0)],
+            hot: vec![crate::hot::HotLoad {
+                shards: 4,
+                ..Default::default()
+            }],
             ..Results::default()
         };
         let documented: Vec<String> = NAMES
             .iter()
-            .map(|(n, _)| n.replace("{size}", "1k").replace("{function}", "grid"))
+            .map(|(n, _)| {
+                n.replace("{size}", "1k")
+                    .replace("{function}", "grid")
+                    .replace("{shards}", "4")
+            })
             .collect();
         let (figures, omitted) = figures(&r);
         assert!(omitted.is_empty(), "{omitted:?}");

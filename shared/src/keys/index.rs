@@ -177,6 +177,24 @@ pub fn column_shard_pks(
         .collect()
 }
 
+/// What every column partition of a project starts with (for tools that group partitions).
+pub fn project_columns_prefix(tenant: &TenantId, project_id: &ProjectId) -> String {
+    let mut out = String::new();
+    push_tenant_prefix(&mut out, tenant);
+    for part in ["#X#", project_id, "#"] {
+        out.push_str(part);
+    }
+    out
+}
+
+/// What every participation partition (inbox) of a tenant starts with.
+pub fn inboxes_prefix(tenant: &TenantId) -> String {
+    let mut out = String::new();
+    push_tenant_prefix(&mut out, tenant);
+    out.push_str("#IN#");
+    out
+}
+
 /// Sort-key prefix of entries that hold a value; they sort before the missing ones.
 pub const VALUE_PREFIX: &str = "1";
 /// Sort-key prefix of entries for issues with no value in the column.
