@@ -1,5 +1,6 @@
-//! `gridctl`: verify and repair the index, replay the indexer's failed batches, seed data —
-//! against the local stack (`--endpoint`) or AWS (credentials and region from the environment).
+//! `gridctl`: verify and repair the index, replay the indexer's failed batches, reshard a hot
+//! project, list field jobs, seed data — against the local stack (`--endpoint`) or AWS
+//! (credentials and region from the environment).
 
 use std::path::PathBuf;
 use std::time::Duration;
