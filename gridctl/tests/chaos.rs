@@ -6,7 +6,9 @@
 //! failing reaches the dead-letter list and is sent back. At the end the jobs finish, `gridctl
 //! replay` re-drives the failed batches, and `gridctl verify` finds the index and the
 //! participation copies equal to a recomputation from the records; every acknowledged write is
-//! in the records and every field is sortable.
+//! in the records and every field is sortable. `gridctl reshard` splits and merges the
+//! project's columns mid-history, sometimes cut short after its first move and finished (or
+//! turned back) later, so records of several shard layouts are on the stream.
 
 mod support;
 
@@ -165,6 +167,62 @@ async fn list_jobs(stack: &Stack) -> Vec<gridline::index::field_job::Progress> {
 }
 
 /// `gridctl verify`, with its permissions.
+/// `gridctl reshard` of the project to `to` shards, or (`cut`) only its first move, as if the
+/// command was stopped there. A reshard under way is finished, or turned back, instead.
+async fn reshard(stack: &Stack, project: &str, to: u16, cut: bool) {
+    use gridline::domain::ids::ProjectId;
+    let store = support::store(stack, "Reshard");
+    let project = ProjectId::parse(project).unwrap();
+    let now = store
+        .get_project(&tenant(), &project)
+        .await
+        .unwrap()
+        .unwrap();
+    let read = now.read_shards();
+    let to = match now.shards_also {
+        // The count it goes to, or the one it came from: either ends it.
+        Some(other) => {
+            if to % 2 == 0 {
+                other
+            } else {
+                read
+            }
+        }
+        None if cut && to != read => {
+            let first = (read, None);
+            assert!(
+                store
+                    .move_shards(&tenant(), &project, first, (read, Some(to)))
+                    .await
+                    .unwrap()
+            );
+            return;
+        }
+        None => to,
+    };
+    let indexer = Indexer::new(store.clone());
+    let at = (&tenant(), &project);
+    gridline::index::reshard::reshard(&indexer, &store, at, to, Duration::ZERO, &|_, _| {})
+        .await
+        .expect("reshard");
+}
+
+/// Finishes a reshard left under way.
+async fn finish_reshard(stack: &Stack, project: &str) {
+    use gridline::domain::ids::ProjectId;
+    let store = support::store(stack, "Reshard");
+    let id = ProjectId::parse(project).unwrap();
+    if let Some(to) = store
+        .get_project(&tenant(), &id)
+        .await
+        .unwrap()
+        .unwrap()
+        .shards_also
+    {
+        reshard(stack, project, to, false).await;
+    }
+}
+
 async fn verify(stack: &Stack) -> ops::VerifyReport {
     ops::verify(&support::store(stack, "Verify"), 3, &ProgressBar::hidden())
         .await
@@ -336,6 +394,11 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
                     .await;
                     assert_eq!(r.status, 204);
                 }
+                86..=89 => {
+                    let cut = rng.gen_bool(0.4);
+                    reshard(&stack, &project, rng.gen_range(1..=4), cut).await;
+                    *totals.entry("reshards").or_default() += 1;
+                }
                 _ => {}
             }
             // The indexer's side of the history.
@@ -378,6 +441,7 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
         // sent back (each resumes its job from the checkpoint), then what marking a field
         // sortable put on the stream; until both are quiet.
         run_out(&stack, &mut poller, &worker, &mut totals, seed).await;
+        finish_reshard(&stack, &project).await;
         dead_letters.append(&mut poller.dead_letters);
         *totals.entry("job_undone").or_default() += worker.undone.into_inner();
         *totals.entry("dead_letters").or_default() += dead_letters.len() as u64;
@@ -508,6 +572,36 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
             let r = call(&stack, "alice", Method::GET, &path, None).await;
             assert_eq!(r.status, 200, "seed {seed}: {}", r.text);
         }
+        // The grid by number, a page at a time across however many shards: every live issue,
+        // once, in number order.
+        let mut listed: Vec<(u64, String)> = Vec::new();
+        let mut cursor: Option<String> = None;
+        loop {
+            let mut path = format!("/projects/{project}/issues?sort=num&limit=7");
+            if let Some(c) = &cursor {
+                path.push_str(&format!("&cursor={c}"));
+            }
+            let r = call(&stack, "alice", Method::GET, &path, None).await;
+            assert_eq!(r.status, 200, "seed {seed}: {}", r.text);
+            for item in r.body["items"].as_array().unwrap() {
+                let id = item["id"].as_str().unwrap().to_string();
+                listed.push((item["num"].as_u64().unwrap(), id));
+            }
+            match r.body["next_cursor"].as_str() {
+                Some(c) => cursor = Some(c.to_string()),
+                None => break,
+            }
+        }
+        assert!(
+            listed.windows(2).all(|w| w[0].0 < w[1].0),
+            "seed {seed}: grid order"
+        );
+        let ids: std::collections::BTreeSet<&String> = listed.iter().map(|(_, id)| id).collect();
+        assert_eq!(
+            ids,
+            model.keys().collect(),
+            "seed {seed}: the grid's issues"
+        );
         *totals.entry("jobs").or_default() += support::store(&stack, "Jobs")
             .list_jobs(&tenant())
             .await
@@ -524,6 +618,7 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
         "job_faults",
         "job_undone",
         "job_dead_letters",
+        "reshards",
     ] {
         assert!(
             totals.get(kind).copied().unwrap_or(0) > 0,
