@@ -14,7 +14,9 @@
 //!
 //! Each move is conditioned on the stage before it, so two reshards cannot interleave, and a
 //! reshard cut short anywhere is finished by running it again with the same count (the state
-//! is on the project item; the passes are idempotent re-indexes).
+//! is on the project item; the passes are idempotent re-indexes), or turned back by running it
+//! with the count it came from: the two layouts of a project under way are both kept exact, so
+//! either can become the only one.
 
 use std::time::Duration;
 
