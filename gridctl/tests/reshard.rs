@@ -247,8 +247,8 @@ async fn a_reshard_under_writes_ends_exact_and_one_cut_short_is_finished_by_runn
         issues.iter().map(|i| i.id.to_string()).collect::<Vec<_>>()
     );
 
-    // A reshard cut short after its first move (to 5 shards): another count is refused
-    // until it is finished, and running it again with its count finishes it.
+    // A reshard cut short after its first move (to 5 shards): a third count is refused; the
+    // count it came from turns it back, its own count finishes it.
     let store = support::store(&api.stack, "Reshard");
     assert!(
         store
@@ -260,10 +260,32 @@ async fn a_reshard_under_writes_ends_exact_and_one_cut_short_is_finished_by_runn
         run(&api, &project, 3, Duration::ZERO).await,
         Err(ReshardError::InProgress(5))
     ));
+    // Turned back: the count it came from retires the one being built.
+    let back = run(&api, &project, 2, Duration::ZERO).await.unwrap();
+    assert_eq!(back.stages, [Stage::Switch, Stage::Retire]);
+    api.sync().await;
+    assert_eq!(
+        layouts_in_index(&api, &project).await,
+        ["2".to_string()].into()
+    );
+    api.assert_index_matches_records(&acme(), std::slice::from_ref(&project))
+        .await;
+    // Cut short again, and finished with its own count.
+    assert!(
+        store
+            .move_shards(&acme(), &project, (2, None), (2, Some(5)))
+            .await
+            .unwrap()
+    );
     let finished = run(&api, &project, 5, Duration::ZERO).await.unwrap();
     assert_eq!(
         finished.stages,
         [Stage::Build, Stage::Switch, Stage::Retire]
+    );
+    api.sync().await;
+    assert_eq!(
+        layouts_in_index(&api, &project).await,
+        ["5".to_string()].into()
     );
     // Back to one shard: the keys of a project that never resharded.
     run(&api, &project, 1, Duration::ZERO).await.unwrap();
