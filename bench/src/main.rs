@@ -65,6 +65,10 @@ struct Args {
     /// records it indexes).
     #[arg(long, default_value_t = 5_000)]
     core_issues: u64,
+    /// Only the delayed indexer's throughput (`indexer_issues_per_s_per_shard_5ms`) at these
+    /// concurrencies, printed; writes no file.
+    #[arg(long, value_delimiter = ',')]
+    delayed: Vec<usize>,
     /// Only the hot-project partition-load figures (`hot_project_*`), printed; writes no file.
     #[arg(long)]
     hot: bool,
@@ -352,6 +356,16 @@ async fn main() -> Result<()> {
             "index_core_with_json_records_per_s {:.0}",
             nj as f64 / secs_j
         );
+        return Ok(());
+    }
+    for &c in &args.delayed {
+        let (issues, secs) = report::indexer_delayed_at(c).await?;
+        println!(
+            "indexer_issues_per_s_per_shard_5ms at concurrency {c}: {:.0}",
+            issues as f64 / secs
+        );
+    }
+    if !args.delayed.is_empty() {
         return Ok(());
     }
     if args.hot {

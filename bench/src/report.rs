@@ -352,6 +352,11 @@ pub(crate) async fn patch(
 /// waits [`DELAY`] first: a 1-field update of each of a project's first issues, indexed with
 /// the delay on (the seed is indexed before, at full speed). (issues, seconds).
 pub async fn indexer_delayed() -> Result<(usize, f64)> {
+    indexer_delayed_at(gridline::index::indexer::DEFAULT_CONCURRENCY).await
+}
+
+/// [`indexer_delayed`] with `concurrency` issues in flight.
+pub async fn indexer_delayed_at(concurrency: usize) -> Result<(usize, f64)> {
     let stack = stack().await?;
     let seeded =
         gridctl::seed::seed(&stack.state.store, &spec(200, 0)?, &ProgressBar::hidden()).await?;
@@ -362,7 +367,7 @@ pub async fn indexer_delayed() -> Result<(usize, f64)> {
         &stack.tables.index,
     );
     let mut poller = stack
-        .poller(gridline::index::indexer::Indexer::new(delayed))
+        .poller(gridline::index::indexer::Indexer::new(delayed).with_concurrency(concurrency))
         .await;
     poller.emit_metrics = false;
     poller.drain().await?;
