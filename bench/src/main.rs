@@ -33,6 +33,11 @@ use tower::ServiceExt;
 
 use meter::{Counts, Meter};
 
+/// The indexer function's allocator (functions/indexer), so the core's figures are the
+/// function's.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser)]
 struct Args {
     /// Project sizes (issues).

@@ -132,7 +132,8 @@ pub struct Plan {
 /// after it must not wait for it.
 pub fn plan(records: &[StreamRecord<'_>]) -> Plan {
     let mut units: Vec<(String, Unit)> = Vec::new();
-    let mut issue_slot: HashMap<IssueId, usize> = HashMap::new();
+    // foldhash, as the images: SipHash's resistance buys nothing for ids of one's own table.
+    let mut issue_slot: HashMap<IssueId, usize, foldhash::fast::RandomState> = HashMap::default();
     // Projects whose re-index for an added field is already planned in this batch: where.
     let mut reindexed: HashMap<(TenantId, ProjectId), usize> = HashMap::new();
     for record in records {

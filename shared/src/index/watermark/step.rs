@@ -88,6 +88,8 @@ struct Planner<'a> {
     placements: Vec<&'a Placement>,
     /// Whether the committed basis' entries can be certain at all (no placement pending).
     certain: bool,
+    /// Whether the desired placement is the committed one (compared once, not per column).
+    same_placement: bool,
     puts: EntryList,
     deletes: EntryList,
 }
@@ -129,6 +131,7 @@ impl Watermark {
             extra,
             placements,
             certain: committed.is_some() && self.pending.placements.is_empty(),
+            same_placement: desired.map(|d| &d.placement) == committed.map(|c| &c.placement),
             // A new issue puts every entry; an update, a few.
             puts: EntryList::for_issue(
                 issue_id,
@@ -195,7 +198,7 @@ impl<'a> Planner<'a> {
             && dv == cv
             && self.certain
             && self.extra.placements.is_empty()
-            && self.desired.map(|d| &d.placement) == self.committed.map(|c| &c.placement)
+            && self.same_placement
             && !self.wm.pending.columns.contains_key(name)
             && !self.extra.columns.contains_key(name)
     }
