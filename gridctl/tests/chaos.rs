@@ -182,7 +182,7 @@ async fn reshard(stack: &Stack, project: &str, to: u16, cut: bool) {
     let to = match now.shards_also {
         // The count it goes to, or the one it came from: either ends it.
         Some(other) => {
-            if to % 2 == 0 {
+            if to.is_multiple_of(2) {
                 other
             } else {
                 read
