@@ -236,8 +236,19 @@ pub fn write(r: &Results, sizes: &[u64], samples: usize, path: &Path) -> Result<
     });
     if let Some(commit) = git(&["rev-parse", "HEAD"]) {
         meta["git_commit"] = json!(commit);
-        // Uncommitted changes: the commit alone does not say what was measured.
-        if let Some(status) = git(&["status", "--porcelain", "--untracked-files=no"]) {
+        // Uncommitted changes: the commit alone does not say what was measured. The run's own
+        // outputs are left out: BENCHMARKS.md is written before this file, and always differs.
+        let status = git(&[
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            ":(exclude)BENCHMARKS.md",
+            ":(exclude)benchmarks.svg",
+            ":(exclude)bench/results.json",
+        ]);
+        if let Some(status) = status {
             meta["git_dirty"] = json!(!status.is_empty());
         }
     }
