@@ -93,7 +93,8 @@ enum Command {
         project: String,
         #[arg(long)]
         shards: u16,
-        /// Seconds to wait after reads switch, before the old layout stops being written.
+        /// Seconds to wait after each move of the project's layouts: longer than an indexer
+        /// invocation that read them before can run (its timeout) and than a read is stale.
         #[arg(long, default_value_t = gridline::index::reshard::SETTLE.as_secs())]
         settle_seconds: u64,
     },

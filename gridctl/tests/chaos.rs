@@ -192,7 +192,7 @@ async fn reshard(stack: &Stack, project: &str, to: u16, cut: bool) {
             let first = (read, None);
             assert!(
                 store
-                    .move_shards(&tenant(), &project, first, (read, Some(to)))
+                    .move_shards(&tenant(), &project, first, (read, Some(to)), "cut")
                     .await
                     .unwrap()
             );

@@ -252,13 +252,13 @@ async fn a_reshard_under_writes_ends_exact_and_one_cut_short_is_finished_by_runn
     let store = support::store(&api.stack, "Reshard");
     assert!(
         store
-            .move_shards(&acme(), &project, (2, None), (2, Some(5)))
+            .move_shards(&acme(), &project, (2, None), (2, Some(5)), "cut")
             .await
             .unwrap()
     );
     assert!(matches!(
         run(&api, &project, 3, Duration::ZERO).await,
-        Err(ReshardError::InProgress(5))
+        Err(ReshardError::InProgress { reads: 2, other: 5 })
     ));
     // Turned back: the count it came from retires the one being built.
     let back = run(&api, &project, 2, Duration::ZERO).await.unwrap();
@@ -270,13 +270,22 @@ async fn a_reshard_under_writes_ends_exact_and_one_cut_short_is_finished_by_runn
     );
     api.assert_index_matches_records(&acme(), std::slice::from_ref(&project))
         .await;
-    // Cut short again, and finished with its own count.
+    // The run that was turned back cannot move the project again once another reshard has
+    // begun, though the layouts are the same pair again: its moves name its own run.
     assert!(
         store
-            .move_shards(&acme(), &project, (2, None), (2, Some(5)))
+            .move_shards(&acme(), &project, (2, None), (2, Some(5)), "other")
             .await
             .unwrap()
     );
+    assert!(
+        !store
+            .move_shards(&acme(), &project, (2, Some(5)), (5, Some(2)), "cut")
+            .await
+            .unwrap(),
+        "a stale run's switch is refused"
+    );
+    // That other one, cut short, is finished with its count (the run adopts its id).
     let finished = run(&api, &project, 5, Duration::ZERO).await.unwrap();
     assert_eq!(
         finished.stages,

@@ -4,19 +4,28 @@
 //!
 //! The project records the layout reads use (`shards`) and, during a reshard, the other one
 //! the indexer keeps exact beside it (`shards_also`). From `A` shards to `B`:
-//! 1. **Build**: `shards_also = B`. Every write indexes both layouts; then every issue is
-//!    re-indexed, a page at a time, so layout `B` is complete. Reads still use `A`.
+//! 1. **Build**: `shards_also = B`. Every write indexes both layouts. After the settle (below),
+//!    every issue is re-indexed, a page at a time, so layout `B` is complete; an issue that
+//!    cannot be (parked) stops the reshard here. Reads still use `A`.
 //! 2. **Switch**: `shards = B`, `shards_also = A`. Both layouts stay exact, so a grid read that
 //!    still holds the old project item (an eventually consistent read) is right either way.
-//! 3. **Settle**: wait until no read can still hold the layout of before the switch.
-//! 4. **Retire**: `shards_also` removed. Every write now indexes `B` only and deletes its
-//!    issue's `A` entries; a last pass re-indexes every issue so none is left behind.
+//! 3. **Retire**, after the settle: `shards_also` removed. Every write now indexes `B` only and
+//!    deletes its issue's `A` entries; after the settle, a last pass re-indexes every issue so
+//!    none is left behind.
 //!
-//! Each move is conditioned on the stage before it, so two reshards cannot interleave, and a
-//! reshard cut short anywhere is finished by running it again with the same count (the state
-//! is on the project item; the passes are idempotent re-indexes), or turned back by running it
-//! with the count it came from: the two layouts of a project under way are both kept exact, so
-//! either can become the only one.
+//! The settle follows each move: long enough for an indexer invocation that read the layouts
+//! before it to have ended (the indexer's timeout) and for a read of the project item to be
+//! fresh. An invocation holding old layouts that writes an issue a pass has already done reads
+//! them again (the move advanced `fields_rev`); the settle covers the issue it creates, which
+//! the pass's listing (GSI1, eventually consistent) may not show yet.
+//!
+//! Each move is conditioned on the stage before it and on the reshard's run id, recorded by
+//! its first move, so two reshards cannot interleave: a run whose project was moved by another
+//! stops. A reshard cut short anywhere is finished by running it again with the same count
+//! (the run adopts the recorded id; the state is on the project item, and the passes are
+//! idempotent re-indexes), or turned back by running it with the other count: the two layouts
+//! of a project under way are both kept exact, so either can become the only one (before the
+//! switch, the one being built is simply retired; after it, reads switch back first).
 
 use std::time::Duration;
 
@@ -27,9 +36,9 @@ use crate::index::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE};
 use crate::keys::index::{MAX_SHARDS, Shards};
 use crate::store::{Store, StoreError};
 
-/// How long a reshard waits after the switch by default: well past the delay of an eventually
-/// consistent read of the project item (typically under a second).
-pub const SETTLE: Duration = Duration::from_secs(5);
+/// How long a reshard waits after each move by default: the indexer function's timeout (120 s
+/// in template.yaml) and a margin, well past the delay of an eventually consistent read.
+pub const SETTLE: Duration = Duration::from_secs(130);
 
 /// A stage a reshard went through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -61,9 +70,13 @@ pub enum ReshardError {
     #[error("no such project")]
     NotFound,
     #[error(
-        "a reshard to {0} shards is in progress for this project: run it again with that count to finish it"
+        "a reshard is under way for this project (reads use {reads} shards, {other} are kept beside them): run it again with {other} to finish it, or with {reads} to turn it back"
     )]
-    InProgress(u16),
+    InProgress { reads: u16, other: u16 },
+    #[error(
+        "{0} issues could not be indexed in the new layout (parked; `gridctl verify` lists them): repair them, then run the reshard again"
+    )]
+    Parked(usize),
     #[error("the project's shards changed meanwhile (another reshard?): run it again")]
     Moved,
     #[error(transparent)]
@@ -90,6 +103,11 @@ pub async fn reshard(
         .await?
         .ok_or(ReshardError::NotFound)?;
     let (read, also) = (project.read_shards(), project.shards_also);
+    // The run under way, adopted; or a new one.
+    let run = project
+        .reshard_run
+        .clone()
+        .unwrap_or_else(|| ulid::Ulid::new().to_string());
     let mut report = Report {
         from: read,
         to,
@@ -109,7 +127,7 @@ pub async fn reshard(
         None => {
             moved(
                 store
-                    .move_shards(tenant, project_id, (read, None), (read, Some(to)))
+                    .move_shards(tenant, project_id, (read, None), (read, Some(to)), &run)
                     .await?,
             )?;
             Stage::Build
@@ -117,12 +135,15 @@ pub async fn reshard(
         Some(building) if building == to => Stage::Build,
         // Switched already: the old layout is being retired.
         Some(_) if read == to => Stage::Switch,
-        Some(building) => return Err(ReshardError::InProgress(building)),
+        Some(other) => {
+            return Err(ReshardError::InProgress { reads: read, other });
+        }
     };
     let old = if read == to { also.unwrap_or(to) } else { read };
     report.from = old;
     if stage == Stage::Build {
-        pass(
+        tokio::time::sleep(settle).await;
+        let parked = pass(
             indexer,
             (tenant, project_id),
             Stage::Build,
@@ -130,9 +151,13 @@ pub async fn reshard(
             on_page,
         )
         .await?;
+        // Reads must not switch to a layout an issue is missing from.
+        if parked > 0 {
+            return Err(ReshardError::Parked(parked));
+        }
         moved(
             store
-                .move_shards(tenant, project_id, (old, Some(to)), (to, Some(old)))
+                .move_shards(tenant, project_id, (old, Some(to)), (to, Some(old)), &run)
                 .await?,
         )?;
     }
@@ -141,10 +166,12 @@ pub async fn reshard(
         tokio::time::sleep(settle).await;
         moved(
             store
-                .move_shards(tenant, project_id, (to, Some(old)), (to, None))
+                .move_shards(tenant, project_id, (to, Some(old)), (to, None), &run)
                 .await?,
         )?;
+        tokio::time::sleep(settle).await;
     }
+    // An issue parked here keeps entries of the old layout too: `gridctl verify` lists it.
     pass(
         indexer,
         (tenant, project_id),
@@ -156,14 +183,15 @@ pub async fn reshard(
     Ok(report)
 }
 
-/// Re-indexes every issue of the project with its layouts as they are now.
+/// Re-indexes every issue of the project with its layouts as they are now; returns how many
+/// issues were parked instead.
 async fn pass(
     indexer: &Indexer,
     (tenant, project_id): (&TenantId, &ProjectId),
     stage: Stage,
     report: &mut Report,
     on_page: &(dyn Fn(Stage, usize) + Sync),
-) -> Result<(), ReshardError> {
+) -> Result<usize, ReshardError> {
     let mut metrics = Metrics::default();
     let mut after = None;
     loop {
@@ -186,5 +214,5 @@ async fn pass(
     }
     report.writes += metrics.writes as u64;
     report.stages.push(stage);
-    Ok(())
+    Ok(metrics.parked)
 }

@@ -345,6 +345,10 @@ where
     // The last sort key taken: every shard resumes after it.
     let mut after = position.remove(keys::SK);
     let mut out = EntryPage::default();
+    // Within this page, where each shard resumes: after `after`, or further where a shard
+    // said it had read further than anything it returned.
+    let mut starts: Vec<Option<String>> = vec![after.clone(); pks.len()];
+    let further = |a: &str, b: &str| if query.descending { a < b } else { a > b };
     while let Some(range) = ranges.get(at) {
         let remaining = limit - out.entries.len() as i32;
         if remaining <= 0 {
@@ -355,7 +359,7 @@ where
         if range.from > range.to {
             break; // An empty range (e.g. gte above lte); DynamoDB rejects BETWEEN with from > to.
         }
-        let reads = pks.iter().map(|pk| {
+        let reads = pks.iter().zip(&starts).map(|(pk, start)| {
             let column_query = ColumnQuery {
                 pk: pk.clone(),
                 from: range.from.clone(),
@@ -363,7 +367,7 @@ where
                 forward: !query.descending,
                 limit: remaining,
             };
-            let start_key = after.as_ref().map(|sk| {
+            let start_key = start.as_ref().map(|sk| {
                 Position::from([
                     (keys::PK.to_string(), pk.clone()),
                     (keys::SK.to_string(), sk.clone()),
@@ -372,17 +376,40 @@ where
             fetch(column_query, start_key)
         });
         let pages = futures::future::join_all(reads).await;
-        let mut more = false;
         let mut candidates: Vec<(String, String)> = Vec::new();
-        for page in pages {
+        // The nearest key a shard with more to read was read through: nothing beyond it may
+        // be taken yet (that shard may hold keys before it that it has not returned).
+        let mut bound: Option<String> = None;
+        let mut more = false;
+        for (i, page) in pages.into_iter().enumerate() {
             let page = page?;
-            more |= page.next.is_some();
+            if let Some(next) = &page.next {
+                more = true;
+                let last = page.items.last().map(|(_, sk)| sk.as_str());
+                let through = match (last, next.get(keys::SK).map(String::as_str)) {
+                    (Some(l), Some(n)) if further(n, l) => n,
+                    (Some(l), _) => l,
+                    (None, Some(n)) => n,
+                    (None, None) => continue,
+                };
+                if bound.as_deref().is_none_or(|b| further(b, through)) {
+                    bound = Some(through.to_string());
+                }
+                if page.items.is_empty() {
+                    // Read through keys it did not return: resume after them.
+                    starts[i] = Some(through.to_string());
+                }
+            }
             candidates.extend(page.items);
         }
         // Sort keys are unique across shards (they end with the issue number).
         candidates.sort_by(|(_, a), (_, b)| if query.descending { b.cmp(a) } else { a.cmp(b) });
         let fetched = candidates.len();
-        let take = fetched.min(usize::try_from(remaining).unwrap_or(0));
+        let within = candidates
+            .iter()
+            .take_while(|(_, sk)| bound.as_deref().is_none_or(|b| !further(sk, b)))
+            .count();
+        let take = within.min(usize::try_from(remaining).unwrap_or(0));
         out.entries.extend(
             candidates
                 .into_iter()
@@ -393,39 +420,30 @@ where
                     phase: range.phase,
                 }),
         );
-        let left = take < fetched || more;
-        if !left {
+        if !(take < fetched || more) {
             // This range is read to its end.
             at += 1;
             after = None;
+            starts = vec![None; pks.len()];
             continue;
         }
-        match out.entries.last().filter(|_| take > 0) {
-            Some(last) => after = Some(last.sk.clone()),
-            // Nothing came back, yet a read said there is more: stop here rather than loop.
-            None => {
-                out.next = Some(after.take().map_or_else(
-                    || phase_start(range.phase),
-                    |sk| position_at(sk, range.phase),
-                ));
-                break;
-            }
+        if take > 0 {
+            after = out.entries.last().map(|e| e.sk.clone());
         }
         if out.entries.len() as i32 >= limit {
             out.next = out.entries.last().map(ColumnEntry::position_after);
             break;
         }
-        // A read ended early (DynamoDB's 1 MB): read on after the last entry taken.
+        // A read ended early (DynamoDB's 1 MB): read on from where each shard stands.
+        for start in &mut starts {
+            if let Some(a) = &after
+                && start.as_deref().is_none_or(|s| further(a, s))
+            {
+                *start = Some(a.clone());
+            }
+        }
     }
     Ok(out)
-}
-
-/// The position after sort key `sk` in `phase`.
-fn position_at(sk: String, phase: Phase) -> Position {
-    Position::from([
-        (keys::SK.to_string(), sk),
-        (PHASE_MEMBER.to_string(), phase.as_str().to_string()),
-    ])
 }
 
 /// The position at the start of a phase: no key yet.
@@ -532,10 +550,12 @@ mod tests {
 
     /// Every issue id a client reads, page by page. A page keeps its first `keep[i]` entries
     /// (as the names bound may cut it) and resumes after the last one kept.
+    /// Every issue id a client reads (see above); with `short`, a shard's read may end
+    /// after that many entries with a last-evaluated key, as DynamoDB's 1 MB cap ends one.
     fn read_all(
         grid: &GridQuery,
         partition: &[(String, String, String)],
-        (shards, limit): (usize, i32),
+        (shards, limit, short): (usize, i32, usize),
         keep: &[usize],
     ) -> Vec<String> {
         let pks = pks(shards);
@@ -544,7 +564,16 @@ mod tests {
         for round in 0.. {
             assert!(round <= 2 * partition.len() + 4, "paging does not end");
             let fetch = |q: ColumnQuery, s: Option<Position>| {
-                let page = query(partition, &q, s.as_ref());
+                let mut page = query(partition, &q, s.as_ref());
+                // Ends early on a shard whose number is odd (each read, so it stays short).
+                let cut = short > 0 && q.pk.ends_with(['1', '3']);
+                if cut && page.items.len() > short {
+                    page.items.truncate(short);
+                    page.next = Some(Position::from([
+                        (keys::PK.to_string(), q.pk.clone()),
+                        (keys::SK.to_string(), page.items[short - 1].1.clone()),
+                    ]));
+                }
                 async move { Ok::<_, Infallible>(page) }
             };
             let Ok(mut page) = crate::read::ready(read_entries(grid, &pks, limit, start, fetch));
@@ -618,6 +647,7 @@ mod tests {
             limit in 1i32..8,
             keep in proptest::collection::vec(1usize..9, 1..4),
             shards in prop::sample::select(vec![1usize, 2, 3, 4, 16]),
+            short in 0usize..3,
         ) {
             let p = GridParams {
                 sort: Some(F),
@@ -630,7 +660,7 @@ mod tests {
             let grid = plan(&p);
             let partition = partition(&values, shards);
             prop_assert_eq!(
-                read_all(&grid, &partition, (shards, limit), &keep),
+                read_all(&grid, &partition, (shards, limit, short), &keep),
                 reference(&partition, &values, &p, descending)
             );
         }

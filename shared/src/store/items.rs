@@ -29,6 +29,9 @@ pub mod attr {
     /// On the project, during a reshard: the other layout the indexer keeps exact beside
     /// [`SHARDS`] (the one being built, then the one being retired).
     pub const SHARDS_ALSO: &str = "shards_also";
+    /// On the project, during a reshard: the run that started it, which every later move of
+    /// that reshard names (so a run that lost the project to another cannot move it again).
+    pub const RESHARD_RUN: &str = "reshard_run";
     /// Teams a user belongs to, on the user's membership counter item.
     pub const TEAM_COUNT: &str = "team_count";
     pub const TITLE: &str = "title";
@@ -73,6 +76,9 @@ pub struct ProjectItem {
     /// See [`attr::SHARDS_ALSO`].
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards_also: Option<u16>,
+    /// See [`attr::RESHARD_RUN`].
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reshard_run: Option<String>,
 }
 
 impl ProjectItem {
@@ -92,6 +98,7 @@ impl ProjectItem {
             fields_rev: None,
             shards: None,
             shards_also: None,
+            reshard_run: None,
         }
     }
 

@@ -234,8 +234,10 @@ impl Store {
     /// Moves a project's shard layouts from `from` to `to`, each `(read, also)` (see
     /// [`attr::SHARDS`] and [`attr::SHARDS_ALSO`]; a read count of 1 also matches an absent
     /// one), and advances `fields_rev`: an indexer holding the layouts it read before reads
-    /// them again where an issue was indexed since (as after a field change). `false` when the
-    /// project is not at `from` (another reshard moved it, or it is gone).
+    /// them again where an issue was indexed since (as after a field change). `run` names the
+    /// reshard ([`attr::RESHARD_RUN`]): the first move records it, every later one requires
+    /// it, the last removes it. `false` when the project is not at `from` under `run` (another
+    /// reshard moved it, or it is gone).
     #[tracing::instrument(skip_all, fields(op = "move_shards"))]
     pub async fn move_shards(
         &self,
@@ -243,6 +245,7 @@ impl Store {
         project_id: &ProjectId,
         from: (u16, Option<u16>),
         to: (u16, Option<u16>),
+        run: &str,
     ) -> Result<bool, StoreError> {
         let n = |v: u16| AttributeValue::N(v.to_string());
         let mut condition = String::from("attribute_exists(PK) AND ");
@@ -252,13 +255,15 @@ impl Store {
             "#r = :from_r"
         });
         condition.push_str(match from.1 {
-            Some(_) => " AND #a = :from_a",
+            Some(_) => " AND #a = :from_a AND #run = :run",
             None => " AND attribute_not_exists(#a)",
         });
         let update = match to.1 {
-            Some(_) => "SET #r = :to_r, #a = :to_a ADD #rev :one",
-            None => "SET #r = :to_r REMOVE #a ADD #rev :one",
+            Some(_) => "SET #r = :to_r, #a = :to_a, #run = :run ADD #rev :one",
+            None => "SET #r = :to_r REMOVE #a, #run ADD #rev :one",
         };
+        // `:run` is named only where the expressions use it (DynamoDB refuses unused values).
+        let names_run = from.1.is_some() || to.1.is_some();
         let mut request = self
             .client
             .update_item()
@@ -269,6 +274,7 @@ impl Store {
             .expression_attribute_names("#r", attr::SHARDS)
             .expression_attribute_names("#a", attr::SHARDS_ALSO)
             .expression_attribute_names("#rev", attr::FIELDS_REV)
+            .expression_attribute_names("#run", attr::RESHARD_RUN)
             .expression_attribute_values(":from_r", n(from.0))
             .expression_attribute_values(":to_r", n(to.0))
             .expression_attribute_values(":one", n(1));
@@ -277,6 +283,9 @@ impl Store {
         }
         if let Some(a) = to.1 {
             request = request.expression_attribute_values(":to_a", n(a));
+        }
+        if names_run {
+            request = request.expression_attribute_values(":run", AttributeValue::S(run.into()));
         }
         condition_held("UpdateItem", request.send().await)
     }
