@@ -85,6 +85,18 @@ fn grids(points: &str) -> [String; 3] {
     ]
 }
 
+/// `gridctl verify`, as the command runs it, finds nothing.
+async fn assert_verify_clean(api: &TestApi) {
+    let found = ops::verify(
+        &support::store(&api.stack, "Verify"),
+        2,
+        &ProgressBar::hidden(),
+    )
+    .await
+    .unwrap();
+    assert!(found.is_clean(), "{:?}", found.drift);
+}
+
 /// The column partitions of the project in the index, by their shard suffix (`""`: none).
 async fn layouts_in_index(
     api: &TestApi,
@@ -167,14 +179,7 @@ async fn a_project_resharded_while_read_keeps_every_grid_page_exact() {
             );
         }
     }
-    let found = ops::verify(
-        &support::store(&api.stack, "Verify"),
-        2,
-        &ProgressBar::hidden(),
-    )
-    .await
-    .unwrap();
-    assert!(found.is_clean(), "{:?}", found.drift);
+    assert_verify_clean(&api).await;
 }
 
 #[tokio::test]
@@ -303,13 +308,6 @@ async fn a_reshard_under_writes_ends_exact_and_one_cut_short_is_finished_by_runn
         layouts_in_index(&api, &project).await,
         [String::new()].into()
     );
-    let found = ops::verify(
-        &support::store(&api.stack, "Verify"),
-        2,
-        &ProgressBar::hidden(),
-    )
-    .await
-    .unwrap();
-    assert!(found.is_clean(), "{:?}", found.drift);
+    assert_verify_clean(&api).await;
     assert_eq!(api.dead_letters().await, 0);
 }
