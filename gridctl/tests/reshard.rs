@@ -311,3 +311,36 @@ async fn a_reshard_under_writes_ends_exact_and_one_cut_short_is_finished_by_runn
     assert_verify_clean(&api).await;
     assert_eq!(api.dead_letters().await, 0);
 }
+
+#[tokio::test]
+async fn an_issue_the_build_cannot_index_stops_the_reshard_before_reads_switch() {
+    use aws_sdk_dynamodb::types::AttributeValue::S;
+    use gridline::keys;
+    let api = TestApi::start().await;
+    let seeded = seed_project(&api, 12).await;
+    api.sync().await;
+    let project = seeded.project_id.clone();
+    let before = page_all(&api, &project, "&sort=num", 5).await;
+    // One issue's watermark made unreadable: indexing it fails for good, so it is parked.
+    let victim = IssueId::parse(&before[3]).unwrap();
+    api.stack
+        .client
+        .put_item()
+        .table_name(&api.stack.tables.index)
+        .item(keys::PK, S(keys::index::watermark_pk(&acme(), &victim)))
+        .item(keys::SK, S(keys::index::WATERMARK_SK.into()))
+        .item("version", S("not a number".into()))
+        .send()
+        .await
+        .unwrap();
+    let refused = run(&api, &project, 4, Duration::ZERO).await;
+    assert!(
+        matches!(refused, Err(ReshardError::Parked(1))),
+        "{refused:?}"
+    );
+    // Reads still use the one layout every issue is in.
+    let store = support::store(&api.stack, "Reshard");
+    let now = store.get_project(&acme(), &project).await.unwrap().unwrap();
+    assert_eq!((now.read_shards(), now.shards_also), (1, Some(4)));
+    assert_eq!(page_all(&api, &project, "&sort=num", 5).await, before);
+}
