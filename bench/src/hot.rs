@@ -13,14 +13,12 @@ use std::time::Duration;
 use anyhow::Result;
 use gridline::index::indexer::Indexer;
 use gridline::keys;
-use gridline::store::Store;
 use gridline_local::testing::TestApi;
 use indicatif::ProgressBar;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::meter::Meter;
-use crate::report::{patch, spec, stack};
+use crate::report::{metered_indexer, patch, spec, stack};
 
 /// The update rate the figures are scaled to.
 pub const UPDATES_PER_S: f64 = 2000.0;
@@ -63,15 +61,7 @@ async fn one(shards: u16) -> Result<HotLoad> {
     )
     .await?;
     let (tenant, project) = (&seeded.tenant, &seeded.project_id);
-    let meter = Meter::new();
-    let metered = Store::new(
-        meter.client(&stack.function_client("IndexerFunction")),
-        &stack.tables.records,
-        &stack.tables.index,
-    );
-    let mut poller = stack.poller(Indexer::new(metered)).await;
-    poller.emit_metrics = false;
-    poller.drain().await?;
+    let (meter, mut poller) = metered_indexer(&stack).await?;
     if shards > 1 {
         let store = &stack.state.store;
         let indexer = Indexer::new(store.clone());

@@ -274,17 +274,7 @@ pub async fn update_costs(extra_fields: usize, rounds: &[usize]) -> Result<Vec<U
         &ProgressBar::hidden(),
     )
     .await?;
-    let meter = Meter::new();
-    let metered = Store::new(
-        meter.client(&stack.function_client("IndexerFunction")),
-        &stack.tables.records,
-        &stack.tables.index,
-    );
-    let mut poller = stack
-        .poller(gridline::index::indexer::Indexer::new(metered))
-        .await;
-    poller.emit_metrics = false;
-    poller.drain().await?;
+    let (meter, mut poller) = metered_indexer(&stack).await?;
     let numbers = updatable_fields(&seeded);
     let ids = first_issues(&stack, &seeded).await?;
     let requests = Meter::new();
@@ -311,6 +301,25 @@ pub async fn update_costs(extra_fields: usize, rounds: &[usize]) -> Result<Vec<U
         });
     }
     Ok(out)
+}
+
+/// The stack's stream poller feeding the indexer on its own guarded client, metered here, with
+/// what the stream holds so far (the seed) indexed.
+pub(crate) async fn metered_indexer(
+    stack: &Stack,
+) -> Result<(std::sync::Arc<Meter>, gridline_local::stream::Poller)> {
+    let meter = Meter::new();
+    let metered = Store::new(
+        meter.client(&stack.function_client("IndexerFunction")),
+        &stack.tables.records,
+        &stack.tables.index,
+    );
+    let mut poller = stack
+        .poller(gridline::index::indexer::Indexer::new(metered))
+        .await;
+    poller.emit_metrics = false;
+    poller.drain().await?;
+    Ok((meter, poller))
 }
 
 /// The fields the update rounds change: the extra fields and Points.

@@ -140,6 +140,11 @@ fn bar(json: bool, what: &str, len: u64) -> ProgressBar {
     bar
 }
 
+/// A `--tenant` argument, checked.
+fn tenant_id(tenant: &str) -> Result<TenantId> {
+    TenantId::parse(tenant).with_context(|| format!("{tenant:?} is not a valid tenant id"))
+}
+
 fn print_json(value: &impl serde::Serialize) -> Result<()> {
     println!("{}", serde_json::to_string_pretty(value)?);
     Ok(())
@@ -169,8 +174,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Command::Repair { rounds } => run_repair(&store, cli.segments, json, rounds).await,
         Command::Upgrade => run_upgrade(&store, cli.segments, json).await,
         Command::Jobs { tenant } => {
-            let tenant = TenantId::parse(&tenant)
-                .with_context(|| format!("{tenant:?} is not a valid tenant id"))?;
+            let tenant = tenant_id(&tenant)?;
             run_jobs(&store, json, &tenant).await
         }
         Command::Reshard {
@@ -179,8 +183,7 @@ async fn run(cli: Cli) -> Result<i32> {
             shards,
             settle_seconds,
         } => {
-            let tenant = TenantId::parse(&tenant)
-                .with_context(|| format!("{tenant:?} is not a valid tenant id"))?;
+            let tenant = tenant_id(&tenant)?;
             let project = ProjectId::parse(&project)
                 .with_context(|| format!("{project:?} is not a valid project id"))?;
             let settle = Duration::from_secs(settle_seconds);
@@ -200,8 +203,7 @@ async fn run(cli: Cli) -> Result<i32> {
             teams,
             rng_seed,
         } => {
-            let tenant = TenantId::parse(&tenant)
-                .with_context(|| format!("{tenant:?} is not a valid tenant id"))?;
+            let tenant = tenant_id(&tenant)?;
             let spec = seed::Spec {
                 tenant,
                 project_name: project,

@@ -108,11 +108,6 @@ pub async fn reshard(
         .reshard_run
         .clone()
         .unwrap_or_else(|| ulid::Ulid::new().to_string());
-    let mut report = Report {
-        from: read,
-        to,
-        ..Report::default()
-    };
     let moved = |held: bool| {
         if held {
             Ok(())
@@ -139,8 +134,13 @@ pub async fn reshard(
             return Err(ReshardError::InProgress { reads: read, other });
         }
     };
+    // The count the project comes from (or, turned back, the one it drops).
     let old = if read == to { also.unwrap_or(to) } else { read };
-    report.from = old;
+    let mut report = Report {
+        from: old,
+        to,
+        ..Report::default()
+    };
     if stage == Stage::Build {
         tokio::time::sleep(settle).await;
         let parked = pass(

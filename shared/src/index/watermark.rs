@@ -618,11 +618,12 @@ impl Watermark {
         if !self.pending.placements.is_empty() {
             return out;
         }
+        let hash = keys::index::shard_hash(issue_id);
         for (column, value) in &c.columns {
             if !self.pending.columns.contains_key(column) {
                 column_entries(
                     tenant,
-                    (issue_id, keys::index::shard_hash(issue_id)),
+                    (issue_id, hash),
                     &c.placement,
                     column,
                     value.as_deref(),
@@ -676,11 +677,11 @@ impl Watermark {
                     .insert(value.clone());
             }
         }
+        let hash = keys::index::shard_hash(issue_id);
         for p in &placements {
             for (column, values) in &columns {
                 for v in values {
-                    let at = (issue_id, keys::index::shard_hash(issue_id));
-                    column_entries(tenant, at, p, column, v.as_deref(), &mut out);
+                    column_entries(tenant, (issue_id, hash), p, column, v.as_deref(), &mut out);
                 }
             }
         }
