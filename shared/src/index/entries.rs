@@ -9,6 +9,7 @@ use crate::domain::ids::TenantId;
 use crate::domain::values::{FieldDef, FieldType, StoredValue, parse_date, parse_datetime};
 use crate::domain::{IssueState, Role};
 use crate::encoding;
+use crate::index::record::ValueRef;
 
 /// State scopes every entry is written to: all issues, and issues in its state.
 pub const ALL_STATES: &str = "all";
@@ -92,11 +93,25 @@ impl Column {
 /// The encoded sort value of a stored field value; `None` if it is not a valid value of the
 /// field (a select label no longer among the options), which then counts as missing.
 pub fn encode_value(def: &FieldDef, value: &StoredValue) -> Option<String> {
+    encode_value_ref(
+        def,
+        match value {
+            StoredValue::S(s) => ValueRef::S(s),
+            StoredValue::N(n) => ValueRef::Number(n),
+        },
+    )
+}
+
+/// [`encode_value`] of a borrowed value (a stream image's number is parsed here, once).
+pub fn encode_value_ref(def: &FieldDef, value: ValueRef<'_>) -> Option<String> {
     match (def.field_type, value) {
-        (FieldType::Number, StoredValue::N(n)) => Some(encoding::number::encode(n)),
-        (FieldType::Text, StoredValue::S(s)) => Some(encoding::text::encode(s)),
-        (FieldType::Date | FieldType::Datetime, StoredValue::S(s)) => Some(encoding::date(s)),
-        (FieldType::Select, StoredValue::S(s)) => {
+        (FieldType::Number, ValueRef::Number(n)) => Some(encoding::number::encode(n)),
+        (FieldType::Number, ValueRef::N(raw)) => DynNumber::parse(raw)
+            .ok()
+            .map(|n| encoding::number::encode(&n)),
+        (FieldType::Text, ValueRef::S(s)) => Some(encoding::text::encode(s)),
+        (FieldType::Date | FieldType::Datetime, ValueRef::S(s)) => Some(encoding::date(s)),
+        (FieldType::Select, ValueRef::S(s)) => {
             let position = def.options.as_deref()?.iter().position(|o| o == s)?;
             Some(encoding::select(position))
         }

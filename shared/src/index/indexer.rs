@@ -28,12 +28,13 @@ use crate::domain::values::FieldDef;
 use crate::index::Parked;
 use crate::index::event::{StreamEvent, StreamRecord};
 use crate::index::field_job::{FieldJob, JobKind, JobQueue, QueueError};
+use crate::index::record::IssueRecord;
 use crate::index::stream::{self, Change, Op};
 use crate::index::watermark::{Basis, Layout, Pending, Watermark};
 use crate::keys;
 use crate::keys::index::{ParkedUnit, Shards};
 use crate::store::items::attr::SORTABLE;
-use crate::store::{Store, StoreError, issue_from_image};
+use crate::store::{Store, StoreError};
 use crate::telemetry::{Emf, MetricUnit, now_ms};
 
 /// Version recorded for a deleted issue: above every real version, so nothing older is
@@ -53,14 +54,15 @@ pub struct ReindexPage {
     pub next: Option<Position>,
 }
 
-/// One piece of work in a batch, at the sequence number of its first record.
+/// One piece of work in a batch, at the sequence number of its first record; an issue's
+/// state is borrowed from its record's image.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Unit {
+pub enum Unit<'a> {
     /// An issue's net change: its final state, or `None` if it was deleted.
     Issue {
         tenant: TenantId,
         issue_id: IssueId,
-        last: Option<Box<Issue>>,
+        last: Option<Box<IssueRecord<'a>>>,
     },
     /// A field whose column must be built (one not created sortable); the first such of a
     /// project in a batch stands for all of them (its job covers every field not yet sortable).
@@ -122,22 +124,22 @@ impl IndexError {
 /// A batch, planned: units at the sequence number of their first record (a record that could
 /// not be understood is a [`Unit::Malformed`] at its own).
 #[derive(Debug)]
-pub struct Plan {
-    pub units: Vec<(String, Unit)>,
+pub struct Plan<'a> {
+    pub units: Vec<(&'a str, Unit<'a>)>,
 }
 
 /// Groups a batch's records into units, keeping per-issue order: each issue's unit sits at its
 /// first record and holds its last record's outcome. A record that cannot be understood
 /// becomes a unit of its own, to be parked: retrying it can never succeed, and the records
 /// after it must not wait for it.
-pub fn plan(records: &[StreamRecord<'_>]) -> Plan {
-    let mut units: Vec<(String, Unit)> = Vec::new();
+pub fn plan<'a>(records: &'a [StreamRecord<'a>]) -> Plan<'a> {
+    let mut units: Vec<(&'a str, Unit<'a>)> = Vec::new();
     // foldhash, as the images: SipHash's resistance buys nothing for ids of one's own table.
     let mut issue_slot: HashMap<IssueId, usize, foldhash::fast::RandomState> = HashMap::default();
     // Projects whose re-index for an added field is already planned in this batch: where.
     let mut reindexed: HashMap<(TenantId, ProjectId), usize> = HashMap::new();
     for record in records {
-        let seq = record.sequence_number().to_string();
+        let seq = record.sequence_number();
         match plan_one(record) {
             Ok(None) => {}
             Ok(Some(unit)) => {
@@ -180,8 +182,8 @@ pub fn plan(records: &[StreamRecord<'_>]) -> Plan {
                 let subject = pk
                     .and_then(keys::records::parse_issue_pk)
                     .map(|(_, issue)| issue.to_string())
-                    .unwrap_or_else(|| keys::index::parked_sk(ParkedUnit::Record, &seq));
-                let reason = IndexError::Malformed(seq.clone(), message).to_string();
+                    .unwrap_or_else(|| keys::index::parked_sk(ParkedUnit::Record, seq));
+                let reason = IndexError::Malformed(seq.to_string(), message).to_string();
                 units.push((
                     seq,
                     Unit::Malformed {
@@ -197,7 +199,7 @@ pub fn plan(records: &[StreamRecord<'_>]) -> Plan {
 }
 
 /// The unit one record is, if it is the indexer's business (see [`stream::classify`]).
-fn plan_one(record: &StreamRecord<'_>) -> Result<Option<Unit>, String> {
+fn plan_one<'a>(record: &'a StreamRecord<'a>) -> Result<Option<Unit<'a>>, String> {
     let change =
         stream::classify(record.key(keys::PK), record.key(keys::SK)).map_err(|e| e.to_string())?;
     let op = record
@@ -211,7 +213,7 @@ fn plan_one(record: &StreamRecord<'_>) -> Result<Option<Unit>, String> {
             } else {
                 let image = record.dynamodb.new_image.as_ref().ok_or("no NewImage")?;
                 Some(Box::new(
-                    issue_from_image(image).map_err(|e| e.to_string())?,
+                    IssueRecord::from_image(image).map_err(|e| e.to_string())?,
                 ))
             };
             Some(Unit::Issue {
@@ -258,7 +260,7 @@ fn plan_one(record: &StreamRecord<'_>) -> Result<Option<Unit>, String> {
 /// and the ones after it wait), and so is a malformed record (parking flags its issue's
 /// watermark, which that issue's own unit, earlier in the batch, rewrites: in record order as
 /// before, the flag is not lost); any other run of units is one segment.
-fn segment_end(units: &[(String, Unit)], start: usize) -> usize {
+fn segment_end(units: &[(&str, Unit<'_>)], start: usize) -> usize {
     let is_barrier = |u: &Unit| {
         matches!(
             u,
@@ -278,7 +280,7 @@ fn segment_end(units: &[(String, Unit)], start: usize) -> usize {
 #[derive(Clone, Copy)]
 struct Target<'a> {
     version: u64,
-    issue: Option<&'a Issue>,
+    issue: Option<&'a IssueRecord<'a>>,
 }
 
 /// Counters for one batch, reported as CloudWatch Embedded Metric Format.
@@ -440,7 +442,7 @@ impl Indexer {
             let end = segment_end(&units, start);
             let segment = &units[start..end];
             if let Some(i) = self.run_segment(segment, &mut metrics).await {
-                failed = Some(segment[i].0.clone());
+                failed = Some(segment[i].0.to_string());
                 break;
             }
             start = end;
@@ -458,7 +460,11 @@ impl Indexer {
     /// unit, in record order, that failed for a reason a retry may fix: the event source
     /// retries from its sequence number, and the units after it that succeeded are skipped
     /// then as duplicates.
-    async fn run_segment(&self, units: &[(String, Unit)], metrics: &mut Metrics) -> Option<usize> {
+    async fn run_segment(
+        &self,
+        units: &[(&str, Unit<'_>)],
+        metrics: &mut Metrics,
+    ) -> Option<usize> {
         let defs = Defs::default();
         // The futures are made first and then driven: a stream mapped by a closure over
         // borrowed units is not provably `Send` (a limit of the compiler's higher-ranked
@@ -488,7 +494,7 @@ impl Indexer {
     async fn run_counted(
         &self,
         i: usize,
-        unit: &Unit,
+        unit: &Unit<'_>,
         seq: &str,
         defs: &Defs,
     ) -> (usize, Result<(), IndexError>, Metrics) {
@@ -501,7 +507,7 @@ impl Indexer {
     /// Applies one unit; one that fails for good is parked (and then counts as done).
     async fn run_unit(
         &self,
-        unit: &Unit,
+        unit: &Unit<'_>,
         seq: &str,
         defs: &Defs,
         metrics: &mut Metrics,
@@ -545,7 +551,7 @@ impl Indexer {
 
     async fn process(
         &self,
-        unit: &Unit,
+        unit: &Unit<'_>,
         seq: &str,
         defs: &Defs,
         metrics: &mut Metrics,
@@ -617,9 +623,10 @@ impl Indexer {
     ) -> Result<Metrics, IndexError> {
         let mut metrics = Metrics::default();
         let issue = self.store.get_issue_summary(tenant, issue_id).await?;
+        let record = issue.as_ref().map(IssueRecord::of);
         let target = Target {
             version: issue.as_ref().map_or(DELETED, |i| i.version),
-            issue: issue.as_ref(),
+            issue: record.as_ref(),
         };
         self.apply(
             tenant,
@@ -692,7 +699,7 @@ impl Indexer {
         let behind = |wm: &Watermark, target: &Target<'_>| {
             wm.version > target.version || (wm.version == target.version && !allow_equal)
         };
-        let reread;
+        let (reread, reread_record);
         let mut target = *target;
         if let Some(w) = &wm
             && behind(w, &target)
@@ -706,9 +713,10 @@ impl Indexer {
                 let held = defs.get(&self.store, tenant, &issue.project_id).await?;
                 if w.fields_rev.unwrap_or(0) < held.rev {
                     reread = self.store.get_issue_summary(tenant, issue_id).await?;
+                    reread_record = reread.as_ref().map(IssueRecord::of);
                     target = Target {
                         version: reread.as_ref().map_or(DELETED, |i| i.version),
-                        issue: reread.as_ref(),
+                        issue: reread_record.as_ref(),
                     };
                 }
             }
@@ -772,7 +780,7 @@ impl Indexer {
             .basis(
                 &self.store,
                 tenant,
-                now.as_ref(),
+                now.as_ref().map(IssueRecord::of).as_ref(),
                 wm.fields_rev.unwrap_or(0),
             )
             .await?;
@@ -963,9 +971,10 @@ impl Indexer {
                 .await?;
             metrics.writes += 1;
         }
+        let record = IssueRecord::of(&issue);
         let target = Target {
             version: issue.version,
-            issue: Some(&issue),
+            issue: Some(&record),
         };
         match self
             .apply(tenant, &issue.id, &target, true, defs, metrics)
@@ -979,7 +988,7 @@ impl Indexer {
     }
 }
 
-impl Unit {
+impl Unit<'_> {
     /// `(tenant, marker subject, whether the subject is one issue)` for parking this unit.
     fn subject(&self) -> (&TenantId, String, bool) {
         match self {
@@ -1110,7 +1119,7 @@ impl Defs {
         &self,
         store: &Store,
         tenant: &TenantId,
-        issue: Option<&Issue>,
+        issue: Option<&IssueRecord<'_>>,
         min_rev: u64,
     ) -> Result<(Option<Basis>, u64), StoreError> {
         Ok(match issue {
@@ -1119,7 +1128,7 @@ impl Defs {
                     .at_least(store, tenant, &issue.project_id, min_rev)
                     .await?;
                 (
-                    Some(Basis::of(issue, &fields.defs, fields.shards)),
+                    Some(Basis::of_record(issue, &fields.defs, fields.shards)),
                     fields.rev,
                 )
             }
@@ -1174,7 +1183,7 @@ mod tests {
         else {
             panic!()
         };
-        assert_eq!((issue.version, issue.title.as_str()), (3, "c"));
+        assert_eq!((issue.version, issue.title), (3, "c"));
     }
 
     #[test]
@@ -1212,7 +1221,7 @@ mod tests {
                     Unit::FieldRemoved { .. } => "removed p",
                     _ => "other",
                 };
-                (seq.as_str(), kind)
+                (*seq, kind)
             })
             .collect();
         assert_eq!(
@@ -1333,7 +1342,8 @@ mod tests {
             subject: IssueId::numbered(2).to_string(),
             reason: "no version".into(),
         };
-        let units: Vec<(String, Unit)> = [
+        let seqs: Vec<String> = (0..8).map(|i| i.to_string()).collect();
+        let units: Vec<(&str, Unit)> = [
             issue(1),
             issue(2),
             field.clone(),
@@ -1345,7 +1355,7 @@ mod tests {
         ]
         .into_iter()
         .enumerate()
-        .map(|(i, u)| (i.to_string(), u))
+        .map(|(i, u)| (seqs[i].as_str(), u))
         .collect();
         let mut segments = Vec::new();
         let mut start = 0;

@@ -3,6 +3,7 @@
 //!
 //! - [`entries`](mod@entries): pure — which entries an issue should have, given its project's fields.
 //! - [`indexer`]: the stream consumer; writes the difference from the issue's watermark.
+//! - [`record`]: an issue as the indexer reads it, borrowed from the stream record's image.
 //! - [`field_job`]: a field added or deleted, off the stream: the project re-indexed a page at
 //!   a time by a queue-driven job with a checkpoint.
 //! - [`reshard`]: a project's columns split into more (or fewer) shards while its grid stays
@@ -23,6 +24,7 @@ pub mod entries;
 pub mod event;
 pub mod field_job;
 pub mod indexer;
+pub mod record;
 pub mod reshard;
 pub mod scan;
 pub mod stream;

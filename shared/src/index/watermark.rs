@@ -32,7 +32,8 @@ use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::encoding;
-use crate::index::entries::{ALL_STATES, Entry, EntryList, encode_value};
+use crate::index::entries::{ALL_STATES, Entry, EntryList, encode_value_ref};
+use crate::index::record::IssueRecord;
 use crate::keys;
 use crate::keys::index::Shards;
 use crate::store::Item;
@@ -116,34 +117,39 @@ impl Basis {
     /// column and every field the project defines (a value the field cannot hold counts as
     /// none).
     pub fn of(issue: &Issue, defs: &[FieldDef], shards: Shards) -> Self {
+        Self::of_record(&IssueRecord::of(issue), defs, shards)
+    }
+
+    /// [`Basis::of`] an issue as the indexer reads it (borrowed from its stream image).
+    pub fn of_record(issue: &IssueRecord<'_>, defs: &[FieldDef], shards: Shards) -> Self {
         // Collected, then built at once (a map built from a list sorts it and fills its nodes
         // in one pass, cheaper than one search per insert: the indexer does this per record).
         let mut columns: Vec<(String, Option<String>)> = Vec::with_capacity(5 + defs.len());
         let mut num = String::with_capacity(20);
         keys::index::push_number(&mut num, issue.num);
         columns.push(("num".into(), Some(num)));
-        columns.push(("title".into(), Some(encoding::text::encode(&issue.title))));
+        columns.push(("title".into(), Some(encoding::text::encode(issue.title))));
         columns.push((
             "state".into(),
             Some(encoding::text::encode(issue.state.as_str())),
         ));
-        columns.push(("created_at".into(), Some(encoding::date(&issue.created_at))));
-        columns.push(("updated_at".into(), Some(encoding::date(&issue.updated_at))));
+        columns.push(("created_at".into(), Some(encoding::date(issue.created_at))));
+        columns.push(("updated_at".into(), Some(encoding::date(issue.updated_at))));
         for def in defs {
             let value = issue
                 .fields
                 .get(def.id.as_str())
-                .and_then(|v| encode_value(def, v));
+                .and_then(|v| encode_value_ref(def, v));
             columns.push((def.id.to_string(), value));
         }
         let columns: BTreeMap<String, Option<String>> = columns.into_iter().collect();
         let seats = issue
-            .participants
+            .seats
             .iter()
             .map(|p| Seat {
                 kind: p.kind,
                 role: p.role,
-                id: p.id.clone(),
+                id: p.id.to_string(),
             })
             .collect();
         Self {
@@ -153,7 +159,7 @@ impl Basis {
                 state: issue.state,
                 shards,
             },
-            updated_at: issue.updated_at.clone(),
+            updated_at: issue.updated_at.to_string(),
             columns,
             seats,
         }

@@ -1,0 +1,268 @@
+//! An issue as the indexer reads it: exactly what its entries derive from, borrowed from the
+//! stream record's image (or from an issue read from the table), never copied into an owned
+//! [`Issue`] first. A stream batch decodes each issue's last image into one of these; the
+//! basis ([`crate::index::Basis::of_record`]) is built from it once the project's fields are
+//! known.
+//!
+//! Decoding checks what [`crate::store::issue_from_image`] checks (every attribute the API
+//! writes, with its type; every field value a string or a number), so an item the API would
+//! never write is still refused, and parked, at the same place.
+
+use std::collections::BTreeMap;
+
+use crate::domain::decimal::DynNumber;
+use crate::domain::ids::ProjectId;
+use crate::domain::values::StoredValue;
+use crate::domain::{Issue, IssueState, ParticipantKind, Role};
+use crate::index::event::{Attr, Image};
+use crate::keys;
+use crate::store::StoreError;
+use crate::store::items::{AttrView, attr};
+
+/// An issue's custom field values, where they are.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum FieldValues<'a> {
+    /// The image's `fields` map (every value checked to be a string or a number).
+    Image(&'a Image<'a>),
+    /// An issue read from the table.
+    Stored(&'a BTreeMap<String, StoredValue>),
+    None,
+}
+
+/// One field value, borrowed.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum ValueRef<'a> {
+    S(&'a str),
+    /// A number as DynamoDB holds it (checked to parse).
+    N(&'a str),
+    /// A number already parsed.
+    Number(&'a DynNumber),
+}
+
+impl<'a> FieldValues<'a> {
+    /// The value of field `id`, if the issue has one.
+    pub fn get(&self, id: &str) -> Option<ValueRef<'a>> {
+        match *self {
+            Self::Image(m) => match m.get(id)? {
+                Attr::S(s) => Some(ValueRef::S(s.as_str())),
+                Attr::N(n) => Some(ValueRef::N(n.as_str())),
+                _ => None,
+            },
+            Self::Stored(m) => Some(match m.get(id)? {
+                StoredValue::S(s) => ValueRef::S(s),
+                StoredValue::N(n) => ValueRef::Number(n),
+            }),
+            Self::None => None,
+        }
+    }
+}
+
+/// A participant, borrowed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SeatRef<'a> {
+    pub kind: ParticipantKind,
+    pub role: Role,
+    pub id: &'a str,
+}
+
+/// What an issue's entries derive from, borrowed from where it was read.
+#[derive(Clone, Debug, PartialEq)]
+pub struct IssueRecord<'a> {
+    /// Owned: the key its project's field definitions are looked up by.
+    pub project_id: ProjectId,
+    pub num: u64,
+    pub title: &'a str,
+    pub state: IssueState,
+    pub version: u64,
+    pub created_at: &'a str,
+    pub updated_at: &'a str,
+    pub fields: FieldValues<'a>,
+    pub seats: Vec<SeatRef<'a>>,
+}
+
+impl<'a> IssueRecord<'a> {
+    /// The issue a stream record's new image holds; `Err` if it is none the API would write.
+    pub fn from_image(image: &'a Image<'a>) -> Result<Self, StoreError> {
+        let missing =
+            |name: &str| StoreError::Corrupt(format!("issue item: {name} missing or mistyped"));
+        let text = |name: &'static str| {
+            image
+                .get(name)
+                .and_then(Attr::s)
+                .ok_or_else(|| missing(name))
+        };
+        let whole = |name: &'static str| {
+            image
+                .get(name)
+                .and_then(Attr::n)
+                .and_then(|n| n.parse::<u64>().ok())
+                .ok_or_else(|| missing(name))
+        };
+        // The keys and the entity are not read, but an item without them is none the API wrote.
+        for name in [
+            keys::PK,
+            keys::SK,
+            keys::GSI1_PK,
+            keys::GSI1_SK,
+            attr::ENTITY,
+        ] {
+            text(name)?;
+        }
+        if !crate::domain::ids::is_server_id(text("id")?) {
+            return Err(missing("id"));
+        }
+        let fields = match image.get(attr::FIELDS).and_then(Attr::m) {
+            Some(m) => {
+                for v in m.values() {
+                    check_value(v)?;
+                }
+                FieldValues::Image(m)
+            }
+            None => FieldValues::None,
+        };
+        let roles = image.get(attr::ROLES).and_then(Attr::m);
+        let seats = image
+            .get(attr::PARTICIPANTS)
+            .and_then(Attr::ss)
+            .unwrap_or_default()
+            .iter()
+            .map(|e| {
+                let e = e.as_str();
+                let role = roles.and_then(|r| r.get(e)?.s());
+                seat(e, role).ok_or_else(|| StoreError::Corrupt(format!("participant edge {e}")))
+            })
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(Self {
+            project_id: ProjectId::parse(text("project_id")?)
+                .ok_or_else(|| missing("project_id"))?,
+            num: whole("num")?,
+            title: text(attr::TITLE)?,
+            state: IssueState::parse(text(attr::STATE)?).ok_or_else(|| missing(attr::STATE))?,
+            version: whole(attr::VERSION)?,
+            created_at: text("created_at")?,
+            updated_at: text(attr::UPDATED_AT)?,
+            fields,
+            seats,
+        })
+    }
+
+    /// An issue read from the table, borrowed.
+    pub fn of(issue: &'a Issue) -> Self {
+        Self {
+            project_id: issue.project_id.clone(),
+            num: issue.num,
+            title: &issue.title,
+            state: issue.state,
+            version: issue.version,
+            created_at: &issue.created_at,
+            updated_at: &issue.updated_at,
+            fields: FieldValues::Stored(&issue.fields),
+            seats: issue
+                .participants
+                .iter()
+                .map(|p| SeatRef {
+                    kind: p.kind,
+                    role: p.role,
+                    id: &p.id,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// A field value as [`crate::store::issue_from_image`] accepts it: a string, or a number that
+/// parses.
+fn check_value(v: &Attr<'_>) -> Result<(), StoreError> {
+    if v.s().is_some() {
+        return Ok(());
+    }
+    let n = v
+        .n()
+        .ok_or_else(|| StoreError::Corrupt("field value of unexpected type".into()))?;
+    DynNumber::parse(n)
+        .map(|_| ())
+        .map_err(|_| StoreError::Corrupt(format!("number {n}")))
+}
+
+/// A participant edge (`{kind}#{id}`) and its role, as the issue item holds them.
+fn seat<'a>(edge: &'a str, role: Option<&str>) -> Option<SeatRef<'a>> {
+    let (kind, id) = keys::records::parse_participant_edge(edge)?;
+    Some(SeatRef {
+        kind,
+        role: Role::parse(role?)?,
+        id,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::index::event::StreamEvent;
+    use crate::store::issue_from_image;
+    use serde_json::json;
+
+    fn image_json(fields: serde_json::Value, participants: serde_json::Value) -> String {
+        json!({"Records": [{"dynamodb": {"NewImage": {
+            "PK": {"S": "T#acme#I#01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "SK": {"S": "#ISSUE"},
+            "GSI1PK": {"S": "x"}, "GSI1SK": {"S": "y"}, "entity": {"S": "issue"},
+            "id": {"S": "01ARZ3NDEKTSV4RRFFQ69G5FAV"}, "project_id": {"S": "01ARZ3NDEKTSV4RRFFQ69G5FAW"},
+            "num": {"N": "7"}, "title": {"S": "say \"hi\""}, "state": {"S": "closed"}, "version": {"N": "3"},
+            "created_at": {"S": "2026-11-21T20:42:03.123Z"}, "updated_at": {"S": "2026-11-22T20:42:03.123Z"},
+            "fields": fields, "participants": participants,
+            "roles": {"M": {"user#ann": {"S": "assignee"}, "team#01ARZ3NDEKTSV4RRFFQ69G5FAX": {"S": "watcher"}}}
+        }}}]})
+        .to_string()
+    }
+
+    /// The record decoded from an image says what the owned issue decoded from it says.
+    #[test]
+    fn an_image_reads_as_the_issue_it_holds() {
+        let text = image_json(
+            json!({"M": {"f1": {"S": "a"}, "f2": {"N": "-1.50"}}}),
+            json!({"SS": ["user#ann", "team#01ARZ3NDEKTSV4RRFFQ69G5FAX"]}),
+        );
+        let event = StreamEvent::from_json(&text).unwrap();
+        let image = event.records[0].dynamodb.new_image.as_ref().unwrap();
+        let issue = issue_from_image(image).unwrap();
+        let record = IssueRecord::from_image(image).unwrap();
+        let mut seats = record.seats.clone();
+        seats.sort_by_key(|s| (s.kind, s.id));
+        let owned = IssueRecord::of(&issue);
+        assert_eq!(seats, owned.seats);
+        assert_eq!(
+            (record.num, record.title, record.state, record.version),
+            (owned.num, owned.title, owned.state, owned.version)
+        );
+        assert_eq!(
+            (record.created_at, record.updated_at, &record.project_id),
+            (owned.created_at, owned.updated_at, &owned.project_id)
+        );
+        assert_eq!(record.fields.get("f1"), Some(ValueRef::S("a")));
+        assert_eq!(record.fields.get("f2"), Some(ValueRef::N("-1.50")));
+        assert!(matches!(owned.fields.get("f2"), Some(ValueRef::Number(_))));
+        assert_eq!(record.fields.get("f3"), None);
+    }
+
+    /// Whatever the owned decoding refuses, this refuses too.
+    #[test]
+    fn an_item_the_api_would_not_write_is_refused_as_before() {
+        for (fields, participants) in [
+            (
+                json!({"M": {"f1": {"BOOL": true}}}),
+                json!({"SS": ["user#ann"]}),
+            ),
+            (
+                json!({"M": {"f1": {"N": "1e999"}}}),
+                json!({"SS": ["user#ann"]}),
+            ),
+            (json!({"M": {}}), json!({"SS": ["robot#x"]})),
+            (json!({"M": {}}), json!({"SS": ["user#bob"]})),
+        ] {
+            let text = image_json(fields, participants);
+            let event = StreamEvent::from_json(&text).unwrap();
+            let image = event.records[0].dynamodb.new_image.as_ref().unwrap();
+            assert!(issue_from_image(image).is_err(), "{text}");
+            assert!(IssueRecord::from_image(image).is_err(), "{text}");
+        }
+    }
+}
