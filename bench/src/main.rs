@@ -355,12 +355,14 @@ async fn main() -> Result<()> {
     let engine_dir = engine_dir(&args);
     let s = args.samples;
     if args.core {
-        let ((n, secs), (nj, secs_j)) = report::indexer_core(args.core_issues).await?;
-        println!("index_core_records_per_s {:.0}", n as f64 / secs);
-        println!(
-            "index_core_with_json_records_per_s {:.0}",
-            nj as f64 / secs_j
-        );
+        let core = report::indexer_core(args.core_issues).await?;
+        for (name, (n, secs)) in [
+            ("index_core_records_per_s", core.decoded),
+            ("index_core_with_json_records_per_s", core.with_json),
+            ("index_core_streamed_records_per_s", core.streamed),
+        ] {
+            println!("{name} {:.0}", n as f64 / secs);
+        }
         return Ok(());
     }
     for &c in &args.delayed {
@@ -406,8 +408,12 @@ async fn main() -> Result<()> {
         drop(env);
         remove_db(&db);
     }
-    (results.indexer_core, results.indexer_core_json) =
-        report::indexer_core(args.core_issues).await?;
+    let core = report::indexer_core(args.core_issues).await?;
+    (
+        results.indexer_core,
+        results.indexer_core_json,
+        results.indexer_core_streamed,
+    ) = (core.decoded, core.with_json, core.streamed);
     let amplification = report::write_amplification().await?;
     let f5 = report::update_costs(0, &[1]).await?;
     for (fields, costs) in [(5, &f5), (55, &amplification)] {
