@@ -199,6 +199,7 @@ mod tests {
     use super::*;
     use crate::index::event::StreamEvent;
     use crate::store::issue_from_image;
+    use proptest::strategy::Strategy;
     use serde_json::json;
 
     fn image_json(fields: serde_json::Value, participants: serde_json::Value) -> String {
@@ -263,6 +264,83 @@ mod tests {
             let image = event.records[0].dynamodb.new_image.as_ref().unwrap();
             assert!(issue_from_image(image).is_err(), "{text}");
             assert!(IssueRecord::from_image(image).is_err(), "{text}");
+        }
+    }
+
+    proptest::proptest! {
+        /// The basis built from the borrowed record is the one built from the owned issue,
+        /// for any values of every field type (numbers in any DynamoDB spelling, texts with
+        /// escapes, select options, values a field cannot hold) and any participants.
+        #[test]
+        fn the_basis_of_the_record_is_the_basis_of_the_issue(
+            title in "[a-zA-Z \"\\\\é]{0,12}",
+            values in proptest::collection::vec(
+                proptest::prop_oneof![
+                    "[a-z]{0,6}".prop_map(|s| json!({"S": s})),
+                    ("-?(0|[1-9][0-9]{0,4})", "(\\.[0-9]{0,2}[1-9])?", "(e-?[1-9])?")
+                        .prop_map(|(i, f, e)| json!({"N": format!("{i}{f}{e}")})),
+                    proptest::prelude::Just(json!({"S": "b"})),
+                ],
+                6,
+            ),
+            present in proptest::collection::vec(proptest::prelude::any::<bool>(), 6),
+            people in proptest::collection::btree_set("[a-c]", 0..3),
+        ) {
+            use crate::domain::ids::FieldId;
+            use crate::domain::values::{FieldDef, FieldType};
+            use crate::index::Basis;
+            use crate::keys::index::Shards;
+            let types = [
+                FieldType::Text,
+                FieldType::Number,
+                FieldType::Date,
+                FieldType::Datetime,
+                FieldType::Select,
+                FieldType::Number,
+            ];
+            let defs: Vec<FieldDef> = types
+                .iter()
+                .enumerate()
+                .map(|(n, t)| FieldDef {
+                    id: FieldId::numbered(n as u64 + 1),
+                    name: format!("f{n}"),
+                    field_type: *t,
+                    options: (*t == FieldType::Select).then(|| vec!["a".into(), "b".into()]),
+                    sortable: true,
+                })
+                .collect();
+            let fields: serde_json::Map<String, serde_json::Value> = defs
+                .iter()
+                .zip(&values)
+                .zip(&present)
+                .filter(|(_, p)| **p)
+                .map(|((d, v), _)| (d.id.to_string(), v.clone()))
+                .collect();
+            let edges: Vec<String> = people.iter().map(|p| format!("user#{p}")).collect();
+            let roles: serde_json::Map<String, serde_json::Value> = edges
+                .iter()
+                .map(|e| (e.clone(), json!({"S": "watcher"})))
+                .collect();
+            let mut text = image_json(json!({"M": fields}), json!({"SS": edges}));
+            // The image's title and roles, replaced (the helper's are fixed).
+            let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
+            let image = &mut v["Records"][0]["dynamodb"]["NewImage"];
+            image["title"] = json!({"S": title});
+            image["roles"] = json!({"M": roles});
+            text = v.to_string();
+            let event = StreamEvent::from_json(&text).unwrap();
+            let image = event.records[0].dynamodb.new_image.as_ref().unwrap();
+            let owned = issue_from_image(image);
+            let record = IssueRecord::from_image(image);
+            proptest::prop_assert_eq!(owned.is_ok(), record.is_ok());
+            if let (Ok(owned), Ok(record)) = (owned, record) {
+                for shards in [Shards::ONE, Shards::of(4).unwrap_or(Shards::ONE)] {
+                    proptest::prop_assert_eq!(
+                        Basis::of(&owned, &defs, shards),
+                        Basis::of_record(&record, &defs, shards)
+                    );
+                }
+            }
         }
     }
 }
