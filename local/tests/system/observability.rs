@@ -84,3 +84,82 @@ async fn each_request_logs_its_route_tenant_and_calls_and_no_secrets() {
     assert!(!all.contains("hush"), "a field value reached the log");
     assert!(!all.contains(&issue_id), "a concrete path reached the log");
 }
+
+/// A warm grid instance holds its project's field definitions for a few seconds: the first
+/// page reads them (a Query of the project), the next pages do not. A field created after they
+/// were read is still sortable at once (the query they refuse is parsed again against a fresh
+/// read), and a field deleted leaves the definitions the next page uses once they are older
+/// than the limit.
+#[tokio::test]
+async fn a_warm_grid_page_reads_no_field_definitions() {
+    let (api, project) = TestApi::with_project("Held").await;
+    let points = api
+        .field(&project, json!({"name": "Points", "type": "number"}))
+        .await;
+    for n in 0..3 {
+        api.issue(
+            &project,
+            json!({"title": format!("i{n}"), "fields": {points.clone(): n}}),
+        )
+        .await;
+    }
+    api.sync().await;
+
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let _guard = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(gridline::telemetry::log_filter("trace"))
+            .with_writer(move || writer.clone())
+            .finish(),
+    );
+    let page = format!("/projects/{project}/issues?sort={points}&limit=2");
+    for _ in 0..2 {
+        let got = api.get(&page).await;
+        assert_eq!(got.status, 200, "{}", got.body);
+        assert_eq!(got.body["items"].as_array().map(Vec::len), Some(2));
+    }
+    // Each request's record (a request without `x-request-id` logs none of its own).
+    let text = buffer.text();
+    let logged: Vec<Value> = text
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["fields"].clone())
+        .filter(|f| f["message"] == "GET /projects/{project_id}/issues")
+        .collect();
+    let calls: Vec<u64> = logged
+        .iter()
+        .map(|r| r["dynamodb_calls"].as_u64().unwrap_or(0))
+        .collect();
+    // The fields, the column, the issues and their people's names (each issue's reporter);
+    // then the same without the fields.
+    assert_eq!(calls, [4, 3], "{logged:?}");
+
+    // A field created now: its grid answers at once (409 while its column is built, or 200),
+    // never 400 for an unknown field.
+    let size = api
+        .field(&project, json!({"name": "Size", "type": "number"}))
+        .await;
+    let got = api
+        .get(&format!("/projects/{project}/issues?sort={size}"))
+        .await;
+    assert!(
+        got.status == 200 || got.status == 409,
+        "{} {}",
+        got.status,
+        got.body
+    );
+
+    // Deleted: once the held definitions are older than the limit, it is an unknown field.
+    assert_eq!(
+        api.delete(&format!("/projects/{project}/fields/{points}"))
+            .await
+            .status,
+        204
+    );
+    api.sync().await;
+    tokio::time::sleep(gridline::http::fields_cache::FieldsCache::MAX_AGE).await;
+    let got = api.get(&page).await;
+    assert_eq!(got.status, 400, "{}", got.body);
+}

@@ -1,15 +1,21 @@
 //! The grid: a project's issues sorted by any column, a page at a time. A page is one Query of
 //! the column's partition in the index table (two where a descending page crosses from values
-//! to issues without one) and one BatchGetItem of the issues, whatever the project's size. The
-//! query algorithm is [`crate::read::grid`]; this parses, calls it and renders.
+//! to issues without one; one per shard), one BatchGetItem of the issues and one of the names
+//! on the page, whatever the project's size; the project's field definitions are read when the
+//! instance has not read them in the last seconds ([`FieldsCache`]). The query algorithm is
+//! [`crate::read::grid`]; this parses, calls it and renders.
+//!
+//! [`FieldsCache`]: super::fields_cache::FieldsCache
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Query, State};
 
 use super::AppState;
 use super::extract::{Id, Paging, unknown_params};
+use super::fields_cache::ProjectFields;
 use super::views::{IssueView, List, names_fit, participants_of};
 use crate::auth::Caller;
 use crate::domain::Issue;
@@ -46,37 +52,58 @@ fn parse(
     }
 }
 
-/// The project's fields, its shard count and the interpreted query. Eventually consistent: the
-/// grid is fresh within seconds anyway, a field created a moment ago is not sortable until its
-/// column is complete, and during a reshard both layouts are exact until reads have moved on
-/// (see `gridctl reshard`). A just-created project may not be there yet for this read: one consistent read
-/// tells before a 404; and a query the read refuses (its field may be that new) is parsed again
-/// against a consistent read before it is refused.
+/// The project's fields, its shard count and the interpreted query. Eventually consistent, and
+/// held by the instance for a few seconds ([`FieldsCache`]): the grid is fresh within seconds
+/// anyway, a field created a moment ago is not sortable until its column is complete, and
+/// during a reshard both layouts are exact until reads have moved on (see `gridctl reshard`).
+/// A just-created project may not be there yet for this read: one consistent read tells before
+/// a 404; and a query the held or read definitions refuse (its field may be that new) is parsed
+/// again against a consistent read before it is refused.
 async fn interpret(
     app: &AppState,
     tenant: &TenantId,
     project_id: &ProjectId,
     params: &HashMap<String, String>,
-) -> ApiResult<(Vec<FieldDef>, u16, GridQuery)> {
-    let read = match app
-        .store
-        .project_with_fields_read(tenant, project_id, false)
-        .await?
-    {
-        Some(found) => Some(found),
-        None => app.store.project_with_fields(tenant, project_id).await?,
+) -> ApiResult<(Arc<ProjectFields>, GridQuery)> {
+    let held = match app.fields.get(tenant, project_id) {
+        Some(held) => Some(held),
+        None => {
+            let read = match app
+                .store
+                .project_with_fields_read(tenant, project_id, false)
+                .await?
+            {
+                Some(found) => Some(found),
+                None => app.store.project_with_fields(tenant, project_id).await?,
+            };
+            read.map(|(project, defs)| hold(app, tenant, project_id, project, defs))
+        }
     };
-    let (project, defs) = read.ok_or(ApiError::NotFound("project"))?;
-    match parse(project_id, params, &defs).and_then(|q| sortable(q, &defs)) {
-        Ok(query) => Ok((defs, project.read_shards(), query)),
+    let fields = held.ok_or(ApiError::NotFound("project"))?;
+    match parse(project_id, params, &fields.defs).and_then(|q| sortable(q, &fields.defs)) {
+        Ok(query) => Ok((fields, query)),
         Err(first) => match app.store.project_with_fields(tenant, project_id).await? {
-            Some((project, fresh)) => {
-                let query = sortable(parse(project_id, params, &fresh)?, &fresh)?;
-                Ok((fresh, project.read_shards(), query))
+            Some((project, defs)) => {
+                let fresh = hold(app, tenant, project_id, project, defs);
+                let query = sortable(parse(project_id, params, &fresh.defs)?, &fresh.defs)?;
+                Ok((fresh, query))
             }
             None => Err(first),
         },
     }
+}
+
+/// What was just read, held for the next pages.
+fn hold(
+    app: &AppState,
+    tenant: &TenantId,
+    project_id: &ProjectId,
+    project: crate::store::items::ProjectItem,
+    defs: Vec<FieldDef>,
+) -> Arc<ProjectFields> {
+    let fields = Arc::new(ProjectFields { project, defs });
+    app.fields.put(tenant, project_id, fields.clone());
+    fields
 }
 
 /// How long a client waits before asking again for a column being built: a field job
@@ -106,7 +133,8 @@ pub async fn list(
 ) -> ApiResult<Json<List<IssueView>>> {
     params.remove("limit");
     params.remove("cursor");
-    let (defs, shards, query) = interpret(&app, &caller.tenant, &project_id, &params).await?;
+    let (fields, query) = interpret(&app, &caller.tenant, &project_id, &params).await?;
+    let (defs, shards) = (&fields.defs, fields.project.read_shards());
     let cursor = paging.bind(query.canonical.as_str());
     let pks = keys::index::column_shard_pks(
         &caller.tenant,
@@ -151,7 +179,7 @@ pub async fn list(
         .await?;
     let items = issues
         .into_iter()
-        .map(|i| IssueView::summary(i, &defs, &names))
+        .map(|i| IssueView::summary(i, defs, &names))
         .collect();
     Ok(Json(List {
         items,

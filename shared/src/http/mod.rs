@@ -4,6 +4,7 @@
 pub mod cors;
 pub mod error;
 mod extract;
+pub mod fields_cache;
 mod grid;
 mod inbox;
 mod issues;
@@ -38,6 +39,8 @@ pub struct AppState {
     pub log: LogStyle,
     /// The browser origins allowed to call the API.
     pub cors: cors::Cors,
+    /// Projects' field definitions the grid read in the last seconds (per instance).
+    pub fields: fields_cache::FieldsCache,
 }
 
 /// Handlers' `Caller` reads the auth mode from the state.
@@ -393,6 +396,7 @@ pub async fn lambda_state() -> Result<AppState, crate::config::ConfigError> {
         },
         log: LogStyle::Emf,
         cors: cors::Cors::from_env(),
+        fields: fields_cache::FieldsCache::default(),
     })
 }
 

@@ -1,0 +1,117 @@
+//! A project's item and field definitions as the grid reads them, held by the function
+//! instance for [`FieldsCache::MAX_AGE`]: a warm grid page makes no read for them, so a page
+//! is the index Query, the issues and the names.
+//!
+//! Why it is safe to serve them that old:
+//! - The grid and the inboxes are fresh within seconds (API.md, Freshness); a field deleted a
+//!   moment ago leaves the views within the same seconds.
+//! - A query the held definitions refuse (a field created since, or one not sortable when they
+//!   were read) is never answered from them: the handler reads them again, consistently, and
+//!   holds what it read (see `grid::interpret`).
+//! - The shard layout a page reads is at most this old, and a reshard keeps the layout reads
+//!   leave exact for its settle (130 s by default) after every move.
+//!
+//! Bounded: past [`FieldsCache::MAX_PROJECTS`] projects it starts again empty.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::{Duration, Instant};
+
+use crate::domain::ids::{ProjectId, TenantId};
+use crate::domain::values::FieldDef;
+use crate::store::items::ProjectItem;
+
+/// A project's item and its field definitions, as read together.
+pub struct ProjectFields {
+    pub project: ProjectItem,
+    pub defs: Vec<FieldDef>,
+}
+
+/// Per project: when its definitions were read, and what was read.
+type Held = HashMap<(TenantId, ProjectId), (Instant, Arc<ProjectFields>)>;
+
+#[derive(Clone, Default)]
+pub struct FieldsCache {
+    held: Arc<Mutex<Held>>,
+}
+
+impl FieldsCache {
+    /// How long a read is served: well within the seconds the views take to catch up.
+    pub const MAX_AGE: Duration = Duration::from_secs(2);
+    /// Projects held at most (a grid function instance serves few at a time).
+    pub const MAX_PROJECTS: usize = 1024;
+
+    /// The project's definitions if read within [`FieldsCache::MAX_AGE`].
+    pub fn get(&self, tenant: &TenantId, project_id: &ProjectId) -> Option<Arc<ProjectFields>> {
+        let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        // One lookup with a borrowed key would need a key type of its own; two clones of
+        // short ids are nothing beside the read they save.
+        let (at, fields) = held.get(&(tenant.clone(), project_id.clone()))?;
+        (at.elapsed() < Self::MAX_AGE).then(|| fields.clone())
+    }
+
+    /// Holds what was just read.
+    pub fn put(&self, tenant: &TenantId, project_id: &ProjectId, fields: Arc<ProjectFields>) {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        if held.len() >= Self::MAX_PROJECTS {
+            held.clear();
+        }
+        held.insert(
+            (tenant.clone(), project_id.clone()),
+            (Instant::now(), fields),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fields(n: usize) -> Arc<ProjectFields> {
+        let project: ProjectItem = serde_json::from_value(serde_json::json!({
+            "PK": "T#a#P#1", "SK": "#PROJECT", "GSI1PK": "x", "GSI1SK": "y", "entity": "project",
+            "id": ProjectId::numbered(1).to_string(), "name": "p", "next_num": 1,
+            "created_at": "2026-11-25T00:00:00Z", "updated_at": "2026-11-25T00:00:00Z"
+        }))
+        .unwrap();
+        Arc::new(ProjectFields {
+            project,
+            defs: Vec::with_capacity(n),
+        })
+    }
+
+    #[test]
+    fn a_read_is_served_until_it_is_too_old_and_only_for_its_project() {
+        let cache = FieldsCache::default();
+        let tenant = TenantId::parse("acme").unwrap();
+        let other = TenantId::parse("other").unwrap();
+        let (p, q) = (ProjectId::numbered(1), ProjectId::numbered(2));
+        assert!(cache.get(&tenant, &p).is_none());
+        cache.put(&tenant, &p, fields(3));
+        assert_eq!(cache.get(&tenant, &p).map(|f| f.defs.capacity()), Some(3));
+        assert!(cache.get(&tenant, &q).is_none());
+        assert!(cache.get(&other, &p).is_none());
+        // Held longer than the limit: read again.
+        let old = Instant::now() - FieldsCache::MAX_AGE;
+        cache
+            .held
+            .lock()
+            .unwrap()
+            .get_mut(&(tenant.clone(), p.clone()))
+            .unwrap()
+            .0 = old;
+        assert!(cache.get(&tenant, &p).is_none());
+    }
+
+    #[test]
+    fn it_holds_a_bounded_number_of_projects() {
+        let cache = FieldsCache::default();
+        let tenant = TenantId::parse("acme").unwrap();
+        for n in 0..=FieldsCache::MAX_PROJECTS as u64 {
+            cache.put(&tenant, &ProjectId::numbered(n), fields(0));
+        }
+        assert!(cache.held.lock().unwrap().len() <= FieldsCache::MAX_PROJECTS);
+        let last = ProjectId::numbered(FieldsCache::MAX_PROJECTS as u64);
+        assert!(cache.get(&tenant, &last).is_some());
+    }
+}
