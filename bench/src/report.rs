@@ -700,7 +700,7 @@ fn write_indexer(md: &mut String, r: &Results) -> Result<()> {
     let (recs, secs) = r.indexer_core;
     writeln!(
         md,
-        "- Pure core (`plan`, `Basis::of` and `Watermark::step` against each issue's watermark, over real stream records decoded into the indexer's records: the seed's inserts, then a 1-field update of each issue; batches of 100, each decoded from its event JSON just before its core runs, as in the function, and only the core timed; one core, no I/O, the fastest of {CORE_PASSES} passes): {recs} records in {:.3} s, **{:.0} records/s**.",
+        "- Pure core (`plan`, `Basis::of_record` and `Watermark::step` against each issue's watermark, over real stream records decoded into the indexer's records: the seed's inserts, then a 1-field update of each issue; batches of 100, each decoded from its event JSON just before its core runs, as in the function, and only the core timed; one core, no I/O, the fastest of {CORE_PASSES} passes): {recs} records in {:.3} s, **{:.0} records/s**.",
         secs,
         recs as f64 / secs.max(1e-9)
     )?;
