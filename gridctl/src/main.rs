@@ -95,6 +95,8 @@ enum Command {
         shards: u16,
         /// Seconds to wait after each move of the project's layouts: longer than an indexer
         /// invocation that read them before can run (its timeout) and than a read is stale.
+        /// After the switch it waits at least 3 s whatever this says: a grid instance serves
+        /// the layout it read for 2 s.
         #[arg(long, default_value_t = gridline::index::reshard::SETTLE.as_secs())]
         settle_seconds: u64,
     },

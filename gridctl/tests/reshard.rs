@@ -328,3 +328,20 @@ async fn an_issue_the_build_cannot_index_stops_the_reshard_before_reads_switch()
     assert_eq!((now.read_shards(), now.shards_also), (1, Some(4)));
     assert_eq!(page_all(&api, &project, "&sort=num", 5).await, before);
 }
+
+/// A grid instance serves the layout it read for a couple of seconds. A reshard with no settle
+/// at all still waits for that after switching reads before it retires the old layout, so a
+/// reader that read the project just before the reshard pages every issue right after it
+/// (without the wait, its held layout's entries are gone and the grid comes back short).
+#[tokio::test]
+async fn a_reader_holding_the_old_layout_pages_every_issue_right_after_a_quick_reshard() {
+    let api = TestApi::start().await;
+    let seeded = seed_project(&api, 24).await;
+    let project = seeded.project_id.clone();
+    api.sync().await;
+    let before = page_all(&api, &project, "&sort=num", 10).await;
+    assert_eq!(before.len(), 24);
+    run(&api, &project, 2, Duration::ZERO).await.unwrap();
+    assert_eq!(page_all(&api, &project, "&sort=num", 10).await, before);
+    assert_only_layout(&api, &project, "2").await;
+}

@@ -9,7 +9,7 @@
 //!   were read) is never answered from them: the handler reads them again, consistently, and
 //!   holds what it read (see `grid::interpret`).
 //! - The shard layout a page reads is at most this old, and a reshard keeps the layout reads
-//!   leave exact for its settle (130 s by default) after every move.
+//!   leave exact for longer than that (`index::reshard::READS_MOVED`, whatever its settle).
 //!
 //! Bounded: past [`FieldsCache::MAX_PROJECTS`] projects it starts again empty.
 
@@ -37,7 +37,7 @@ pub struct FieldsCache {
 
 impl FieldsCache {
     /// How long a read is served: well within the seconds the views take to catch up.
-    pub const MAX_AGE: Duration = Duration::from_secs(2);
+    pub const MAX_AGE: Duration = crate::read::HELD_PROJECT_MAX_AGE;
     /// Projects held at most (a grid function instance serves few at a time).
     pub const MAX_PROJECTS: usize = 1024;
 

@@ -9,7 +9,7 @@
 //!    cannot be (parked) stops the reshard here. Reads still use `A`.
 //! 2. **Switch**: `shards = B`, `shards_also = A`. Both layouts stay exact, so a grid read that
 //!    still holds the old project item (an eventually consistent read) is right either way.
-//! 3. **Retire**, after the settle: `shards_also` removed. Every write now indexes `B` only and
+//! 3. **Retire**, after the settle (at least [`READS_MOVED`]): `shards_also` removed. Every write now indexes `B` only and
 //!    deletes its issue's `A` entries; after the settle, a last pass re-indexes every issue so
 //!    none is left behind.
 //!
@@ -39,6 +39,12 @@ use crate::store::{Store, StoreError};
 /// How long a reshard waits after each move by default: the indexer function's timeout (120 s
 /// in template.yaml) and a margin, well past the delay of an eventually consistent read.
 pub const SETTLE: Duration = Duration::from_secs(130);
+
+/// The least a reshard waits between switching reads and retiring the layout they left,
+/// whatever its settle: a grid instance serves a layout it read for
+/// [`crate::read::HELD_PROJECT_MAX_AGE`], and the read it held may have been a moment stale.
+pub const READS_MOVED: Duration =
+    crate::read::HELD_PROJECT_MAX_AGE.saturating_add(Duration::from_secs(1));
 
 /// A stage a reshard went through.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -163,7 +169,9 @@ pub async fn reshard(
     }
     if stage != Stage::Retire {
         report.stages.push(Stage::Switch);
-        tokio::time::sleep(settle).await;
+        // Retiring deletes the old layout's entries at once (every write after the move does):
+        // no grid instance may still be reading it.
+        tokio::time::sleep(settle.max(READS_MOVED)).await;
         moved(
             store
                 .move_shards(tenant, project_id, (to, Some(old)), (to, None), &run)

@@ -8,6 +8,11 @@
 pub mod grid;
 pub mod inbox;
 
+/// How long a grid function instance serves a project's field definitions and shard layout
+/// from memory (`http::fields_cache`) before reading them again. A reshard waits longer than
+/// this between moving reads off a layout and retiring it (`index::reshard::READS_MOVED`).
+pub const HELD_PROJECT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// Runs a future the in-memory models answer at once (no executor needed).
 #[cfg(test)]
 fn ready<F: std::future::Future>(future: F) -> F::Output {
