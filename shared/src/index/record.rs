@@ -265,6 +265,46 @@ mod tests {
             assert!(issue_from_image(image).is_err(), "{text}");
             assert!(IssueRecord::from_image(image).is_err(), "{text}");
         }
+        // Each attribute the API writes, missing or of another type or value.
+        let good = image_json(json!({"M": {}}), json!({"SS": ["user#ann"]}));
+        let mutations: Vec<(&str, Option<serde_json::Value>)> = vec![
+            ("PK", None),
+            ("SK", Some(json!({"N": "1"}))),
+            ("GSI1PK", None),
+            ("GSI1SK", None),
+            ("entity", None),
+            ("id", Some(json!({"S": "not-an-id"}))),
+            ("id", None),
+            ("project_id", Some(json!({"S": "p1"}))),
+            ("num", None),
+            ("num", Some(json!({"N": "-1"}))),
+            ("num", Some(json!({"S": "7"}))),
+            ("title", Some(json!({"N": "7"}))),
+            ("state", Some(json!({"S": "done"}))),
+            ("version", None),
+            ("created_at", None),
+            ("updated_at", Some(json!({"N": "1"}))),
+        ];
+        for (name, value) in mutations {
+            let mut v: serde_json::Value = serde_json::from_str(&good).unwrap();
+            let image = &mut v["Records"][0]["dynamodb"]["NewImage"];
+            match value {
+                Some(value) => image[name] = value,
+                None => {
+                    image.as_object_mut().unwrap().remove(name);
+                }
+            }
+            let text = v.to_string();
+            let event = StreamEvent::from_json(&text).unwrap();
+            let image = event.records[0].dynamodb.new_image.as_ref().unwrap();
+            assert!(issue_from_image(image).is_err(), "{name}: {text}");
+            assert!(IssueRecord::from_image(image).is_err(), "{name}: {text}");
+        }
+        // And the unmutated image reads both ways.
+        let event = StreamEvent::from_json(&good).unwrap();
+        let image = event.records[0].dynamodb.new_image.as_ref().unwrap();
+        assert!(issue_from_image(image).is_ok());
+        assert!(IssueRecord::from_image(image).is_ok());
     }
 
     proptest::proptest! {
