@@ -24,6 +24,37 @@ use crate::{Env, Stat};
 pub const SORT_IN_MEMORY: &str = "baseline: query the project, sort in memory";
 pub const VALUES_TABLE: &str = "baseline: one query per issue (a table of field values)";
 pub const GSI_WITH_FILTER: &str = "baseline: GSI + FilterExpression, page of missing values";
+/// The GSI design's page of issues that have a value: one Query of the GSI.
+pub const GSI_VALUES: &str = "baseline: GSI, page of values";
+
+/// Missing-value densities (percent) the GSI design is also measured at: its page of missing
+/// values reads about 50 / density issues, so its cost is the density's, not the seed's.
+pub const DENSITIES: [u8; 3] = [5, 20, 80];
+
+/// The row of the GSI design's page of missing values at `density` percent missing.
+pub fn gsi_missing_row(density: u8) -> &'static str {
+    match density {
+        5 => "baseline: GSI + FilterExpression, page of missing values at 5 % missing",
+        20 => "baseline: GSI + FilterExpression, page of missing values at 20 % missing",
+        _ => "baseline: GSI + FilterExpression, page of missing values at 80 % missing",
+    }
+}
+
+/// The copy's attribute standing for the sorted value at `density` percent missing: present on
+/// every issue but that share of them.
+fn density_attr(density: u8) -> String {
+    format!("v{density:02}")
+}
+
+/// Whether issue `id` is among the `density` percent without a value: a stable hash of its id,
+/// so every run and size picks the same issues.
+fn missing_at(id: &str, density: u8) -> bool {
+    // FNV-1a: stable across runs and platforms, unlike the standard library's hasher.
+    let hash = id.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    hash % 100 < u64::from(density)
+}
 
 /// The table of field values: `I` the issue id, `F` the field id, `v` the value.
 const VALUES: &str = "baseline-field-values";
@@ -249,8 +280,14 @@ fn gsi_copy(item: &Item, project_id: &str, points: &str) -> Item {
         .filter(|(k, _)| !["PK", "SK", "GSI1PK", "GSI1SK"].contains(&k.as_str()))
         .map(|(k, v)| (k.clone(), v.clone()))
         .collect();
+    let id = id_of(item);
     copy.insert("P".into(), AttributeValue::S(project_id.to_string()));
-    copy.insert("I".into(), AttributeValue::S(id_of(item)));
+    for density in DENSITIES {
+        if !missing_at(&id, density) {
+            copy.insert(density_attr(density), AttributeValue::N("1".into()));
+        }
+    }
+    copy.insert("I".into(), AttributeValue::S(id));
     if let Some(v) = item
         .get("fields")
         .and_then(|f| f.as_m().ok())
@@ -426,6 +463,34 @@ impl Baselines {
     /// [`GSI_WITH_FILTER`], where it is weakest: a page of the issues without a value: a GSI cannot hold them (its key attribute is
     /// missing), so the base partition is read with a FilterExpression until 50 match.
     pub async fn gsi_missing_page(&self, env: &Env) -> Result<usize> {
+        self.gsi_missing_page_of(env, "points").await
+    }
+
+    /// [`gsi_missing_row`]: the same page with `density` percent of the issues missing a value.
+    pub async fn gsi_missing_page_at(&self, env: &Env, density: u8) -> Result<usize> {
+        self.gsi_missing_page_of(env, &density_attr(density)).await
+    }
+
+    /// [`GSI_VALUES`]: the first page of the GSI, highest values first.
+    pub async fn gsi_values_page(&self, env: &Env) -> Result<usize> {
+        let out = env
+            .store
+            .client()
+            .query()
+            .table_name(GSI_TABLE)
+            .index_name(GSI)
+            .key_condition_expression("P = :p")
+            .expression_attribute_values(":p", AttributeValue::S(env.seeded.project_id.to_string()))
+            .scan_index_forward(false)
+            .limit(PAGE as i32)
+            .send()
+            .await?;
+        Ok(out.items().len())
+    }
+
+    /// A page of the issues without attribute `value`, read from the base partition with a
+    /// FilterExpression until 50 match.
+    async fn gsi_missing_page_of(&self, env: &Env, value: &str) -> Result<usize> {
         let client = env.store.client();
         let mut found = 0;
         let mut start = None;
@@ -434,7 +499,8 @@ impl Baselines {
                 .query()
                 .table_name(GSI_TABLE)
                 .key_condition_expression("P = :p")
-                .filter_expression("attribute_not_exists(points)")
+                .filter_expression("attribute_not_exists(#v)")
+                .expression_attribute_names("#v", value)
                 .expression_attribute_values(
                     ":p",
                     AttributeValue::S(env.seeded.project_id.to_string()),
@@ -461,6 +527,6 @@ impl Baselines {
         } else {
             format!("{base}&cursor={cursor}")
         };
-        crate::pages_from(env, &user, base, start, samples).await
+        crate::pages_from(env, (&env.seeded.tenant, &user), base, start, samples).await
     }
 }

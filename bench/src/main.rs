@@ -172,7 +172,20 @@ impl Env {
         path: &str,
         body: Option<Value>,
     ) -> Result<(u16, Value)> {
-        let token = TestApi::token(user, &self.seeded.tenant);
+        self.call_in(&self.seeded.tenant, user, method, path, body)
+            .await
+    }
+
+    /// [`Env::call`] as a user of `tenant`.
+    pub async fn call_in(
+        &self,
+        tenant: &TenantId,
+        user: &str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Result<(u16, Value)> {
+        let token = TestApi::token(user, tenant);
         let mut req = http::Request::builder()
             .method(method)
             .uri(path)
@@ -285,20 +298,27 @@ fn remove_db(db: &std::path::Path) {
 
 /// Follows a list's cursor page after page.
 pub async fn pages(env: &Env, user: &str, first: String, samples: usize) -> Result<Stat> {
-    pages_from(env, user, first.clone(), first, samples).await
+    pages_from(
+        env,
+        (&env.seeded.tenant, user),
+        first.clone(),
+        first,
+        samples,
+    )
+    .await
 }
 
 /// Follows a list's cursor from `start` (the base path, or the base path with a cursor).
 pub async fn pages_from(
     env: &Env,
-    user: &str,
+    (tenant, user): (&TenantId, &str),
     first: String,
     start: String,
     samples: usize,
 ) -> Result<Stat> {
     // One page first, unmetered: the figures are a warm function's (a grid instance holds its
     // project's field definitions for a few seconds), as in production's steady traffic.
-    let (status, body) = env.call(user, Method::GET, &first, None).await?;
+    let (status, body) = env.call_in(tenant, user, Method::GET, &first, None).await?;
     anyhow::ensure!(status == 200, "{first}: {status} {body}");
     let next = std::rc::Rc::new(std::cell::RefCell::new(Some(start)));
     measure(&env.meter, samples, |_| {
@@ -308,7 +328,7 @@ pub async fn pages_from(
             let Some(path) = next.borrow_mut().take() else {
                 anyhow::bail!("no more pages")
             };
-            let (status, body) = env.call(user, Method::GET, &path, None).await?;
+            let (status, body) = env.call_in(tenant, user, Method::GET, &path, None).await?;
             anyhow::ensure!(status == 200, "{path}: {status} {body}");
             let rows = body["items"].as_array().map_or(0, Vec::len);
             *next.borrow_mut() = body["next_cursor"].as_str().map(|c| {
@@ -514,6 +534,7 @@ async fn list_patterns(env: &Env, s: usize) -> Result<BTreeMap<&'static str, Sta
         )
         .await?,
     );
+    timed!(rows, TEAM_OF_12, team_of_12(env, s).await?);
     timed!(
         rows,
         "my issues",
@@ -525,6 +546,33 @@ async fn list_patterns(env: &Env, s: usize) -> Result<BTreeMap<&'static str, Sta
         pages(env, me, "/me/teams/issues?limit=50".into(), s).await?,
     );
     Ok(rows)
+}
+
+/// The row of a grid page whose issues involve a team of 12 people.
+pub const TEAM_OF_12: &str = "grid page by custom field, people from a team of 12";
+
+/// A grid page of 50 by a custom field in a project of 1,000 issues whose people are a team
+/// of 12 and 2 teams (another tenant, seeded and indexed here), beside the seed's mix of 50
+/// people and 5 teams, where nearly every issue names people no other issue on the page does:
+/// what display names cost with a realistic team.
+async fn team_of_12(env: &Env, s: usize) -> Result<Stat> {
+    let spec = gridctl::seed::Spec {
+        tenant: TenantId::parse("team12").context("team12 is not a valid tenant id")?,
+        project_name: "Team of 12".into(),
+        issues: 1000,
+        extra_fields: 0,
+        users: 12,
+        teams: 2,
+        rng_seed: 12,
+    };
+    let seeded = gridctl::seed::seed(&env.stack.state.store, &spec, &ProgressBar::hidden()).await?;
+    drain(&mut *env.poller.lock().await).await?;
+    let path = format!(
+        "/projects/{}/issues?sort={}&order=desc&limit=50",
+        seeded.project_id, seeded.fields["Points"]
+    );
+    let me = seeded.users[0].to_string();
+    pages_from(env, (&seeded.tenant, &me), path.clone(), path, s).await
 }
 
 /// One issue through the API: read, created and patched (random issues, seeded by `n`).
@@ -626,5 +674,19 @@ async fn other_designs(
         "grid page of missing values (same position)",
         base.grid_missing_page(env, s.min(10)).await?,
     );
+    timed!(
+        rows,
+        baselines::GSI_VALUES,
+        measure(&env.meter, s.min(10), |_| base.gsi_values_page(env)).await?,
+    );
+    for density in baselines::DENSITIES {
+        timed!(
+            rows,
+            baselines::gsi_missing_row(density),
+            measure(&env.meter, s.min(10), |_| base
+                .gsi_missing_page_at(env, density))
+            .await?,
+        );
+    }
     Ok(())
 }

@@ -573,6 +573,7 @@ pub fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
     write_preamble(&mut md, &host)?;
     write_patterns(&mut md, r)?;
     write_other_designs(&mut md, r)?;
+    write_densities(&mut md, r)?;
     write_indexer(&mut md, r)?;
     write_functions(&mut md, r, &host)?;
     write_results_names(&mut md)?;
@@ -691,6 +692,75 @@ fn write_other_designs(md: &mut String, r: &Results) -> Result<()> {
         md,
         "- *GSI + FilterExpression*: a GSI keyed on the value serves the issues that have one, but cannot hold those that do not (its key attribute is missing), so their page is read from the base partition with `attribute_not_exists`, `Limit` 50 per call: the filter runs after the read, so every issue read costs whether it matches or not. With about 20% of values missing this reads about five issues per match, whatever the project's size; the rarer missing values are, the more it reads. The grid's page at the same position (`grid page of missing values`) reads only the page.\n"
     )?;
+    Ok(())
+}
+
+/// The grid against the GSI design by missing-value density, and what names cost by people
+/// mix.
+fn write_densities(md: &mut String, r: &Results) -> Result<()> {
+    writeln!(
+        md,
+        "## The grid against a GSI with a filter, by missing-value density
+"
+    )?;
+    writeln!(
+        md,
+        "Read units per page of 50 over a whole listing sorted by a custom field, all but the display names (both designs read the same names). The GSI design serves the issues with a value from a GSI (`{}`: one Query) and those without from the base partition with a filter (`attribute_not_exists`, `Limit` 50, until 50 match), so its average is (1 − density) × its page of values + density × its page of missing values; the issues missing a value are picked by a stable hash of their id in the GSI design's copy. The grid reads any page the same way, whatever the density.
+",
+        baselines::GSI_VALUES
+    )?;
+    writeln!(
+        md,
+        "| size | missing | GSI: page of values | GSI: page of missing values (issues read) | GSI: per page | grid: per page | cheaper |"
+    )?;
+    writeln!(md, "|---:|---:|---:|---:|---:|---:|---|")?;
+    for (n, m) in &r.patterns {
+        let (Some(grid), Some(values)) = (
+            m.get("grid page by custom field"),
+            m.get(baselines::GSI_VALUES),
+        ) else {
+            continue;
+        };
+        for density in baselines::DENSITIES {
+            let (Some(missing), Some(average)) = (
+                m.get(baselines::gsi_missing_row(density)),
+                crate::results::gsi_per_page(m, density),
+            ) else {
+                continue;
+            };
+            let g = crate::results::rcu_issues(grid);
+            writeln!(
+                md,
+                "| {n} | {density} % | {:.1} | {:.1} ({:.0}) | {average:.1} | {g:.1} | {} |",
+                crate::results::rcu_issues(values),
+                crate::results::rcu_issues(missing),
+                missing.items,
+                if g < average { "grid" } else { "GSI" },
+            )?;
+        }
+    }
+    writeln!(
+        md,
+        "
+Display names per grid page (one BatchGetItem of the page's distinct people, each rounded up to 4 KB): the seed's mix (50 people, 5 teams) against a team of 12 people and 2 teams (`{}`).
+",
+        crate::TEAM_OF_12
+    )?;
+    writeln!(
+        md,
+        "| size | names RCU, seed's mix | names RCU, a team of 12 |"
+    )?;
+    writeln!(md, "|---:|---:|---:|")?;
+    for (n, m) in &r.patterns {
+        if let (Some(a), Some(b)) = (m.get("grid page by custom field"), m.get(crate::TEAM_OF_12)) {
+            writeln!(
+                md,
+                "| {n} | {:.1} | {:.1} |",
+                a.names_capacity, b.names_capacity
+            )?;
+        }
+    }
+    writeln!(md)?;
     Ok(())
 }
 

@@ -8,12 +8,12 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use serde_json::{Value, json};
 
-use crate::Stat;
 use crate::report::Results;
+use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub const NAMES: [(&str, &str); 20] = [
+pub const NAMES: [(&str, &str); 23] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -24,7 +24,7 @@ pub const NAMES: [(&str, &str); 20] = [
     ),
     (
         "index_core_records_per_s",
-        "the indexer's pure core, one core, no I/O: stream records decoded into the indexer's records (`index::event`), each batch of 100 just before its core runs as in the function, only the core timed → `plan`, `Basis::of` and `Watermark::step` against each issue's watermark held in memory (the writes to make and the intent); the records of a seed of 5,000 issues, then one 1-field update of each; the fastest of 5 passes",
+        "the indexer's pure core, one core, no I/O: stream records decoded into the indexer's records (`index::event`), each batch of 100 just before its core runs as in the function, only the core timed → `plan`, `Basis::of_record` and `Watermark::step` against each issue's watermark held in memory (the writes to make and the intent); the records of a seed of 5,000 issues, then one 1-field update of each; the fastest of 5 passes",
     ),
     (
         "index_core_with_json_records_per_s",
@@ -49,6 +49,18 @@ pub const NAMES: [(&str, &str); 20] = [
     (
         "grid_page_custom_field_{size}_rcu_issues",
         "its read capacity units, all but the display names' BatchGetItem (the meter tells it apart: a BatchGetItem whose keys are all profiles and teams)",
+    ),
+    (
+        "grid_page_custom_field_{size}_rcu_names",
+        "the display names' read units of that page (one BatchGetItem of its distinct people; the seed's mix: 50 people and 5 teams, so nearly every issue names people no other issue on the page does)",
+    ),
+    (
+        "grid_page_team_of_12_{size}_rcu_names",
+        "the same for a project whose issues involve a team of 12 people and 2 teams (1,000 issues of another tenant, seeded beside the benchmark's project)",
+    ),
+    (
+        "gsi_filter_{size}_rcu_per_page_missing_{density}",
+        "the GSI + FilterExpression design's read units per page of 50 over a whole listing with `{density}` percent (5, 20, 80) of the issues missing the value: its GSI page of values (one Query of the GSI) for a share of 1 − density of the pages, its page of missing values (the base partition read with `attribute_not_exists` until 50 match) for the rest; compare with `grid_page_custom_field_{size}_rcu_issues`, whose cost does not depend on the density",
     ),
     (
         "inbox_me_{size}_calls",
@@ -106,8 +118,18 @@ pub fn size_label(n: u64) -> String {
 }
 
 /// Read capacity units of an operation, all but the display names'.
-fn rcu_issues(s: &Stat) -> f64 {
+pub(crate) fn rcu_issues(s: &Stat) -> f64 {
     s.capacity - s.write_capacity - s.names_capacity
+}
+
+/// The GSI design's read units per page over a whole listing at `density` percent missing:
+/// its pages of values (a share of 1 − density) and of missing values (the rest), each as
+/// measured; `None` if either was not.
+pub(crate) fn gsi_per_page(patterns: &BTreeMap<&'static str, Stat>, density: u8) -> Option<f64> {
+    let values = patterns.get(baselines::GSI_VALUES)?;
+    let missing = patterns.get(baselines::gsi_missing_row(density))?;
+    let d = f64::from(density) / 100.0;
+    Some((1.0 - d) * rcu_issues(values) + d * rcu_issues(missing))
 }
 
 fn per_second(count: usize, seconds: f64) -> f64 {
@@ -158,6 +180,25 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             if let Some(s) = patterns.get(row) {
                 f.insert(format!("{name}_{size}_calls"), s.calls);
                 f.insert(format!("{name}_{size}_rcu_issues"), rcu_issues(s));
+            }
+        }
+    }
+    for (n, patterns) in &r.patterns {
+        let size = size_label(*n);
+        for density in baselines::DENSITIES {
+            if let Some(rcu) = gsi_per_page(patterns, density) {
+                f.insert(
+                    format!("gsi_filter_{size}_rcu_per_page_missing_{density}"),
+                    rcu,
+                );
+            }
+        }
+        for (name, row) in [
+            ("grid_page_custom_field", "grid page by custom field"),
+            ("grid_page_team_of_12", crate::TEAM_OF_12),
+        ] {
+            if let Some(s) = patterns.get(row) {
+                f.insert(format!("{name}_{size}_rcu_names"), s.names_capacity);
             }
         }
     }
@@ -285,10 +326,14 @@ mod tests {
     #[test]
     fn every_figure_is_a_documented_name() {
         let mut patterns = BTreeMap::new();
+        // The GSI design at one density (a figure each density measured).
         for row in [
             "grid page by custom field",
             "my issues",
             "my teams' issues (5 teams)",
+            crate::TEAM_OF_12,
+            baselines::GSI_VALUES,
+            baselines::gsi_missing_row(20),
         ] {
             patterns.insert(row, Stat::default());
         }
@@ -314,6 +359,7 @@ mod tests {
                 n.replace("{size}", "1k")
                     .replace("{function}", "grid")
                     .replace("{shards}", "4")
+                    .replace("{density}", "20")
             })
             .collect();
         let (figures, omitted) = figures(&r);
