@@ -17,7 +17,9 @@ use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::index::event::{Attr, Image};
 use crate::keys;
 use crate::store::StoreError;
-use crate::store::items::{AttrView, attr};
+use crate::store::items::{
+    AttrView, attr, check_issue_keys, issue_attr_missing, issue_text, issue_whole,
+};
 
 /// An issue's custom field values, where they are.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -83,31 +85,10 @@ pub struct IssueRecord<'a> {
 impl<'a> IssueRecord<'a> {
     /// The issue a stream record's new image holds; `Err` if it is none the API would write.
     pub fn from_image(image: &'a Image<'a>) -> Result<Self, StoreError> {
-        let missing =
-            |name: &str| StoreError::Corrupt(format!("issue item: {name} missing or mistyped"));
-        let text = |name: &'static str| {
-            image
-                .get(name)
-                .and_then(Attr::s)
-                .ok_or_else(|| missing(name))
-        };
-        let whole = |name: &'static str| {
-            image
-                .get(name)
-                .and_then(Attr::n)
-                .and_then(|n| n.parse::<u64>().ok())
-                .ok_or_else(|| missing(name))
-        };
-        // The keys and the entity are not read, but an item without them is none the API wrote.
-        for name in [
-            keys::PK,
-            keys::SK,
-            keys::GSI1_PK,
-            keys::GSI1_SK,
-            attr::ENTITY,
-        ] {
-            text(name)?;
-        }
+        let missing = issue_attr_missing;
+        let text = |name: &'static str| issue_text(image, name);
+        let whole = |name: &'static str| issue_whole(image, name);
+        check_issue_keys(image)?;
         if !crate::domain::ids::is_server_id(text("id")?) {
             return Err(missing("id"));
         }

@@ -299,22 +299,36 @@ pub fn issue_from_image(image: &crate::index::event::Image<'_>) -> Result<Issue,
     issue_from_attrs(image, None)
 }
 
-/// The issue an issue's summary item holds: the attributes [`issue_item`] writes, each
-/// required with its type (an item the API would never write is corrupt, not half-read).
-pub fn issue_from_attrs<A: AttrView>(
+/// An issue item's attribute the API always writes was missing or of another type.
+pub(crate) fn issue_attr_missing(name: &str) -> StoreError {
+    StoreError::Corrupt(format!("issue item: {name} missing or mistyped"))
+}
+
+/// A string attribute an issue item must have.
+pub(crate) fn issue_text<'m, A: AttrView>(
+    item: &'m HashMap<A::Key, A, A::Hasher>,
+    name: &str,
+) -> Result<&'m str, StoreError> {
+    item.get(name)
+        .and_then(A::s)
+        .ok_or_else(|| issue_attr_missing(name))
+}
+
+/// A whole-number attribute an issue item must have.
+pub(crate) fn issue_whole<A: AttrView>(
     item: &HashMap<A::Key, A, A::Hasher>,
-    description: Option<&str>,
-) -> Result<Issue, StoreError> {
-    let missing =
-        |name: &str| StoreError::Corrupt(format!("issue item: {name} missing or mistyped"));
-    let text = |name: &'static str| item.get(name).and_then(A::s).ok_or_else(|| missing(name));
-    let whole = |name: &'static str| {
-        item.get(name)
-            .and_then(A::n)
-            .and_then(|n| n.parse::<u64>().ok())
-            .ok_or_else(|| missing(name))
-    };
-    // The keys and the entity are not read, but an item without them is none the API wrote.
+    name: &str,
+) -> Result<u64, StoreError> {
+    item.get(name)
+        .and_then(A::n)
+        .and_then(|n| n.parse::<u64>().ok())
+        .ok_or_else(|| issue_attr_missing(name))
+}
+
+/// The keys and the entity: not read, but an item without them is none the API wrote.
+pub(crate) fn check_issue_keys<A: AttrView>(
+    item: &HashMap<A::Key, A, A::Hasher>,
+) -> Result<(), StoreError> {
     for name in [
         keys::PK,
         keys::SK,
@@ -322,8 +336,21 @@ pub fn issue_from_attrs<A: AttrView>(
         keys::GSI1_SK,
         attr::ENTITY,
     ] {
-        text(name)?;
+        issue_text(item, name)?;
     }
+    Ok(())
+}
+
+/// The issue an issue's summary item holds: the attributes [`issue_item`] writes, each
+/// required with its type (an item the API would never write is corrupt, not half-read).
+pub fn issue_from_attrs<A: AttrView>(
+    item: &HashMap<A::Key, A, A::Hasher>,
+    description: Option<&str>,
+) -> Result<Issue, StoreError> {
+    let missing = issue_attr_missing;
+    let text = |name: &'static str| issue_text(item, name);
+    let whole = |name: &'static str| issue_whole(item, name);
+    check_issue_keys(item)?;
     let fields = match item.get(attr::FIELDS).and_then(A::m) {
         Some(m) => m
             .iter()
