@@ -767,27 +767,32 @@ Display names per grid page (one BatchGetItem of the page's distinct people, eac
 /// The indexer's throughput, pure and end to end, and its write amplification.
 fn write_indexer(md: &mut String, r: &Results) -> Result<()> {
     writeln!(md, "## The indexer\n")?;
-    let (recs, secs) = r.indexer_core;
-    writeln!(
-        md,
-        "- Pure core (`plan`, `Basis::of_record` and `Watermark::step` against each issue's watermark, over real stream records decoded into the indexer's records: the seed's inserts, then a 1-field update of each issue; batches of 100, each decoded from its event JSON just before its core runs, as in the function, and only the core timed; one core, no I/O, the fastest of {CORE_PASSES} passes): {recs} records in {:.3} s, **{:.0} records/s**.",
-        secs,
-        recs as f64 / secs.max(1e-9)
-    )?;
-    let (recs, secs) = r.indexer_core_streamed;
-    writeln!(
-        md,
-        "- The same core over every batch decoded beforehand (how earlier runs measured it: the decoded records, about 40 MB, stream from memory, which no invocation does): {recs} records in {:.3} s, {:.0} records/s.",
-        secs,
-        recs as f64 / secs.max(1e-9)
-    )?;
-    let (recs, secs) = r.indexer_core_json;
-    writeln!(
-        md,
-        "- The same from each batch's Lambda event JSON, decoded as the function decodes it (`index::event`, strings borrowed from the text): {recs} records in {:.3} s, **{:.0} records/s**.",
-        secs,
-        recs as f64 / secs.max(1e-9)
-    )?;
+    let core = [
+        (
+            format!("Pure core (`plan`, `Basis::of_record` and `Watermark::step` against each issue's watermark, over real stream records decoded into the indexer's records: the seed's inserts, then a 1-field update of each issue; batches of 100, each decoded from its event JSON just before its core runs, as in the function, and only the core timed; one core, no I/O, the fastest of {CORE_PASSES} passes)"),
+            r.indexer_core,
+            true,
+        ),
+        (
+            "The same core over every batch decoded beforehand (how earlier runs measured it: the decoded records, about 40 MB, stream from memory, which no invocation does)".to_string(),
+            r.indexer_core_streamed,
+            false,
+        ),
+        (
+            "The same from each batch's Lambda event JSON, decoded as the function decodes it (`index::event`, strings borrowed from the text)".to_string(),
+            r.indexer_core_json,
+            true,
+        ),
+    ];
+    for (what, (recs, secs), headline) in core {
+        let rate = format!("{:.0} records/s", recs as f64 / secs.max(1e-9));
+        let rate = if headline {
+            format!("**{rate}**")
+        } else {
+            rate
+        };
+        writeln!(md, "- {what}: {recs} records in {secs:.3} s, {rate}.")?;
+    }
     for (n, recs, secs) in &r.index_e2e {
         writeln!(
             md,

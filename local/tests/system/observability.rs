@@ -17,6 +17,21 @@ fn records(buffer: &Buffer) -> Vec<Value> {
         .collect()
 }
 
+/// The log of this thread's requests from now on, as JSON lines, with the product's own
+/// filter at its most verbose (Gridline's spans at trace, the SDK and the HTTP stack at warn).
+fn capture() -> (Buffer, tracing::subscriber::DefaultGuard) {
+    let buffer = Buffer::default();
+    let writer = buffer.clone();
+    let guard = tracing::subscriber::set_default(
+        tracing_subscriber::fmt()
+            .json()
+            .with_env_filter(gridline::telemetry::log_filter("trace"))
+            .with_writer(move || writer.clone())
+            .finish(),
+    );
+    (buffer, guard)
+}
+
 #[tokio::test]
 async fn each_request_logs_its_route_tenant_and_calls_and_no_secrets() {
     let (api, project) = TestApi::with_project("Observed").await;
@@ -31,17 +46,7 @@ async fn each_request_logs_its_route_tenant_and_calls_and_no_secrets() {
         .await;
     let issue_id = issue["id"].as_str().unwrap().to_string();
 
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
-    // The product's own filter at its most verbose: Gridline's spans at trace, the SDK and
-    // the HTTP stack at warn.
-    let _guard = tracing::subscriber::set_default(
-        tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(gridline::telemetry::log_filter("trace"))
-            .with_writer(move || writer.clone())
-            .finish(),
-    );
+    let (buffer, _guard) = capture();
 
     let token = TestApi::token(ALICE.0, ALICE.1);
     let got = api
@@ -106,15 +111,7 @@ async fn a_warm_grid_page_reads_no_field_definitions() {
     }
     api.sync().await;
 
-    let buffer = Buffer::default();
-    let writer = buffer.clone();
-    let _guard = tracing::subscriber::set_default(
-        tracing_subscriber::fmt()
-            .json()
-            .with_env_filter(gridline::telemetry::log_filter("trace"))
-            .with_writer(move || writer.clone())
-            .finish(),
-    );
+    let (buffer, _guard) = capture();
     let page = format!("/projects/{project}/issues?sort={points}&limit=2");
     let held_at = Instant::now();
     for _ in 0..2 {
