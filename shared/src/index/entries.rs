@@ -6,7 +6,7 @@ use std::collections::BTreeSet;
 use crate::domain::Issue;
 use crate::domain::decimal::DynNumber;
 use crate::domain::ids::TenantId;
-use crate::domain::values::{FieldDef, FieldType, StoredValue, parse_date, parse_datetime};
+use crate::domain::values::{FieldDef, FieldType, parse_date, parse_datetime};
 use crate::domain::{IssueState, Role};
 use crate::encoding;
 use crate::index::record::ValueRef;
@@ -90,20 +90,10 @@ impl Column {
     }
 }
 
-/// The encoded sort value of a stored field value; `None` if it is not a valid value of the
-/// field (a select label no longer among the options), which then counts as missing.
-pub fn encode_value(def: &FieldDef, value: &StoredValue) -> Option<String> {
-    encode_value_ref(
-        def,
-        match value {
-            StoredValue::S(s) => ValueRef::S(s),
-            StoredValue::N(n) => ValueRef::Number(n),
-        },
-    )
-}
-
-/// [`encode_value`] of a borrowed value (a stream image's number is parsed here, once).
-pub fn encode_value_ref(def: &FieldDef, value: ValueRef<'_>) -> Option<String> {
+/// The encoded sort value of a field value (a stream image's number is parsed here, once);
+/// `None` if it is not a valid value of the field (a select label no longer among the
+/// options), which then counts as missing.
+pub fn encode_value(def: &FieldDef, value: ValueRef<'_>) -> Option<String> {
     match (def.field_type, value) {
         (FieldType::Number, ValueRef::Number(n)) => Some(encoding::number::encode(n)),
         (FieldType::Number, ValueRef::N(raw)) => DynNumber::parse(raw)
@@ -293,6 +283,7 @@ pub fn column_state(state: Option<IssueState>) -> &'static str {
 mod tests {
     use super::*;
     use crate::domain::ids::{FieldId, IssueId, ProjectId};
+    use crate::domain::values::StoredValue;
     use crate::domain::{ParticipantKind, Role};
     use crate::keys;
     use crate::keys::index::Shards;
@@ -465,9 +456,9 @@ mod tests {
     #[test]
     fn select_sorts_by_option_position() {
         let d = def(3, FieldType::Select);
-        let low = encode_value(&d, &StoredValue::S("low".into())).unwrap();
-        let high = encode_value(&d, &StoredValue::S("high".into())).unwrap();
+        let low = encode_value(&d, ValueRef::S("low")).unwrap();
+        let high = encode_value(&d, ValueRef::S("high")).unwrap();
         assert!(low < high);
-        assert_eq!(encode_value(&d, &StoredValue::S("gone".into())), None);
+        assert_eq!(encode_value(&d, ValueRef::S("gone")), None);
     }
 }

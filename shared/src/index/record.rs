@@ -4,7 +4,7 @@
 //! basis ([`crate::index::Basis::of_record`]) is built from it once the project's fields are
 //! known.
 //!
-//! Decoding checks what [`crate::store::issue_from_image`] checks (every attribute the API
+//! Decoding checks what the owned decoding (`store::items::issue_from_attrs`) checks (every attribute the API
 //! writes, with its type; every field value a string or a number), so an item the API would
 //! never write is still refused, and parked, at the same place.
 
@@ -151,7 +151,7 @@ impl<'a> IssueRecord<'a> {
     }
 }
 
-/// A field value as [`crate::store::issue_from_image`] accepts it: a string, or a number that
+/// A field value as the owned decoding accepts it: a string, or a number that
 /// parses.
 fn check_value(v: &Attr<'_>) -> Result<(), StoreError> {
     if v.s().is_some() {

@@ -32,7 +32,7 @@ use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::encoding;
-use crate::index::entries::{ALL_STATES, Entry, EntryList, encode_value_ref};
+use crate::index::entries::{ALL_STATES, Entry, EntryList, encode_value};
 use crate::index::record::IssueRecord;
 use crate::keys;
 use crate::keys::index::Shards;
@@ -139,7 +139,7 @@ impl Basis {
             let value = issue
                 .fields
                 .get(def.id.as_str())
-                .and_then(|v| encode_value_ref(def, v));
+                .and_then(|v| encode_value(def, v));
             columns.push((def.id.to_string(), value));
         }
         let columns: BTreeMap<String, Option<String>> = columns.into_iter().collect();

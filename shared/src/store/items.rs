@@ -294,8 +294,12 @@ pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, Store
     issue_from_attrs(&item, description)
 }
 
-/// An issue from a stream record's image, read where the event holds it.
-pub fn issue_from_image(image: &crate::index::event::Image<'_>) -> Result<Issue, StoreError> {
+/// An issue from a stream record's image, read where the event holds it: the owned decoding
+/// the indexer's borrowed one (`index::record`) is tested against.
+#[cfg(test)]
+pub(crate) fn issue_from_image(
+    image: &crate::index::event::Image<'_>,
+) -> Result<Issue, StoreError> {
     issue_from_attrs(image, None)
 }
 

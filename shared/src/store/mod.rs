@@ -29,7 +29,9 @@ use query::Query;
 use retry::Backoff;
 
 pub use issues::{CreateIssueError, ParticipantOutcome, PatchOutcome, patch_update};
-pub use items::{ProjectItem, field_def_from, issue_from, issue_from_image, issue_item_size};
+#[cfg(test)]
+pub(crate) use items::issue_from_image;
+pub use items::{ProjectItem, field_def_from, issue_from, issue_item_size};
 pub use people::{AddMemberError, Profile, Team};
 pub use projects::CreateFieldError;
 pub use size::{number_size, stored_size};
