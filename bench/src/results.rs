@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub const NAMES: [(&str, &str); 23] = [
+pub const NAMES: [(&str, &str); 25] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -44,11 +44,19 @@ pub const NAMES: [(&str, &str); 23] = [
     ),
     (
         "grid_page_custom_field_{size}_calls",
-        "DynamoDB calls of a grid page of 50 sorted by a custom field (the `grid page by custom field` row), the display-name read included",
+        "DynamoDB calls of a grid page of 50 open issues sorted by a custom field (the `grid page by custom field` row), the display-name read included (runs before 2026-11-25 read a page of every state: one scope then held them all)",
     ),
     (
         "grid_page_custom_field_{size}_rcu_issues",
         "its read capacity units, all but the display names' BatchGetItem (the meter tells it apart: a BatchGetItem whose keys are all profiles and teams)",
+    ),
+    (
+        "grid_page_all_states_{size}_calls",
+        "DynamoDB calls of a grid page of 50 issues of every state sorted by a custom field (the `grid page by custom field, every state` row): the `open` and `closed` scopes read at once and merged",
+    ),
+    (
+        "grid_page_all_states_{size}_rcu_issues",
+        "its read capacity units, all but the display names'",
     ),
     (
         "grid_page_custom_field_{size}_rcu_names",
@@ -60,7 +68,7 @@ pub const NAMES: [(&str, &str); 23] = [
     ),
     (
         "gsi_filter_{size}_rcu_per_page_missing_{density}",
-        "the GSI + FilterExpression design's read units per page of 50 over a whole listing with `{density}` percent (5, 20, 80) of the issues missing the value: its GSI page of values (one Query of the GSI) for a share of 1 − density of the pages, its page of missing values (the base partition read with `attribute_not_exists` until 50 match) for the rest; compare with `grid_page_custom_field_{size}_rcu_issues`, whose cost does not depend on the density",
+        "the GSI + FilterExpression design's read units per page of 50 over a whole listing with `{density}` percent (5, 20, 80) of the issues missing the value: its GSI page of values (one Query of the GSI) for a share of 1 − density of the pages, its page of missing values (the base partition read with `attribute_not_exists` until 50 match) for the rest; compare with `grid_page_all_states_{size}_rcu_issues` (a page of every state, as the GSI design's), whose cost does not depend on the density",
     ),
     (
         "inbox_me_{size}_calls",
@@ -171,6 +179,7 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
     }
     let lists = [
         ("grid_page_custom_field", "grid page by custom field"),
+        ("grid_page_all_states", crate::ALL_STATES),
         ("inbox_me", "my issues"),
         ("inbox_my_teams", "my teams' issues (5 teams)"),
     ];
@@ -331,6 +340,7 @@ mod tests {
             "grid page by custom field",
             "my issues",
             "my teams' issues (5 teams)",
+            crate::ALL_STATES,
             crate::TEAM_OF_12,
             baselines::GSI_VALUES,
             baselines::gsi_missing_row(20),

@@ -244,8 +244,8 @@ fn print_verify(report: &ops::VerifyReport, show: usize) {
     );
     if report.previous_layout_watermarks > 0 {
         println!(
-            "{} watermarks in the previous layout (not drift; `gridctl upgrade` rewrites them)",
-            report.previous_layout_watermarks
+            "{} watermarks in a previous layout, {} of their entries in the `all` scope (not drift; `gridctl upgrade` rewrites them)",
+            report.previous_layout_watermarks, report.previous_layout_entries
         );
     }
     if report.parked > 0 {
@@ -320,7 +320,7 @@ async fn run_upgrade(store: &Store, segments: u32, json: bool) -> Result<i32> {
         print_json(&report)?;
     } else {
         println!(
-            "{} watermarks in the previous layout: {} upgraded, {} failed",
+            "{} watermarks in a previous layout: {} upgraded, {} failed",
             report.found, report.upgraded, report.failed
         );
     }

@@ -25,8 +25,10 @@ pub struct VerifyReport {
     /// Units the indexer parked (see `Drift::parked`): drift too.
     pub parked: usize,
     pub drifted_issues: usize,
-    /// Watermarks still in the previous layout (not drift; `gridctl upgrade` rewrites them).
+    /// Watermarks still in a previous layout (not drift; `gridctl upgrade` rewrites them).
     pub previous_layout_watermarks: usize,
+    /// Their issues' entries in the `all` scope, which that layout had (not drift either).
+    pub previous_layout_entries: usize,
     pub drift: Drift,
 }
 
@@ -50,6 +52,7 @@ pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Res
         parked: drift.parked.len(),
         drifted_issues: drift.issues().len(),
         previous_layout_watermarks: snap.previous_layout_watermarks,
+        previous_layout_entries: snap.previous_layout_entries,
         drift,
     })
 }
@@ -64,8 +67,8 @@ pub struct UpgradeReport {
     pub failed: usize,
 }
 
-/// Rewrites every watermark still in the previous layout (every entry key in a string set) in
-/// the compact one, by re-indexing its issue from its current record, 16 at a time: safe
+/// Rewrites every watermark still in a previous layout (every entry key in a string set, or
+/// column entries also in the `all` scope, which this deletes) in the current one, by re-indexing its issue from its current record, 16 at a time: safe
 /// while traffic flows (each write is conditioned on the version it read, as the indexer's
 /// are). The indexer reads both layouts, so this only retires the old one.
 pub async fn upgrade(

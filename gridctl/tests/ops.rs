@@ -538,6 +538,157 @@ async fn a_stack_of_the_previous_watermark_layout_upgrades_under_traffic() {
     assert_eq!(after.previous_layout_watermarks, 0, "{report:?}");
 }
 
+/// Puts the stack in the layout before scopes were halved: every column entry also in the
+/// `all` scope, and every watermark head marked as that layout's (the format that wrote them).
+/// Returns the `all` entries written.
+async fn downgrade_scopes(api: &TestApi) -> usize {
+    let index = &api.stack.tables.index;
+    let mut written = 0;
+    for entry in api.index_entries().await {
+        let Some(scope) = gridline::keys::index::column_scope(&entry.pk) else {
+            continue;
+        };
+        let at = entry.pk.find(&format!("#{scope}")).unwrap();
+        let pk = format!(
+            "{}#all{}",
+            &entry.pk[..at],
+            &entry.pk[at + 1 + scope.len()..]
+        );
+        put_index_item(api, &pk, &entry.sk, &entry.issue_id, None).await;
+        written += 1;
+    }
+    let heads = api
+        .stack
+        .client
+        .scan()
+        .table_name(index)
+        .send()
+        .await
+        .unwrap();
+    for mut item in heads.items.unwrap_or_default() {
+        let (pk, sk) = (item["PK"].as_s().unwrap(), item["SK"].as_s().unwrap());
+        if gridline::keys::index::is_watermark_pk(pk) && sk == gridline::keys::index::WATERMARK_SK {
+            let format = gridline::index::watermark::FORMAT_ALL_SCOPE;
+            item.insert("fmt".into(), AttributeValue::N(format.into()));
+            put_item(api, item).await;
+        }
+    }
+    written
+}
+
+async fn put_item(api: &TestApi, item: HashMap<String, AttributeValue>) {
+    api.stack
+        .client
+        .put_item()
+        .table_name(&api.stack.tables.index)
+        .set_item(Some(item))
+        .send()
+        .await
+        .unwrap();
+}
+
+/// The unfiltered grid by number, every page: the issue ids in order.
+async fn whole_grid(api: &TestApi, project: &str) -> Vec<String> {
+    let mut ids = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let page = api
+            .get(&format!(
+                "/projects/{project}/issues?sort=num&limit=4{cursor}"
+            ))
+            .await;
+        assert_eq!(page.status, 200, "{}", page.text);
+        let items = page.body["items"].as_array().unwrap();
+        ids.extend(items.iter().map(|i| i["id"].as_str().unwrap().to_string()));
+        match page.body["next_cursor"].as_str() {
+            Some(next) => cursor = format!("&cursor={next}"),
+            None => return ids,
+        }
+    }
+}
+
+/// A stack whose column entries are still also in the `all` scope (the layout before scopes
+/// were halved) serves the merged unfiltered grid at once, keeps indexing exactly under
+/// traffic while `gridctl upgrade` retires that scope, and ends with no `all` entry left and
+/// verify clean; at no point is a page empty or wrong.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stack_with_the_all_scope_retires_it_under_traffic() {
+    let api = TestApi::start().await;
+    let p = api.project("scopes").await;
+    let points = api
+        .field(&p, json!({"name": "points", "type": "number"}))
+        .await;
+    let mut issues = Vec::new();
+    for i in 0..10 {
+        let issue = api
+            .issue(
+                &p,
+                json!({"title": format!("issue {i}"), "fields": {points.clone(): i},
+                       "participants": [{"kind": "user", "id": "bob", "role": "assignee"}]}),
+            )
+            .await;
+        issues.push(issue["id"].as_str().unwrap().to_string());
+    }
+    for id in issues.iter().step_by(3) {
+        let r = api
+            .patch(&format!("/issues/{id}"), json!({"state": "closed"}))
+            .await;
+        assert_eq!(r.status, 200, "{}", r.text);
+    }
+    api.sync().await;
+    let written = downgrade_scopes(&api).await;
+    assert_eq!(
+        written,
+        10 * (5 + 1),
+        "every column entry, once more in `all`"
+    );
+    let before = verify(&api).await;
+    assert!(before.is_clean(), "{:?}", before.drift);
+    assert_eq!(before.previous_layout_watermarks, 10);
+    assert_eq!(before.previous_layout_entries, written);
+    // The grid reads the `open` and `closed` scopes merged: the whole project, in order.
+    assert_eq!(whole_grid(&api, &p).await, issues);
+
+    // Traffic while upgrade runs; the whole grid is checked after each change.
+    let traffic = async {
+        for (n, id) in issues.iter().enumerate() {
+            let body = match n % 3 {
+                0 => json!({"state": "open"}),
+                1 => json!({"state": "closed", "title": format!("renamed {n}")}),
+                _ => json!({"fields": {points.clone(): 99}}),
+            };
+            let r = api.patch(&format!("/issues/{id}"), body).await;
+            assert_eq!(r.status, 200, "{}", r.text);
+            api.sync().await;
+            assert_eq!(whole_grid(&api, &p).await, issues, "after change {n}");
+        }
+    };
+    let operator = support::store(&api.stack, "Upgrade");
+    let upgrade = ops::upgrade(&operator, 2, &hidden);
+    let ((), report) = tokio::join!(traffic, upgrade);
+    let report = report.unwrap();
+    assert_eq!(report.failed, 0, "{report:?}");
+    api.sync().await;
+    assert_eq!(api.dead_letters().await, 0);
+    let after = verify(&api).await;
+    assert!(after.is_clean(), "{:?}", after.drift);
+    assert_eq!(
+        (
+            after.previous_layout_watermarks,
+            after.previous_layout_entries
+        ),
+        (0, 0),
+        "{report:?}"
+    );
+    let left = api.index_entries().await;
+    assert!(
+        left.iter()
+            .all(|e| gridline::keys::index::column_scope(&e.pk) != Some("all")),
+        "no `all` entry is left"
+    );
+    assert_eq!(whole_grid(&api, &p).await, issues);
+}
+
 /// `gridctl jobs` reads a tenant's field jobs with its one statement: a field added to a
 /// seeded project shows as a job that finished, with the project's issues counted.
 #[tokio::test]

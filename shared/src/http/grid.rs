@@ -1,6 +1,7 @@
 //! The grid: a project's issues sorted by any column, a page at a time. A page is one Query of
 //! the column's partition in the index table (two where a descending page crosses from values
-//! to issues without one; one per shard), one BatchGetItem of the issues and one of the names
+//! to issues without one; one per shard and per state scope: a page of every state merges the
+//! `open` and `closed` ones), one BatchGetItem of the issues and one of the names
 //! on the page, whatever the project's size; the project's field definitions are read when the
 //! instance has not read them in the last seconds ([`FieldsCache`]). The query algorithm is
 //! [`crate::read::grid`]; this parses, calls it and renders.
@@ -22,7 +23,7 @@ use crate::domain::Issue;
 use crate::domain::ids::{ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::http::error::{ApiError, ApiResult};
-use crate::index::{Column, column_state};
+use crate::index::{Column, column_scopes};
 use crate::keys;
 use crate::read::grid::{self, GridParams, GridQuery, read_entries};
 
@@ -136,13 +137,19 @@ pub async fn list(
     let (fields, query) = interpret(&app, &caller.tenant, &project_id, &params).await?;
     let (defs, shards) = (&fields.defs, fields.project.read_shards());
     let cursor = paging.bind(query.canonical.as_str());
-    let pks = keys::index::column_shard_pks(
-        &caller.tenant,
-        &project_id,
-        query.column.name(),
-        column_state(query.state),
-        shards,
-    );
+    // Every shard of each scope the page reads: one state's, or both merged.
+    let pks: Vec<String> = column_scopes(query.state)
+        .into_iter()
+        .flat_map(|scope| {
+            keys::index::column_shard_pks(
+                &caller.tenant,
+                &project_id,
+                query.column.name(),
+                scope,
+                shards,
+            )
+        })
+        .collect();
     let page = read_entries(
         &query,
         &pks,
@@ -157,7 +164,9 @@ pub async fn list(
     let mut next = page.next;
     let ids: Vec<String> = page.entries.iter().map(|e| e.issue_id.clone()).collect();
     let mut found = app.store.batch_get_issues(&caller.tenant, &ids).await?;
-    // Entries of issues deleted (or moved to another state) since they were indexed are skipped.
+    // Entries of issues deleted (or moved to another state) since they were indexed are
+    // skipped; an issue met twice (its entries in both state scopes while the indexer moves
+    // them) shows once, at its first entry (`remove` finds it once).
     let mut issues: Vec<(usize, Issue)> = page
         .entries
         .iter()

@@ -36,9 +36,12 @@ pub struct Snapshot {
     pub parked: Vec<Parked>,
     pub records_scanned: usize,
     pub index_scanned: usize,
-    /// Watermarks still in the previous layout (read as they are; `gridctl upgrade` rewrites
+    /// Watermarks still in a previous layout (read as they are; `gridctl upgrade` rewrites
     /// them): not drift.
     pub previous_layout_watermarks: usize,
+    /// Entries in the `all` scope of issues whose watermark is of the layout that had one:
+    /// not drift, and left out of `entries` (the next indexing of the issue deletes them).
+    pub previous_layout_entries: usize,
 }
 
 /// An entry whose key is right but whose attributes are not.
@@ -152,11 +155,26 @@ pub async fn snapshot(
             _ => {}
         }
     }
-    snap.entries = index.iter().filter_map(entry_from_item).collect();
-    snap.previous_layout_watermarks = index
+    let previous: BTreeSet<IssueRef> = index
         .iter()
         .filter_map(crate::index::watermark::previous_layout_head)
-        .count();
+        .collect();
+    snap.previous_layout_watermarks = previous.len();
+    // The `all`-scope entries of issues whose watermark is still of the layout that wrote
+    // them are that layout's, not drift: the issue's next indexing (or `gridctl upgrade`)
+    // deletes them. Anyone else's are strays.
+    for entry in index.iter().filter_map(entry_from_item) {
+        let old_layout = keys::index::column_scope(&entry.pk) == Some(keys::index::ALL_SCOPE)
+            && keys::tenant_of(&entry.pk)
+                .and_then(TenantId::parse)
+                .zip(IssueId::parse(&entry.issue_id))
+                .is_some_and(|issue| previous.contains(&issue));
+        if old_layout {
+            snap.previous_layout_entries += 1;
+        } else {
+            snap.entries.insert(entry);
+        }
+    }
     snap.parked = index.iter().filter_map(parked_from_item).collect();
     snap.parked
         .sort_by(|a, b| (&a.tenant, &a.subject).cmp(&(&b.tenant, &b.subject)));

@@ -11,8 +11,9 @@ use crate::domain::{IssueState, Role};
 use crate::encoding;
 use crate::index::record::ValueRef;
 
-/// State scopes every entry is written to: all issues, and issues in its state.
-pub const ALL_STATES: &str = "all";
+/// The scope of the layout before: every issue, whatever its state. Only read from old
+/// watermarks (see [`crate::index::watermark::Placement::all_scope`]).
+pub const ALL_STATES: &str = crate::keys::index::ALL_SCOPE;
 
 /// A sortable column: a built-in one or a custom field (by id).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -274,9 +275,12 @@ pub fn entries(
     crate::index::watermark::Basis::of(issue, defs, shards).entries(tenant, &issue.id)
 }
 
-/// The scope a grid reads: every state, or one.
-pub fn column_state(state: Option<IssueState>) -> &'static str {
-    state.map_or(ALL_STATES, IssueState::as_str)
+/// The scopes a grid reads: its state's, or both (merged, as shards are).
+pub fn column_scopes(state: Option<IssueState>) -> Vec<&'static str> {
+    match state {
+        Some(state) => vec![state.as_str()],
+        None => vec![IssueState::Open.as_str(), IssueState::Closed.as_str()],
+    }
 }
 
 #[cfg(test)]
@@ -327,7 +331,7 @@ mod tests {
     }
 
     #[test]
-    fn every_column_gets_an_entry_in_two_scopes() {
+    fn every_column_gets_one_entry_in_its_state_s_scope() {
         let defs = [def(1, FieldType::Number), def(2, FieldType::Select)];
         let e = entries(
             &t(),
@@ -338,7 +342,11 @@ mod tests {
             &defs,
             ONE,
         );
-        assert_eq!(e.len(), (5 + 2) * 2);
+        assert_eq!(e.len(), 5 + 2);
+        assert!(
+            e.iter()
+                .all(|x| keys::index::column_scope(&x.pk) == Some("open"))
+        );
         let f2: Vec<_> = e
             .iter()
             .filter(|x| x.pk.contains(&format!("#{}#", f(2))))
@@ -422,10 +430,10 @@ mod tests {
         let defs = [def(1, FieldType::Number), def(2, FieldType::Text)];
         let five = StoredValue::N(DynNumber::parse("5").unwrap());
         let base = issue(BTreeMap::new());
-        // A value appears: the missing entry becomes a value entry, in both scopes.
+        // A value appears: the missing entry becomes a value entry.
         let with = issue(BTreeMap::from([(f(1), five.clone())]));
         let (gone, new) = diff(&base, &with, &defs);
-        assert_eq!((gone.len(), new.len()), (2, 2));
+        assert_eq!((gone.len(), new.len()), (1, 1));
         assert!(
             gone.iter().all(|e| e.sk == keys::index::missing_sk(7))
                 && new.iter().all(|e| e.sk.starts_with('1'))
@@ -435,7 +443,7 @@ mod tests {
             f(1),
             StoredValue::N(DynNumber::parse("6").unwrap()),
         )]));
-        assert_eq!(diff(&with, &changed, &defs).0.len(), 2);
+        assert_eq!(diff(&with, &changed, &defs).0.len(), 1);
         // It is removed: back to missing.
         assert_eq!(diff(&with, &base, &defs), (new.clone(), gone.clone()));
         // Nothing changes: nothing moves.
@@ -444,13 +452,10 @@ mod tests {
         let mut closed = with.clone();
         closed.state = IssueState::Closed;
         let (gone, new) = diff(&with, &closed, &defs);
-        // All 7 columns leave `open` for `closed`; in `all` only the state column's value changes.
+        // All 7 columns leave `open` for `closed`, and nothing else moves.
         assert_eq!(gone.iter().filter(|e| e.pk.ends_with("#open")).count(), 7);
         assert_eq!(new.iter().filter(|e| e.pk.ends_with("#closed")).count(), 7);
-        let state_all =
-            keys::index::column_pk(&t(), &ProjectId::numbered(100), "state", ALL_STATES);
-        assert_eq!(gone.iter().filter(|e| e.pk == state_all).count(), 1);
-        assert_eq!((gone.len(), new.len()), (8, 8));
+        assert_eq!((gone.len(), new.len()), (7, 7));
     }
 
     #[test]

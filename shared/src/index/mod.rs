@@ -32,7 +32,7 @@ pub mod table;
 pub mod watermark;
 
 pub use entries::{
-    ALL_STATES, BUILT_INS, Column, Entry, EntryList, EntryRef, Kind, column_state, encode_bound,
+    ALL_STATES, BUILT_INS, Column, Entry, EntryList, EntryRef, Kind, column_scopes, encode_bound,
     encode_value, entries,
 };
 pub use scan::{Table, entry_from_item};

@@ -269,7 +269,9 @@ impl Store {
                 .expression_attribute_names("#p", PENDING)
                 .expression_attribute_values(":tokens", AttributeValue::Ss(tokens))
                 .expression_attribute_values(":fmt", AttributeValue::N(watermark::FORMAT.into()));
-            "ADD #p :tokens SET fmt = :fmt".to_string()
+            // A head's format is its committed basis' (an intent keeps it): only a first
+            // intent, on no head yet, sets it.
+            "ADD #p :tokens SET fmt = if_not_exists(fmt, :fmt)".to_string()
         };
         let result = update
             .update_expression(expression)

@@ -84,6 +84,18 @@ pub struct Placement {
     pub num: u64,
     pub state: IssueState,
     pub shards: Shards,
+    /// The entries are also in the `all` scope: the layout before scopes were halved, read
+    /// from watermarks written then and never desired. A placement with it differs from the
+    /// same one without, so the issue's next indexing deletes those entries.
+    pub all_scope: bool,
+}
+
+impl Placement {
+    /// The state scopes its column entries are in.
+    pub fn scopes(&self) -> impl Iterator<Item = &'static str> + Clone {
+        let all = self.all_scope.then_some(ALL_STATES);
+        all.into_iter().chain([self.state.as_str()])
+    }
 }
 
 /// A participant as the inboxes see it.
@@ -158,6 +170,7 @@ impl Basis {
                 num: issue.num,
                 state: issue.state,
                 shards,
+                all_scope: false,
             },
             updated_at: issue.updated_at.to_string(),
             columns,
@@ -192,10 +205,12 @@ impl Basis {
         out
     }
 
-    /// How many entries the basis calls for: two per column and layout, two per participant.
+    /// How many entries the basis calls for: one per column, layout and scope, two per
+    /// participant.
     pub fn entry_count(&self) -> usize {
         let layouts = self.placement.shards.counts().count();
-        2 * (layouts * self.columns.len() + self.seats.len())
+        let scopes = self.placement.scopes().count();
+        layouts * scopes * self.columns.len() + 2 * self.seats.len()
     }
 
     /// Keeps only the columns `keep` accepts (the ones whose watermark part was read).
@@ -209,8 +224,9 @@ impl Basis {
     }
 }
 
-/// A column's two entries (the `all` scope and the state's) at `placement`, in each of its
-/// layouts (`hash`: the issue's [`keys::index::shard_hash`]).
+/// A column's entry in its state's scope at `placement` (and in the `all` scope, for a
+/// placement of the layout before), in each of its layouts (`hash`: the issue's
+/// [`keys::index::shard_hash`]).
 fn column_entries(
     tenant: &TenantId,
     (issue_id, hash): (&IssueId, u64),
@@ -224,7 +240,7 @@ fn column_entries(
         None => keys::index::missing_sk(placement.num),
     };
     for count in placement.shards.counts() {
-        for scope in [ALL_STATES, placement.state.as_str()] {
+        for scope in placement.scopes() {
             let mut pk = keys::index::column_pk(tenant, &placement.project, column, scope);
             keys::index::push_shard(&mut pk, count, keys::index::shard_of(hash, count));
             out.insert(Entry {
@@ -292,7 +308,15 @@ impl Pending {
     pub fn tokens(&self) -> BTreeSet<String> {
         let mut out = BTreeSet::new();
         for p in &self.placements {
-            let mut token = format!("P{SEP}{}{SEP}{}{SEP}{}", p.num, p.state.as_str(), p.project);
+            // `P`: a placement with the `all` scope (the tokens written before scopes were
+            // halved); `Q`: without.
+            let kind = if p.all_scope { 'P' } else { 'Q' };
+            let mut token = format!(
+                "{kind}{SEP}{}{SEP}{}{SEP}{}",
+                p.num,
+                p.state.as_str(),
+                p.project
+            );
             // One shard, as before shards: the token a watermark of either version reads.
             if p.shards != Shards::ONE {
                 token.push(SEP);
@@ -329,7 +353,7 @@ impl Pending {
         for t in tokens {
             let (kind, rest) = t.split_once(SEP)?;
             match kind {
-                "P" => {
+                "P" | "Q" => {
                     let mut parts = rest.splitn(4, SEP);
                     let num = parts.next()?.parse().ok()?;
                     let state = IssueState::parse(parts.next()?)?;
@@ -343,6 +367,7 @@ impl Pending {
                         num,
                         state,
                         shards,
+                        all_scope: kind == "P",
                     });
                 }
                 "U" => {
@@ -810,8 +835,13 @@ pub fn set_fields_revision(head: &mut Item, fields_rev: u64) {
     head.insert(FIELDS_REVISION.into(), n(fields_rev));
 }
 
-/// The layout marker of this format's head.
-pub const FORMAT: &str = "2";
+/// The layout marker of this format's head: its column entries are in their state's scope
+/// only.
+pub const FORMAT: &str = "3";
+
+/// The marker of the format before, whose committed column entries are also in the `all`
+/// scope (read as a placement with [`Placement::all_scope`]; `gridctl upgrade` rewrites it).
+pub const FORMAT_ALL_SCOPE: &str = "2";
 
 fn n(v: impl ToString) -> AttributeValue {
     AttributeValue::N(v.to_string())
@@ -871,7 +901,9 @@ pub fn head_item(
         keys::index::watermark_pk(tenant, issue_id),
         keys::index::WATERMARK_SK,
     );
-    item.insert("fmt".into(), n(FORMAT));
+    let all_scope = basis.is_some_and(|b| b.placement.all_scope);
+    let format = if all_scope { FORMAT_ALL_SCOPE } else { FORMAT };
+    item.insert("fmt".into(), n(format));
     item.insert("version".into(), n(version));
     if let Some(b) = basis {
         item.insert("p".into(), s(b.placement.project.to_string()));
@@ -1109,6 +1141,7 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
     if digests.len() != usize::from(buckets) {
         return None;
     }
+    let all_scope = matches!(item.get("fmt"), Some(AttributeValue::N(f)) if f == FORMAT_ALL_SCOPE);
     let committed = match text("p") {
         None => None,
         Some(project) => {
@@ -1148,6 +1181,7 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
                     num,
                     state: IssueState::parse(&text("s")?)?,
                     shards,
+                    all_scope,
                 },
                 updated_at: text("u")?,
                 columns: columns_from(item.get("c"))?,
@@ -1169,23 +1203,25 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
     })
 }
 
-/// The issue of a watermark head still in the previous layout (its entry keys in a string
-/// set), unless it is a tombstone (those expire on their own): what `gridctl upgrade`
-/// rewrites.
+/// The issue of a watermark head of a previous layout, unless it is a tombstone (those expire
+/// on their own): what `gridctl upgrade` rewrites. Either every entry key in a string set, or
+/// a compact head whose entries are also in the `all` scope ([`FORMAT_ALL_SCOPE`]).
 pub fn previous_layout_head(item: &Item) -> Option<(TenantId, IssueId)> {
     let text = |k: &str| match item.get(k) {
         Some(AttributeValue::S(v)) => Some(v.as_str()),
         _ => None,
     };
-    if text(keys::SK)? != keys::index::WATERMARK_SK || item.contains_key("fmt") {
+    if text(keys::SK)? != keys::index::WATERMARK_SK {
         return None;
     }
+    let marks = match item.get("fmt") {
+        None => ["version", "entries", "pending"],
+        Some(AttributeValue::N(f)) if f == FORMAT_ALL_SCOPE => ["version", "p", "pend"],
+        Some(_) => return None,
+    };
     // A head holding only a parked flag (the issue was parked before it was ever indexed) has
     // no layout to upgrade.
-    if !["version", "entries", "pending"]
-        .iter()
-        .any(|a| item.contains_key(*a))
-    {
+    if !marks.iter().any(|a| item.contains_key(*a)) {
         return None;
     }
     if matches!(item.get("version"), Some(AttributeValue::N(v)) if v == &u64::MAX.to_string()) {

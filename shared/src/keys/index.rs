@@ -177,6 +177,22 @@ pub fn column_shard_pks(
         .collect()
 }
 
+/// The state scope of a column partition key (`all`, `open` or `closed`); `None` for a key
+/// that is not a column partition's.
+pub fn column_scope(pk: &str) -> Option<&str> {
+    // `T#{tenant}#X#{project}#{column}#{scope}[#{count}.{shard}]`: no part holds a `#`.
+    let mut parts = pk.strip_prefix("T#")?.split('#');
+    let (_tenant, kind) = (parts.next()?, parts.next()?);
+    let (_project, _column) = (parts.next()?, parts.next()?);
+    (kind == "X").then_some(())?;
+    parts.next()
+}
+
+/// The scope of the layout before scopes were halved, which held every issue: it is read as a
+/// merge of the `open` and `closed` scopes now, and its entries are retired by
+/// `gridctl upgrade`.
+pub const ALL_SCOPE: &str = "all";
+
 /// What every column partition of a project starts with (for tools that group partitions).
 pub fn project_columns_prefix(tenant: &TenantId, project_id: &ProjectId) -> String {
     let mut out = String::new();

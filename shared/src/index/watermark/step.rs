@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::{Basis, Pending, Placement, Seat, Step, Watermark, zip_columns};
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::{IssueState, ParticipantKind, Role};
-use crate::index::entries::{ALL_STATES, EntryList};
+use crate::index::entries::EntryList;
 use crate::keys::index::{
     push_column_pk, push_column_sk, push_inbox_pk, push_inbox_sk, push_shard, shard_hash, shard_of,
 };
@@ -34,15 +34,15 @@ impl ColumnKey<'_> {
     }
 }
 
-/// A column's entries at `p`: in the `all` scope and in its state's, in each of its layouts
-/// (`hash`: the issue's shard hash).
+/// A column's entries at `p`: in its state's scope (and the `all` scope, for a placement of
+/// the layout before), in each of its layouts (`hash`: the issue's shard hash).
 fn column_keys<'a>(
     p: &'a Placement,
     value: Option<&'a str>,
     hash: u64,
 ) -> impl Iterator<Item = ColumnKey<'a>> + Clone {
     p.shards.counts().flat_map(move |count| {
-        [ALL_STATES, p.state.as_str()].map(|scope| ColumnKey {
+        p.scopes().map(move |scope| ColumnKey {
             project: &p.project,
             scope,
             shard: (count, shard_of(hash, count)),

@@ -37,17 +37,25 @@ fn shards() -> impl Strategy<Value = Shards> {
     ])
 }
 
+/// Placements, with the `all` scope of the layout before or without.
 fn placement() -> impl Strategy<Value = Placement> {
-    (0..2u64, 1..3u64, prop::bool::ANY, shards()).prop_map(|(p, num, open, shards)| Placement {
-        project: ProjectId::numbered(100 + p),
-        num,
-        state: if open {
-            IssueState::Open
-        } else {
-            IssueState::Closed
-        },
-        shards,
-    })
+    (
+        (0..2u64, 1..3u64),
+        prop::bool::ANY,
+        shards(),
+        prop::bool::weighted(0.25),
+    )
+        .prop_map(|((p, num), open, shards, all_scope)| Placement {
+            project: ProjectId::numbered(100 + p),
+            num,
+            state: if open {
+                IssueState::Open
+            } else {
+                IssueState::Closed
+            },
+            shards,
+            all_scope,
+        })
 }
 
 fn column() -> impl Strategy<Value = String> {
@@ -369,7 +377,7 @@ fn an_update_of_one_field_reads_and_writes_about_one_kilobyte_at_5_fields_or_400
         let step = full.step(&t, &i, Some(&compared), &Pending::default());
         assert_eq!(
             step.puts.len(),
-            2 + 2 + 3 * 2,
+            1 + 1 + 3 * 2,
             "{fields} fields: {:?}",
             step.puts.keys()
         );
@@ -466,7 +474,10 @@ fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
 fn a_watermark_of_the_previous_layout_is_read_as_its_keys() {
     let (t, i) = (tenant(), issue_id());
     let (issue, defs) = wide_issue(3, 1);
-    let entries = Basis::of(&issue, &defs, Shards::ONE).entries(&t, &i);
+    // That layout's column entries were also in the `all` scope.
+    let mut old = Basis::of(&issue, &defs, Shards::ONE);
+    old.placement.all_scope = true;
+    let entries = old.entries(&t, &i);
     let refs = |es: &BTreeSet<Entry>| {
         AttributeValue::Ss(
             es.iter()
@@ -480,10 +491,16 @@ fn a_watermark_of_the_previous_layout_is_read_as_its_keys() {
     let wm = from_head(&t, &i, &item).unwrap();
     assert_eq!(wm.version, 4);
     assert_eq!(keys_of(&wm.certain(&t, &i)), keys_of(&entries));
-    // Nothing to do when it is right; a changed title moves only its entries.
+    // Its `all` scope goes, nothing else changes; a changed title moves its entry too.
     let d = Basis::of(&issue, &defs, Shards::ONE);
     let step = wm.step(&t, &i, Some(&d), &Pending::default());
-    assert!(step.puts.is_empty() && step.deletes.is_empty());
+    let all = |l: &EntryList| {
+        l.iter()
+            .filter(|e| keys::index::column_scope(e.pk) == Some(keys::index::ALL_SCOPE))
+            .count()
+    };
+    assert_eq!((step.puts.len(), step.deletes.len()), (0, 5 + 3));
+    assert_eq!(all(&step.deletes), 5 + 3);
     let mut renamed = issue.clone();
     renamed.title = "Renamed".into();
     let step = wm.step(
@@ -492,7 +509,7 @@ fn a_watermark_of_the_previous_layout_is_read_as_its_keys() {
         Some(&Basis::of(&renamed, &defs, Shards::ONE)),
         &Pending::default(),
     );
-    assert_eq!((step.puts.len(), step.deletes.len()), (2, 2));
+    assert_eq!((step.puts.len(), step.deletes.len()), (1, 5 + 3 + 1));
 }
 
 #[test]
@@ -530,7 +547,7 @@ fn the_entries_of_a_basis_are_the_issue_s_entries() {
     let (issue, defs) = wide_issue(4, 2);
     let e = Basis::of(&issue, &defs, Shards::ONE).entries(&t, &i);
     assert_eq!(e, crate::index::entries(&t, &issue, &defs, Shards::ONE));
-    assert_eq!(e.len(), (5 + 4) * 2 + 2 * 2);
+    assert_eq!(e.len(), (5 + 4) + 2 * 2);
 }
 
 /// Items as stored: the head and the buckets by sort key.
@@ -649,4 +666,66 @@ fn only_heads_with_the_previous_layout_s_keys_are_upgraded() {
         previous_layout_head(&head(&[("version", n(3)), ("fmt", n(FORMAT))])),
         None
     );
+    // A compact head whose entries are also in the `all` scope is of a previous layout too,
+    // once it has anything to rewrite.
+    let all_scope = head(&[("version", n(3)), ("fmt", n(FORMAT_ALL_SCOPE))]);
+    assert_eq!(
+        previous_layout_head(&all_scope),
+        Some((t.clone(), i.clone()))
+    );
+    let tombstone = head(&[("version", n(u64::MAX)), ("fmt", n(FORMAT_ALL_SCOPE))]);
+    assert_eq!(previous_layout_head(&tombstone), None);
+}
+
+/// A head written before scopes were halved reads as a placement with the `all` scope, keeps
+/// that format while an intent is recorded on it, and its next step deletes exactly the
+/// `all`-scope entries (and writes none): the layout retires issue by issue.
+#[test]
+fn a_head_with_the_all_scope_reads_as_it_was_written_and_its_next_step_retires_that_scope() {
+    let (t, i) = (tenant(), issue_id());
+    let (issue, defs) = wide_issue(4, 2);
+    let desired = Basis::of(&issue, &defs, Shards::ONE);
+    assert!(!desired.placement.all_scope);
+    let mut old = desired.clone();
+    old.placement.all_scope = true;
+    let head = head_item(&t, &i, 5, Some(&old), &Layout::default(), &BTreeMap::new());
+    assert_eq!(head.get("fmt"), Some(&n(FORMAT_ALL_SCOPE)));
+    let wm = from_head(&t, &i, &head).unwrap();
+    assert_eq!(wm.committed.as_ref(), Some(&old));
+    assert_eq!(keys_of(&wm.certain(&t, &i)), keys_of(&old.entries(&t, &i)));
+    let step = wm.step(&t, &i, Some(&desired), &Pending::default());
+    assert!(step.puts.is_empty());
+    let deleted = step.deletes.keys();
+    let expected: BTreeSet<_> = keys_of(&old.entries(&t, &i))
+        .difference(&keys_of(&desired.entries(&t, &i)))
+        .cloned()
+        .collect();
+    assert_eq!(deleted, expected);
+    assert_eq!(deleted.len(), 5 + 4);
+    assert!(
+        deleted
+            .iter()
+            .all(|(pk, _)| keys::index::column_scope(pk) == Some("all"))
+    );
+    // The intent names the new placement as a token of its own kind; the head keeps its
+    // format until the commit writes the new basis.
+    let during = intent_head_item(&t, &i, &wm, &step.intent);
+    assert_eq!(during.get("fmt"), Some(&n(FORMAT_ALL_SCOPE)));
+    let read = from_head(&t, &i, &during).unwrap();
+    assert_eq!(
+        read.pending.placements,
+        BTreeSet::from([desired.placement.clone()])
+    );
+    let after = head_item(
+        &t,
+        &i,
+        6,
+        Some(&desired),
+        &Layout::default(),
+        &BTreeMap::new(),
+    );
+    assert_eq!(after.get("fmt"), Some(&n(FORMAT)));
+    let wm = from_head(&t, &i, &after).unwrap();
+    let step = wm.step(&t, &i, Some(&desired), &Pending::default());
+    assert!(step.puts.is_empty() && step.deletes.is_empty());
 }
