@@ -471,6 +471,7 @@ impl TestApi {
                 sk: s("SK").unwrap_or_default(),
                 issue_id: s("issue_id").unwrap_or_default(),
                 role: s("role"),
+                summary: s(gridline::index::summary::ATTR),
             });
         }
         out

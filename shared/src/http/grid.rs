@@ -162,8 +162,11 @@ pub async fn list(
     )
     .await?;
     let mut next = page.next;
-    let ids: Vec<String> = page.entries.iter().map(|e| e.issue_id.clone()).collect();
-    let mut found = app.store.batch_get_issues(&caller.tenant, &ids).await?;
+    let entries = page
+        .entries
+        .iter()
+        .map(|e| (e.issue_id.as_str(), e.summary.as_deref()));
+    let mut found = app.store.issues_of_entries(&caller.tenant, entries).await?;
     // Entries of issues deleted (or moved to another state) since they were indexed are
     // skipped; an issue met twice (its entries in both state scopes while the indexer moves
     // them) shows once, at its first entry (`remove` finds it once).

@@ -81,8 +81,11 @@ async fn read(
     .await?;
     let mut cut = merged.last;
     let mut any_left = merged.any_left;
-    let ids: Vec<String> = merged.taken.iter().map(|t| t.issue_id.clone()).collect();
-    let mut found = app.store.batch_get_issues(&caller.tenant, &ids).await?;
+    let entries = merged
+        .taken
+        .iter()
+        .map(|t| (t.issue_id.as_str(), t.summary.as_deref()));
+    let mut found = app.store.issues_of_entries(&caller.tenant, entries).await?;
     let mut issues: Vec<(String, crate::domain::Issue, Vec<Participant>)> = merged
         .taken
         .into_iter()

@@ -42,6 +42,9 @@ pub struct Snapshot {
     /// Entries in the `all` scope of issues whose watermark is of the layout that had one:
     /// not drift, and left out of `entries` (the next indexing of the issue deletes them).
     pub previous_layout_entries: usize,
+    /// The issues whose watermark is of a previous layout: their entries may lack the summary
+    /// (not drift either; the next indexing writes it).
+    pub previous: BTreeSet<IssueRef>,
 }
 
 /// An entry whose key is right but whose attributes are not.
@@ -160,6 +163,7 @@ pub async fn snapshot(
         .filter_map(crate::index::watermark::previous_layout_head)
         .collect();
     snap.previous_layout_watermarks = previous.len();
+    snap.previous = previous.clone();
     // The `all`-scope entries of issues whose watermark is still of the layout that wrote
     // them are that layout's, not drift: the issue's next indexing (or `gridctl upgrade`)
     // deletes them. Anyone else's are strays.
@@ -215,10 +219,20 @@ pub fn compare(snap: &Snapshot) -> Drift {
         parked: snap.parked.clone(),
         ..Drift::default()
     };
+    // A thin entry of an issue whose watermark predates summaries is that layout's, not stale.
+    let unsummarized = |a: &Entry, e: &Entry| {
+        a.summary.is_none()
+            && a.role == e.role
+            && a.issue_id == e.issue_id
+            && keys::tenant_of(&e.pk)
+                .and_then(TenantId::parse)
+                .zip(IssueId::parse(&e.issue_id))
+                .is_some_and(|issue| snap.previous.contains(&issue))
+    };
     for (k, e) in &want {
         match have.get(k) {
             None => drift.missing.push((*e).clone()),
-            Some(a) if a != e => drift.stale.push(Stale {
+            Some(a) if a != e && !unsummarized(a, e) => drift.stale.push(Stale {
                 expected: (*e).clone(),
                 actual: (*a).clone(),
             }),

@@ -10,6 +10,7 @@ use crate::domain::values::{FieldDef, FieldType, parse_date, parse_datetime};
 use crate::domain::{IssueState, Role};
 use crate::encoding;
 use crate::index::record::ValueRef;
+use crate::index::summary::Summary;
 
 /// The scope of the layout before: every issue, whatever its state. Only read from old
 /// watermarks (see [`crate::index::watermark::Placement::all_scope`]).
@@ -132,14 +133,17 @@ pub fn encode_bound(kind: Kind, def: Option<&FieldDef>, raw: &str) -> Result<Str
 }
 
 /// One index entry: an attribute-index entry, or a participation copy (which carries the
-/// participant's role, for `via` and role filters). Its key is `(pk, sk)`; the rest follows
-/// from the key and the issue's version, so the indexer diffs entries by key.
+/// participant's role, for `via` and role filters), with the issue's list summary when it fits
+/// ([`crate::index::summary`]). Its key is `(pk, sk)`; the rest follows from the key and the
+/// issue as indexed, so the indexer diffs entries by key (and writes them all again when the
+/// summary changes).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Entry {
     pub pk: String,
     pub sk: String,
     pub issue_id: String,
     pub role: Option<String>,
+    pub summary: Option<String>,
 }
 
 impl Entry {
@@ -157,6 +161,7 @@ impl Entry {
             sk: &self.sk,
             issue_id: &self.issue_id,
             role: self.role.as_deref(),
+            summary: self.summary.as_deref(),
         }
     }
 }
@@ -168,6 +173,7 @@ pub struct EntryRef<'a> {
     pub sk: &'a str,
     pub issue_id: &'a str,
     pub role: Option<&'a str>,
+    pub summary: Option<&'a str>,
 }
 
 impl EntryRef<'_> {
@@ -177,13 +183,15 @@ impl EntryRef<'_> {
             sk: self.sk.to_string(),
             issue_id: self.issue_id.to_string(),
             role: self.role.map(str::to_string),
+            summary: self.summary.map(str::to_string),
         }
     }
 }
 
 /// One issue's entries, their keys built into one buffer: planning a step allocates per list,
 /// not per key (the indexer's core plans tens of keys per record). Made for an issue only
-/// ([`EntryList::for_issue`]): every entry is written with its id.
+/// ([`EntryList::for_issue`]): every entry is written with its id, and with the list's
+/// summary where it fits.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct EntryList {
     /// The issue id, then each entry's partition key and sort key.
@@ -191,6 +199,7 @@ pub struct EntryList {
     issue_end: usize,
     /// Per entry: where its partition key ends, where its sort key ends, its role.
     slots: Vec<(usize, usize, Option<Role>)>,
+    summary: Summary,
 }
 
 impl EntryList {
@@ -203,7 +212,14 @@ impl EntryList {
             issue_end: text.len(),
             text,
             slots: Vec::with_capacity(entries),
+            summary: Summary::default(),
         }
+    }
+
+    /// The list, its entries carrying `summary` where it fits (puts; deletes need none).
+    pub fn with_summary(mut self, summary: Summary) -> Self {
+        self.summary = summary;
+        self
     }
 
     pub fn len(&self) -> usize {
@@ -237,11 +253,14 @@ impl EntryList {
         let issue_id = &self.text[..self.issue_end];
         let mut start = self.issue_end;
         self.slots.iter().map(move |&(pk_end, sk_end, role)| {
+            let (pk, sk) = (&self.text[start..pk_end], &self.text[pk_end..sk_end]);
+            let role = role.map(Role::as_str);
             let e = EntryRef {
-                pk: &self.text[start..pk_end],
-                sk: &self.text[pk_end..sk_end],
+                pk,
+                sk,
                 issue_id,
-                role: role.map(Role::as_str),
+                role,
+                summary: self.summary.for_entry(pk, sk, issue_id, role),
             };
             start = sk_end;
             e
@@ -416,12 +435,13 @@ mod tests {
         assert!(e.iter().all(|x| !x.pk.contains("GONE")));
     }
 
-    /// The entries that change between two states of an issue: (removed, added).
+    /// The entries whose keys change between two states of an issue: (removed, added).
     fn diff(a: &Issue, b: &Issue, defs: &[FieldDef]) -> (Vec<Entry>, Vec<Entry>) {
         let (ea, eb) = (entries(&t(), a, defs, ONE), entries(&t(), b, defs, ONE));
+        let (ka, kb) = (keys_of(&ea), keys_of(&eb));
         (
-            ea.difference(&eb).cloned().collect(),
-            eb.difference(&ea).cloned().collect(),
+            ea.into_iter().filter(|e| !kb.contains(&e.key())).collect(),
+            eb.into_iter().filter(|e| !ka.contains(&e.key())).collect(),
         )
     }
 

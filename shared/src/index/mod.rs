@@ -28,6 +28,7 @@ pub mod record;
 pub mod reshard;
 pub mod scan;
 pub mod stream;
+pub mod summary;
 pub mod table;
 pub mod watermark;
 

@@ -37,6 +37,7 @@ pub fn entry_from_item(item: &Item) -> Option<Entry> {
         sk: s(keys::SK)?,
         issue_id: s("issue_id")?,
         role: s("role"),
+        summary: s(crate::index::summary::ATTR),
     })
 }
 

@@ -26,6 +26,8 @@ pub struct InboxCopy {
     pub sk: String,
     pub issue_id: String,
     pub role: String,
+    /// The issue's list summary, when the copy carries one.
+    pub summary: Option<String>,
 }
 
 /// A read of one column partition.
@@ -455,6 +457,9 @@ impl Store {
             if let Some(role) = e.role {
                 item.insert("role".into(), string(role));
             }
+            if let Some(summary) = e.summary {
+                item.insert(crate::index::summary::ATTR.into(), string(summary));
+            }
             let req = PutRequest::builder()
                 .set_item(Some(item))
                 .build()
@@ -507,7 +512,7 @@ impl Store {
         &self,
         column: &ColumnQuery,
         start: Option<&Position>,
-    ) -> Result<Page<(String, String)>, StoreError> {
+    ) -> Result<Page<crate::read::grid::Hit>, StoreError> {
         let query = Query::partition(&self.index, column.pk.clone())
             .sk_between(&column.from, &column.to)
             .forward(column.forward)
@@ -518,7 +523,11 @@ impl Store {
             .iter()
             .filter_map(|i| match (i.get("issue_id"), i.get(keys::SK)) {
                 (Some(AttributeValue::S(id)), Some(AttributeValue::S(sk))) => {
-                    Some((id.clone(), sk.clone()))
+                    let summary = match i.get(crate::index::summary::ATTR) {
+                        Some(AttributeValue::S(text)) => Some(text.clone()),
+                        _ => None,
+                    };
+                    Some((id.clone(), sk.clone(), summary))
                 }
                 _ => None,
             })
@@ -554,6 +563,10 @@ impl Store {
                 sk: text(&i, keys::SK),
                 issue_id: text(&i, "issue_id"),
                 role: text(&i, "role"),
+                summary: match i.get(crate::index::summary::ATTR) {
+                    Some(AttributeValue::S(v)) => Some(v.clone()),
+                    _ => None,
+                },
             })
         })
     }

@@ -34,6 +34,14 @@ use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::encoding;
 use crate::index::entries::{ALL_STATES, Entry, EntryList, encode_value};
 use crate::index::record::IssueRecord;
+use crate::index::summary::Summary;
+
+/// What the watermark derives entries from when only their keys matter (what is certain or
+/// possible in the index).
+static NO_SUMMARY: Summary = Summary {
+    digest: 0,
+    text: None,
+};
 use crate::keys;
 use crate::keys::index::Shards;
 use crate::store::Item;
@@ -114,6 +122,8 @@ pub struct Basis {
     /// Column name → encoded sort value; `None`: no value (a missing entry).
     pub columns: BTreeMap<String, Option<String>>,
     pub seats: BTreeSet<Seat>,
+    /// The list summary every entry carries where it fits (compared by digest).
+    pub summary: Summary,
 }
 
 /// The built-in columns' names: they live in the head whatever the layout.
@@ -175,6 +185,7 @@ impl Basis {
             updated_at: issue.updated_at.to_string(),
             columns,
             seats,
+            summary: Summary::of_record(issue, defs),
         }
     }
 
@@ -187,8 +198,8 @@ impl Basis {
                 tenant,
                 (issue_id, hash),
                 &self.placement,
-                column,
-                value.as_deref(),
+                (column, value.as_deref()),
+                &self.summary,
                 &mut out,
             );
         }
@@ -196,9 +207,9 @@ impl Basis {
             seat_entries(
                 tenant,
                 issue_id,
-                self.placement.state,
-                &self.updated_at,
+                (self.placement.state, &self.updated_at),
                 seat,
+                &self.summary,
                 &mut out,
             );
         }
@@ -231,8 +242,8 @@ fn column_entries(
     tenant: &TenantId,
     (issue_id, hash): (&IssueId, u64),
     placement: &Placement,
-    column: &str,
-    value: Option<&str>,
+    (column, value): (&str, Option<&str>),
+    summary: &Summary,
     out: &mut BTreeSet<Entry>,
 ) {
     let sk = match value {
@@ -243,11 +254,15 @@ fn column_entries(
         for scope in placement.scopes() {
             let mut pk = keys::index::column_pk(tenant, &placement.project, column, scope);
             keys::index::push_shard(&mut pk, count, keys::index::shard_of(hash, count));
+            let summary = summary
+                .for_entry(&pk, &sk, issue_id, None)
+                .map(str::to_string);
             out.insert(Entry {
                 pk,
                 sk: sk.clone(),
                 issue_id: issue_id.to_string(),
                 role: None,
+                summary,
             });
         }
     }
@@ -257,18 +272,23 @@ fn column_entries(
 fn seat_entries(
     tenant: &TenantId,
     issue_id: &IssueId,
-    state: IssueState,
-    updated_at: &str,
+    (state, updated_at): (IssueState, &str),
     seat: &Seat,
+    summary: &Summary,
     out: &mut BTreeSet<Entry>,
 ) {
     let sk = keys::index::inbox_sk(updated_at, issue_id);
     for role in [None, Some(seat.role)] {
+        let pk = keys::index::inbox_pk(tenant, seat.kind, &seat.id, state, role);
+        let summary = summary
+            .for_entry(&pk, &sk, issue_id, Some(seat.role.as_str()))
+            .map(str::to_string);
         out.insert(Entry {
-            pk: keys::index::inbox_pk(tenant, seat.kind, &seat.id, state, role),
+            pk,
             sk: sk.clone(),
             issue_id: issue_id.to_string(),
             role: Some(seat.role.as_str().to_string()),
+            summary,
         });
     }
 }
@@ -592,7 +612,8 @@ impl Watermark {
 
     /// The buckets to read before planning a change to `desired` (its fields under the layout
     /// it will have: `next_buckets`): all of them when entries may move partition (a state
-    /// change, a deletion, anything pending at a placement) or the layout changes; otherwise
+    /// change, a deletion, anything pending at a placement), the summary changes (every entry
+    /// is written again) or the layout changes; otherwise
     /// those whose digest the change alters and those holding a pending column (or one of
     /// `extra`'s: what an earlier attempt may have written).
     pub fn buckets_to_read(
@@ -614,7 +635,9 @@ impl Watermark {
             .as_ref()
             .is_none_or(|c| c.placement != desired.placement);
         let placed = !self.pending.placements.is_empty() || !extra.placements.is_empty();
-        if moved || placed || next_buckets != n {
+        // A new summary goes into every entry: every column is compared.
+        let resummarized = step::refreshes(self.committed.as_ref(), Some(desired));
+        if moved || placed || resummarized || next_buckets != n {
             return everything;
         }
         let mut read: BTreeSet<u16> = self
@@ -656,8 +679,8 @@ impl Watermark {
                     tenant,
                     (issue_id, hash),
                     &c.placement,
-                    column,
-                    value.as_deref(),
+                    (column, value.as_deref()),
+                    &NO_SUMMARY,
                     &mut out,
                 );
             }
@@ -667,9 +690,9 @@ impl Watermark {
                 seat_entries(
                     tenant,
                     issue_id,
-                    c.placement.state,
-                    &c.updated_at,
+                    (c.placement.state, &c.updated_at),
                     seat,
+                    &NO_SUMMARY,
                     &mut out,
                 );
             }
@@ -712,7 +735,8 @@ impl Watermark {
         for p in &placements {
             for (column, values) in &columns {
                 for v in values {
-                    column_entries(tenant, (issue_id, hash), p, column, v.as_deref(), &mut out);
+                    let cv = (column.as_str(), v.as_deref());
+                    column_entries(tenant, (issue_id, hash), p, cv, &NO_SUMMARY, &mut out);
                 }
             }
         }
@@ -720,7 +744,8 @@ impl Watermark {
         for state in states {
             for u in &updated_at {
                 for seat in &seats {
-                    seat_entries(tenant, issue_id, state, u, seat, &mut out);
+                    let at = (state, u.as_str());
+                    seat_entries(tenant, issue_id, at, seat, &NO_SUMMARY, &mut out);
                 }
             }
         }
@@ -739,7 +764,19 @@ impl Watermark {
         extra: &Pending,
     ) -> Step {
         let want = desired.map_or_else(BTreeSet::new, |d| d.entries(tenant, issue_id));
-        let certain = self.certain(tenant, issue_id);
+        // A watermark of the previous layout predates summaries: its entries carry none.
+        let refresh = self.legacy.is_some() || step::refreshes(self.committed.as_ref(), desired);
+        // What an earlier attempt wrote (`extra`) is as uncertain as what is pending: its keys
+        // may be desired ones, written with another summary.
+        let certain = if refresh {
+            BTreeSet::new()
+        } else if extra.is_empty() {
+            self.certain(tenant, issue_id)
+        } else {
+            let mut with_extra = self.clone();
+            with_extra.pending.merge(extra.clone());
+            with_extra.certain(tenant, issue_id)
+        };
         let possible = self.possible(tenant, issue_id, extra);
         let key = |e: &Entry| (e.pk.clone(), e.sk.clone());
         let certain_keys: BTreeSet<_> = certain.iter().map(key).collect();
@@ -759,7 +796,8 @@ impl Watermark {
             entries.iter().for_each(|e| list.push_entry(e));
             list
         };
-        let (puts, deletes) = (list(puts), list(deletes));
+        let summary = desired.map(|d| d.summary.clone()).unwrap_or_default();
+        let (puts, deletes) = (list(puts).with_summary(summary), list(deletes));
         let mut intent = extra.clone();
         if puts.is_empty() && deletes.is_empty() {
             return Step {
@@ -834,6 +872,10 @@ pub const FIELDS_REVISION: &str = "fr";
 pub fn set_fields_revision(head: &mut Item, fields_rev: u64) {
     head.insert(FIELDS_REVISION.into(), n(fields_rev));
 }
+
+/// Attribute of the head holding the committed basis' summary digest (see
+/// [`crate::index::summary`]); absent in heads written before entries carried summaries.
+pub const SUMMARY_DIGEST: &str = "sd";
 
 /// The layout marker of this format's head: its column entries are in their state's scope
 /// only.
@@ -913,6 +955,9 @@ pub fn head_item(
             item.insert("ly".into(), n(b.placement.shards.bits()));
         }
         item.insert("u".into(), s(b.updated_at.clone()));
+        if b.summary.digest != 0 {
+            item.insert(SUMMARY_DIGEST.into(), n(b.summary.digest));
+        }
         let head_columns = b
             .columns
             .iter()
@@ -1101,6 +1146,7 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
                     sk,
                     issue_id: issue_id.to_string(),
                     role: None,
+                    summary: None,
                 })
                 .collect()
         };
@@ -1186,6 +1232,11 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
                 updated_at: text("u")?,
                 columns: columns_from(item.get("c"))?,
                 seats,
+                summary: match item.get(SUMMARY_DIGEST) {
+                    Some(AttributeValue::N(d)) => Summary::recorded(d.parse().ok()?),
+                    None => Summary::recorded(0),
+                    Some(_) => return None,
+                },
             })
         }
     };
@@ -1204,8 +1255,9 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
 }
 
 /// The issue of a watermark head of a previous layout, unless it is a tombstone (those expire
-/// on their own): what `gridctl upgrade` rewrites. Either every entry key in a string set, or
-/// a compact head whose entries are also in the `all` scope ([`FORMAT_ALL_SCOPE`]).
+/// on their own): what `gridctl upgrade` rewrites. Every entry key in a string set; a compact
+/// head whose entries are also in the `all` scope ([`FORMAT_ALL_SCOPE`]); or one whose
+/// entries carry no summary (no [`SUMMARY_DIGEST`]).
 pub fn previous_layout_head(item: &Item) -> Option<(TenantId, IssueId)> {
     let text = |k: &str| match item.get(k) {
         Some(AttributeValue::S(v)) => Some(v.as_str()),
@@ -1217,6 +1269,8 @@ pub fn previous_layout_head(item: &Item) -> Option<(TenantId, IssueId)> {
     let marks = match item.get("fmt") {
         None => ["version", "entries", "pending"],
         Some(AttributeValue::N(f)) if f == FORMAT_ALL_SCOPE => ["version", "p", "pend"],
+        // A committed basis without a summary digest: its entries carry no summary.
+        Some(_) if item.contains_key("p") && !item.contains_key(SUMMARY_DIGEST) => ["p"; 3],
         Some(_) => return None,
     };
     // A head holding only a parked flag (the issue was parked before it was ever indexed) has

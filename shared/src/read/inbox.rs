@@ -34,6 +34,8 @@ pub struct Taken {
     pub sk: String,
     pub issue_id: String,
     pub via: Vec<(usize, Role)>,
+    /// The issue's list summary, from the newest of its copies that carries one.
+    pub summary: Option<String>,
 }
 
 /// A merged page: its issues, newest first, and where the next one starts.
@@ -46,9 +48,36 @@ pub struct Merged {
     pub any_left: bool,
 }
 
+/// How many copies a round reads from each of `partitions` partitions when `remaining` more
+/// are wanted: all of them from one; from several, half again an even share (at least 10), so
+/// a page over partitions of about equal activity is one round and reads about 1.5 pages, not
+/// one per partition, and one over a skewed mix reads on only where it ran short. (A Query
+/// bills the bytes it reads, and entries that carry summaries are hundreds of bytes.)
+pub fn share(remaining: usize, partitions: usize) -> usize {
+    if partitions <= 1 {
+        return remaining;
+    }
+    (remaining * 3)
+        .div_ceil(2 * partitions)
+        .max(remaining.min(10))
+        .min(remaining)
+}
+
+/// One partition as a page reads it: what was fetched and not consumed yet (newest first),
+/// the last sort key fetched, and whether it holds more after that.
+#[derive(Default)]
+struct Partition {
+    buffer: std::collections::VecDeque<InboxCopy>,
+    after: Option<String>,
+    more: bool,
+}
+
 /// Reads one page over `partitions` partitions after sort key `after`: `fetch(i, limit,
-/// after)` reads partition `i`'s first `limit` copies after it, newest first; all are read at
-/// once and merged into at most `limit` issues.
+/// after)` reads partition `i`'s first `limit` copies after it, newest first. Partitions are
+/// read at once, a [`share`] each, and merged into at most `limit` issues, newest first,
+/// each once; a copy is taken only when every partition with more to read has been read past
+/// it, and a partition that ran short is read again (the others' copies are kept, not read
+/// twice).
 pub async fn read_merged<F, Fut, E>(
     partitions: usize,
     limit: i32,
@@ -59,38 +88,76 @@ where
     F: FnMut(usize, i32, Option<String>) -> Fut,
     Fut: Future<Output = Result<Page<InboxCopy>, E>>,
 {
-    let pages =
-        futures::future::join_all((0..partitions).map(|i| fetch(i, limit, after.clone()))).await;
-    let pages = pages.into_iter().collect::<Result<Vec<_>, E>>()?;
-    Ok(merge(pages, usize::try_from(limit).unwrap_or(0)))
-}
-
-/// Merges partition pages (page `i` from partition `i`, each newest first) into at most
-/// `limit` issues, newest first, each once.
-pub fn merge(pages: Vec<Page<InboxCopy>>, limit: usize) -> Merged {
-    // Every candidate, newest first; an issue several partitions hold has the same sort key in
-    // each (updated_at#id), so its copies are adjacent.
-    let mut candidates: Vec<(usize, InboxCopy)> = Vec::new();
-    let mut more = false;
-    for (i, page) in pages.into_iter().enumerate() {
-        more |= page.next.is_some();
-        candidates.extend(page.items.into_iter().map(|c| (i, c)));
-    }
-    candidates.sort_by(|(ia, a), (ib, b)| b.sk.cmp(&a.sk).then(ia.cmp(ib)));
-    let fetched = candidates.len();
+    let limit = usize::try_from(limit).unwrap_or(0);
+    let mut parts: Vec<Partition> = (0..partitions)
+        .map(|_| Partition {
+            after: after.clone(),
+            more: true,
+            ..Partition::default()
+        })
+        .collect();
     let mut merged = Merged::default();
-    let mut consumed = 0usize;
-    for (i, copy) in candidates {
-        let same_as_last = merged.taken.last().is_some_and(|t| t.sk == copy.sk);
-        if !same_as_last && merged.taken.len() == limit {
+    loop {
+        let to_read: Vec<usize> = (0..partitions)
+            .filter(|&i| parts[i].more && parts[i].buffer.is_empty())
+            .collect();
+        if !to_read.is_empty() {
+            let remaining = limit.saturating_sub(merged.taken.len()).max(1);
+            let per = i32::try_from(share(remaining, to_read.len())).unwrap_or(i32::MAX);
+            let reads = to_read
+                .iter()
+                .map(|&i| fetch(i, per, parts[i].after.clone()));
+            let pages = futures::future::join_all(reads).await;
+            for (&i, page) in to_read.iter().zip(pages) {
+                let page = page?;
+                let part = &mut parts[i];
+                // A page of none ends the partition (a Query with a limit and no filter
+                // returns at least one item while any is left).
+                part.more = page.next.is_some() && !page.items.is_empty();
+                if let Some(last) = page.items.last() {
+                    part.after = Some(last.sk.clone());
+                }
+                part.buffer.extend(page.items);
+            }
+        }
+        // Nothing below the highest key a partition with more was read to may be taken yet.
+        let bound = parts
+            .iter()
+            .filter(|p| p.more)
+            .filter_map(|p| p.after.clone())
+            .max();
+        let short = loop {
+            // The newest copy fetched; ties (one issue's copies) in partition order.
+            let mut head: Option<(usize, &str)> = None;
+            for (i, p) in parts.iter().enumerate() {
+                if let Some(c) = p.buffer.front()
+                    && head.is_none_or(|(_, sk)| c.sk.as_str() > sk)
+                {
+                    head = Some((i, c.sk.as_str()));
+                }
+            }
+            let Some((i, sk)) = head else {
+                break true;
+            };
+            if bound.as_deref().is_some_and(|b| sk < b) {
+                break true;
+            }
+            let same_as_last = merged.taken.last().is_some_and(|t| t.sk == sk);
+            if !same_as_last && merged.taken.len() == limit {
+                break false;
+            }
+            if let Some(copy) = parts[i].buffer.pop_front() {
+                take(&mut merged.taken, i, &copy);
+                merged.last = Some(copy.sk);
+            }
+        };
+        let exhausted = parts.iter().all(|p| !p.more);
+        if !short || exhausted || merged.taken.len() == limit {
             break;
         }
-        take(&mut merged.taken, i, &copy);
-        merged.last = Some(copy.sk);
-        consumed += 1;
     }
-    merged.any_left = consumed < fetched || more;
-    merged
+    merged.any_left = parts.iter().any(|p| p.more || !p.buffer.is_empty());
+    Ok(merged)
 }
 
 /// Takes one copy: a new issue, or another copy of one taken.
@@ -103,11 +170,15 @@ fn take(taken: &mut Vec<Taken>, partition: usize, copy: &InboxCopy) {
                 sk: copy.sk.clone(),
                 issue_id: copy.issue_id.clone(),
                 via: Vec::new(),
+                summary: None,
             });
             taken.len() - 1
         }
     };
     taken[slot].sk = copy.sk.clone();
+    if taken[slot].summary.is_none() {
+        taken[slot].summary.clone_from(&copy.summary);
+    }
     if let Some(role) = Role::parse(&copy.role) {
         taken[slot].via.push((partition, role));
     }
@@ -135,6 +206,7 @@ mod tests {
                         sk: format!("t{n:04}#I{n}"),
                         issue_id: format!("I{n}"),
                         role: ROLES[(role + i) % ROLES.len()].to_string(),
+                        summary: None,
                     });
                 }
             }
@@ -155,6 +227,16 @@ mod tests {
             .collect();
         let next = (items.len() == limit as usize).then(Position::new);
         Page { items, next }
+    }
+
+    /// The first page over `parts`.
+    fn first_page(parts: &[Vec<InboxCopy>], limit: i32) -> Merged {
+        let fetch = |i: usize, limit: i32, after: Option<String>| {
+            let page = query(&parts[i], limit, after.as_deref());
+            async move { Ok::<_, Infallible>(page) }
+        };
+        let Ok(merged) = crate::read::ready(read_merged(parts.len(), limit, None, fetch));
+        merged
     }
 
     /// Every issue a client reads, with its partitions, page by page; a page keeps its first
@@ -194,8 +276,9 @@ mod tests {
         #[test]
         fn every_issue_comes_once_newest_first(
             count in 1usize..5,
-            issues in proptest::collection::vec((1u8..16, 0usize..3), 0..40),
-            limit in 1i32..7,
+            issues in proptest::collection::vec((1u8..16, 0usize..3), 0..80),
+            // Past 10, a round reads a share of the page from each partition.
+            limit in prop_oneof![1i32..7, 11i32..40],
             keep in proptest::collection::vec(1usize..8, 1..4),
         ) {
             let issues: Vec<(u8, usize)> = issues
@@ -226,8 +309,7 @@ mod tests {
     #[test]
     fn copies_of_one_issue_merge_into_one_with_every_role() {
         let parts = partitions(&[(0b11, 0), (0b01, 1), (0b10, 2)], 2);
-        let pages: Vec<_> = parts.iter().map(|p| query(p, 10, None)).collect();
-        let merged = merge(pages, 10);
+        let merged = first_page(&parts, 10);
         let ids: Vec<&str> = merged.taken.iter().map(|t| t.issue_id.as_str()).collect();
         assert_eq!(ids, ["I2", "I1", "I0"]);
         assert_eq!(
@@ -241,13 +323,39 @@ mod tests {
     #[test]
     fn a_full_page_still_consumes_the_last_issues_other_copies() {
         let parts = partitions(&[(0b11, 0), (0b11, 0)], 2);
-        let pages: Vec<_> = parts.iter().map(|p| query(p, 1, None)).collect();
-        let merged = merge(pages, 1);
+        let merged = first_page(&parts, 1);
         assert_eq!(merged.taken.len(), 1);
         assert_eq!(merged.taken[0].via.len(), 2);
         assert!(merged.any_left);
         let ids: BTreeSet<_> = merged.taken.iter().map(|t| &t.issue_id).collect();
         assert_eq!(ids.len(), 1);
+    }
+
+    /// Five partitions of about equal activity: a page of 50 is one round of five reads of 15
+    /// (75 copies read, not 250); a page over one busy and four quiet partitions reads on only
+    /// where it ran short.
+    #[test]
+    fn a_page_over_several_partitions_reads_a_share_of_it_from_each() {
+        let count = |issues: &[(u8, usize)]| {
+            let parts = partitions(issues, 5);
+            let reads = std::cell::RefCell::new(Vec::new());
+            let fetch = |i: usize, limit: i32, after: Option<String>| {
+                let page = query(&parts[i], limit, after.as_deref());
+                reads.borrow_mut().push(page.items.len());
+                async move { Ok::<_, Infallible>(page) }
+            };
+            let Ok(merged) = crate::read::ready(read_merged(5, 50, None, fetch));
+            assert_eq!(merged.taken.len(), 50);
+            reads.into_inner()
+        };
+        let even: Vec<(u8, usize)> = (0..500).map(|n| (1 << (n % 5), 0)).collect();
+        assert_eq!(count(&even), [15; 5]);
+        let skewed: Vec<(u8, usize)> = (0..500)
+            .map(|n| (if n % 10 == 0 { 1 << (n % 5) } else { 1 }, 0))
+            .collect();
+        let reads = count(&skewed);
+        assert!(reads.len() > 5, "{reads:?}");
+        assert!(reads.iter().sum::<usize>() < 150, "{reads:?}");
     }
 
     #[test]

@@ -592,6 +592,29 @@ impl Store {
 
 /// Records-table reads the indexer and the grid make of issues.
 impl Store {
+    /// The issues of a page's entries, in no order: each from the summary its entry carries,
+    /// and those whose entries are thin (or whose summary does not read) with one
+    /// `BatchGetItem` (no call when every entry carried one).
+    pub async fn issues_of_entries<'a>(
+        &self,
+        tenant: &TenantId,
+        entries: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+    ) -> Result<HashMap<String, Issue>, StoreError> {
+        let mut found = HashMap::new();
+        let mut thin = Vec::new();
+        for (id, summary) in entries {
+            match summary.and_then(|text| crate::index::summary::issue_of(id, text)) {
+                Some(issue) => {
+                    found.entry(id.to_string()).or_insert(issue);
+                }
+                None => thin.push(id.to_string()),
+            }
+        }
+        thin.retain(|id| !found.contains_key(id));
+        found.extend(self.batch_get_issues(tenant, &thin).await?);
+        Ok(found)
+    }
+
     /// Issue summaries by id, in one BatchGetItem per 100 (unprocessed keys retried). Ids with
     /// no issue (deleted since they were indexed) are simply absent from the result.
     #[tracing::instrument(skip_all, fields(op = "batch_get_issues", n = ids.len()))]

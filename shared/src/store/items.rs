@@ -468,7 +468,7 @@ pub fn sk_of(item: &Item) -> Option<&str> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::domain::ParticipantKind;
     use proptest::prelude::*;
@@ -509,7 +509,8 @@ mod tests {
     }
 
     prop_compose! {
-        fn issue()(
+        /// Issues of every shape the API stores (no description).
+        pub(crate) fn issue()(
             n in 1u64..1_000_000,
             title in any::<String>(),
             closed in prop::bool::ANY,

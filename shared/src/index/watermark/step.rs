@@ -90,6 +90,9 @@ struct Planner<'a> {
     certain: bool,
     /// Whether the desired placement is the committed one (compared once, not per column).
     same_placement: bool,
+    /// The desired summary is not the committed one: every desired entry is put again, so
+    /// each carries it (nothing is left out as certain).
+    refresh: bool,
     puts: EntryList,
     deletes: EntryList,
 }
@@ -130,17 +133,21 @@ impl Watermark {
             desired,
             extra,
             placements,
-            certain: committed.is_some() && self.pending.placements.is_empty(),
+            certain: committed.is_some()
+                && self.pending.placements.is_empty()
+                && extra.placements.is_empty(),
             same_placement: desired.map(|d| &d.placement) == committed.map(|c| &c.placement),
+            refresh: refreshes(committed, desired),
             // A new issue puts every entry; an update, a few.
             puts: EntryList::for_issue(
                 issue_id,
-                if committed.is_none() {
+                if committed.is_none() || refreshes(committed, desired) {
                     desired.map_or(0, Basis::entry_count)
                 } else {
                     8
                 },
-            ),
+            )
+            .with_summary(desired.map(|d| d.summary.clone()).unwrap_or_default()),
             deletes: EntryList::for_issue(issue_id, 8),
         };
         planner.columns();
@@ -161,6 +168,12 @@ impl Watermark {
             intent,
         }
     }
+}
+
+/// Whether a step from `committed` to `desired` writes every desired entry again: their
+/// summary changed (or none was recorded).
+pub(super) fn refreshes(committed: Option<&Basis>, desired: Option<&Basis>) -> bool {
+    matches!((committed, desired), (Some(c), Some(d)) if c.summary != d.summary)
 }
 
 /// A column's value in a basis: absent, or its encoded value (`None`: missing).
@@ -196,6 +209,7 @@ impl<'a> Planner<'a> {
     fn quiet_column(&self, name: &str, dv: Value<'_>, cv: Value<'_>) -> bool {
         dv.is_some()
             && dv == cv
+            && !self.refresh
             && self.certain
             && self.extra.placements.is_empty()
             && self.same_placement
@@ -212,7 +226,13 @@ impl<'a> Planner<'a> {
             _ => None,
         };
         let certain = match (self.committed, cv) {
-            (Some(c), Some(v)) if self.certain && !self.wm.pending.columns.contains_key(name) => {
+            // What an earlier attempt wrote (`extra`) has these keys but maybe another summary.
+            (Some(c), Some(v))
+                if self.certain
+                    && !self.refresh
+                    && !self.wm.pending.columns.contains_key(name)
+                    && !self.extra.columns.contains_key(name) =>
+            {
                 Some(column_keys(&c.placement, v.as_deref(), hash))
             }
             _ => None,
@@ -260,6 +280,7 @@ impl<'a> Planner<'a> {
     fn seats(&mut self) {
         let (wm, extra) = (self.wm, self.extra);
         if let (Some(c), Some(d)) = (self.committed, self.desired)
+            && !self.refresh
             && !wm.pending.touches_seats()
             && !extra.touches_seats()
             && c.placement.state == d.placement.state
@@ -278,7 +299,7 @@ impl<'a> Planner<'a> {
             })
             .collect();
         let mut certain: Vec<SeatKey<'a>> = match self.committed {
-            Some(c) if !wm.pending.touches_seats() => c
+            Some(c) if !self.refresh && !wm.pending.touches_seats() && !extra.touches_seats() => c
                 .seats
                 .iter()
                 .flat_map(|seat| seat_keys(seat, c.placement.state, &c.updated_at))

@@ -1,0 +1,355 @@
+//! An issue's list summary in its index entries: what a grid or inbox item shows of it (all but
+//! its description and its people's display names), so a page of typical issues is one Query.
+//!
+//! The rule: an entry carries the summary when the entry item, summary included, is at most one
+//! write unit (1 KB: [`ENTRY_MAX_BYTES`]), so carrying it never makes a write dearer per item.
+//! Entries of wider issues (long titles, many field values or participants) stay thin, and a
+//! page fetches those issues with `BatchGetItem` as before. The fit is per entry, since keys
+//! differ in length (a text value's key is longer than a number's), so one issue can have both.
+//!
+//! The summary changes with every new version of the issue (its version and `updated_at` are
+//! in it) and when a deleted field's value leaves the issue (which keeps its version), so the
+//! watermark records its [digest](Summary::digest): a step toward a basis whose digest differs
+//! from the committed one puts every entry again, and a stale summary is drift.
+//!
+//! The text is JSON with one-letter names (bytes count against the 1 KB), built by hand from
+//! the borrowed record so the stream image and an issue read from the table give the same
+//! bytes (fields sorted by id, participants as the issue item sorts them, numbers in their
+//! canonical form).
+
+use std::collections::BTreeMap;
+use std::io::Write;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::value::RawValue;
+
+use crate::domain::decimal::DynNumber;
+use crate::domain::ids::{IssueId, ProjectId};
+use crate::domain::values::{FieldDef, StoredValue};
+use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Role};
+use crate::index::record::{IssueRecord, ValueRef};
+
+/// The entry attribute holding the summary.
+pub const ATTR: &str = "sm";
+
+/// Largest entry item, in DynamoDB's measure (attribute names and values), that carries a
+/// summary: one write unit.
+pub const ENTRY_MAX_BYTES: usize = 1024;
+
+/// Bumped when the text's form changes: it is part of the digest, so every watermark then
+/// calls for its entries to be written again (`gridctl upgrade` does it under traffic).
+const FORMAT: u8 = 1;
+
+/// An issue's summary as the indexer knows it: always its digest, and its text when it was
+/// built from the issue (a committed basis read from a watermark has only the digest).
+/// Summaries compare by digest.
+#[derive(Clone, Debug, Default)]
+pub struct Summary {
+    /// FNV-1a of the format and the text; 0 for none recorded (a watermark written before
+    /// summaries, or one of an issue never indexed).
+    pub digest: u64,
+    pub text: Option<Arc<str>>,
+}
+
+impl PartialEq for Summary {
+    fn eq(&self, other: &Self) -> bool {
+        self.digest == other.digest
+    }
+}
+
+impl Eq for Summary {}
+
+impl Summary {
+    /// The summary of `issue` under its project's fields `defs`; [`Summary::THIN`] when it is
+    /// too long for any entry.
+    pub fn of_record(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> Self {
+        let text = text_of(issue, defs);
+        if text.len() + MIN_ENTRY_OVERHEAD > ENTRY_MAX_BYTES {
+            return Self::THIN;
+        }
+        Self {
+            digest: digest(&text),
+            text: Some(text.into()),
+        }
+    }
+
+    /// The summary of an issue too wide for any of its entries to carry it: every entry is
+    /// thin whatever the issue says, so an update of a wide issue writes only the entries that
+    /// move, as before summaries.
+    pub const THIN: Summary = Summary {
+        digest: 1,
+        text: None,
+    };
+
+    /// A summary known only by the digest a watermark recorded.
+    pub fn recorded(digest: u64) -> Self {
+        Self { digest, text: None }
+    }
+
+    /// The text an entry with these key attributes carries: the summary if the entry item
+    /// stays within one write unit with it, else none (a thin entry).
+    pub fn for_entry(
+        &self,
+        pk: &str,
+        sk: &str,
+        issue_id: &str,
+        role: Option<&str>,
+    ) -> Option<&str> {
+        let text = self.text.as_deref()?;
+        fits(pk, sk, issue_id, role, text).then_some(text)
+    }
+}
+
+/// Whether an entry item with these attributes and `summary` is at most [`ENTRY_MAX_BYTES`]
+/// (DynamoDB's item size: every attribute's name and value; the entry's attributes are
+/// `PK`, `SK`, `issue_id`, `role` on a participation copy, and [`ATTR`]).
+pub fn fits(pk: &str, sk: &str, issue_id: &str, role: Option<&str>, summary: &str) -> bool {
+    let role = role.map_or(0, |r| "role".len() + r.len());
+    let bytes = "PK".len()
+        + pk.len()
+        + "SK".len()
+        + sk.len()
+        + "issue_id".len()
+        + issue_id.len()
+        + role
+        + ATTR.len()
+        + summary.len();
+    bytes <= ENTRY_MAX_BYTES
+}
+
+/// Fewer bytes than any entry item takes besides its summary: the attribute names (`PK`, `SK`,
+/// `issue_id`, [`ATTR`]), an issue id (26 characters), the shortest partition key
+/// (`T#{tenant}#IN#user#{id}#open`, 17 bytes with one-character ids) and the shortest sort key
+/// (a missing value's: `2` and 20 digits). A summary longer than the allowance this leaves
+/// fits no entry.
+const MIN_ENTRY_OVERHEAD: usize = 14 + 26 + 17 + 21;
+
+/// FNV-1a over the format and the text: stable across builds (it is stored), and a change of
+/// the text changes it but with odds of 2^-64. Never 0 (none recorded) or 1 ([`Summary::THIN`]).
+fn digest(text: &str) -> u64 {
+    std::iter::once(FORMAT)
+        .chain(text.bytes())
+        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
+            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+        })
+        .max(2)
+}
+
+/// A JSON string literal of `s`, appended.
+fn push_json_str(out: &mut Vec<u8>, s: &str) {
+    // Writing a `&str` into a `Vec` cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// The summary's text: `{"p","n","t","s","f","pp","v","c","u"}` (project, number, title, state,
+/// field values by id, participants as `[kind, id, role]`, version, created and updated).
+///
+/// Only the values of fields the project defines (`defs`, as the indexer's columns): a deleted
+/// field's value leaves the issue later, without a new version, and a re-index may read the
+/// issue from before that; neither changes the summary. A value the field can no longer hold
+/// (a select option since removed) shows as it is, as the issue does.
+pub fn text_of(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> String {
+    let mut out: Vec<u8> = Vec::with_capacity(512);
+    out.extend_from_slice(b"{\"p\":");
+    push_json_str(&mut out, issue.project_id.as_str());
+    let _ = write!(out, ",\"n\":{},\"t\":", issue.num);
+    push_json_str(&mut out, issue.title);
+    out.extend_from_slice(b",\"s\":");
+    push_json_str(&mut out, issue.state.as_str());
+    out.extend_from_slice(b",\"f\":{");
+    let mut fields: Vec<(&str, ValueRef<'_>)> = defs
+        .iter()
+        .filter_map(|d| Some((d.id.as_str(), issue.fields.get(d.id.as_str())?)))
+        .collect();
+    fields.sort_unstable_by_key(|(id, _)| *id);
+    for (at, (id, value)) in fields.into_iter().enumerate() {
+        if at > 0 {
+            out.push(b',');
+        }
+        push_json_str(&mut out, id);
+        out.push(b':');
+        match value {
+            ValueRef::S(s) => push_json_str(&mut out, s),
+            ValueRef::Number(n) => {
+                let _ = write!(out, "{n}");
+            }
+            // Checked to parse when the record was read; printed canonically, as the issue
+            // read from the table prints it.
+            ValueRef::N(raw) => match DynNumber::parse(raw) {
+                Ok(n) => {
+                    let _ = write!(out, "{n}");
+                }
+                Err(_) => out.extend_from_slice(b"null"),
+            },
+        }
+    }
+    out.extend_from_slice(b"},\"pp\":[");
+    let mut seats = issue.seats.clone();
+    seats.sort_unstable_by(|a, b| (a.kind, a.id, a.role).cmp(&(b.kind, b.id, b.role)));
+    for (at, seat) in seats.iter().enumerate() {
+        if at > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        push_json_str(&mut out, seat.kind.as_str());
+        out.push(b',');
+        push_json_str(&mut out, seat.id);
+        out.push(b',');
+        push_json_str(&mut out, seat.role.as_str());
+        out.push(b']');
+    }
+    let _ = write!(out, "],\"v\":{},\"c\":", issue.version);
+    push_json_str(&mut out, issue.created_at);
+    out.extend_from_slice(b",\"u\":");
+    push_json_str(&mut out, issue.updated_at);
+    out.push(b'}');
+    // Every piece is UTF-8.
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The summary's text as read back.
+#[derive(Deserialize)]
+struct Text {
+    p: String,
+    n: u64,
+    t: String,
+    s: String,
+    f: BTreeMap<String, Box<RawValue>>,
+    pp: Vec<(String, String, String)>,
+    v: u64,
+    c: String,
+    u: String,
+}
+
+/// The issue a summary shows (no description: lists omit it); `None` if the text is not a
+/// summary, which a reader treats as a thin entry.
+pub fn issue_of(issue_id: &str, text: &str) -> Option<Issue> {
+    let t: Text = serde_json::from_str(text).ok()?;
+    let fields =
+        t.f.into_iter()
+            .map(|(id, raw)| {
+                let raw = raw.get();
+                let value = if raw.starts_with('"') {
+                    StoredValue::S(serde_json::from_str(raw).ok()?)
+                } else {
+                    StoredValue::N(DynNumber::parse(raw).ok()?)
+                };
+                Some((id, value))
+            })
+            .collect::<Option<_>>()?;
+    let participants =
+        t.pp.into_iter()
+            .map(|(kind, id, role)| {
+                Some(Participant {
+                    kind: ParticipantKind::parse(&kind)?,
+                    id,
+                    role: Role::parse(&role)?,
+                })
+            })
+            .collect::<Option<_>>()?;
+    Some(Issue {
+        id: IssueId::parse(issue_id)?,
+        project_id: ProjectId::parse(&t.p)?,
+        num: t.n,
+        title: t.t,
+        state: IssueState::parse(&t.s)?,
+        description: None,
+        fields,
+        participants,
+        version: t.v,
+        created_at: t.c,
+        updated_at: t.u,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::ids::TenantId;
+    use crate::store::items::issue_item;
+    use crate::store::items::tests::issue;
+    use proptest::prelude::*;
+
+    fn def(id: &str) -> FieldDef {
+        FieldDef {
+            id: crate::domain::ids::FieldId::parse(id).unwrap(),
+            name: id.into(),
+            field_type: crate::domain::values::FieldType::Text,
+            options: None,
+            sortable: true,
+        }
+    }
+
+    proptest! {
+        /// A summary reads back as the issue it summarises, and the stream image of the issue's
+        /// item gives the same bytes (the index and a recomputation from the table agree).
+        #[test]
+        fn a_summary_reads_back_as_its_issue_and_the_image_gives_the_same_text(
+            issue in issue(),
+            undefined in prop::collection::btree_set(0usize..8, 0..3),
+        ) {
+            // The project defines every field the issue has a value for but `undefined`.
+            let ids: Vec<String> = issue.fields.keys().cloned().collect();
+            let defs: Vec<FieldDef> = ids
+                .iter()
+                .enumerate()
+                .filter(|(at, _)| !undefined.contains(at))
+                .map(|(_, id)| def(id))
+                .collect();
+            let text = text_of(&IssueRecord::of(&issue), &defs);
+            let mut shown = issue.clone();
+            shown.fields.retain(|id, _| defs.iter().any(|d| d.id.as_str() == id));
+            prop_assert_eq!(issue_of(issue.id.as_str(), &text), Some(shown));
+            let item = issue_item(&TenantId::parse("acme").unwrap(), &issue).unwrap();
+            let image: serde_dynamo::Item = item.into();
+            let json = serde_json::to_string(&image).unwrap();
+            let image: crate::index::event::Image<'_> = serde_json::from_str(&json).unwrap();
+            let record = IssueRecord::from_image(&image).unwrap();
+            prop_assert_eq!(&text_of(&record, &defs), &text);
+            let summary = Summary::of_record(&record, &defs);
+            match &summary.text {
+                Some(t) => prop_assert_eq!(&**t, text.as_str()),
+                None => {
+                    prop_assert_eq!(&summary, &Summary::THIN);
+                    prop_assert!(text.len() + MIN_ENTRY_OVERHEAD > ENTRY_MAX_BYTES);
+                }
+            }
+        }
+
+        /// An entry carries the summary exactly when its item stays within one write unit.
+        #[test]
+        fn an_entry_carries_the_summary_only_within_one_write_unit(
+            pk in "[a-zA-Z#]{10,300}",
+            sk in "[0-9a-z]{21,90}",
+            role in prop::option::of("[a-z]{6,8}"),
+            len in 0usize..1100,
+        ) {
+            let text: Arc<str> = "x".repeat(len).into();
+            let summary = Summary { digest: 7, text: Some(text.clone()) };
+            let id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+            let mut item = crate::store::items::key(pk.clone(), &sk);
+            item.insert("issue_id".into(), aws_sdk_dynamodb::types::AttributeValue::S(id.into()));
+            if let Some(r) = &role {
+                item.insert("role".into(), aws_sdk_dynamodb::types::AttributeValue::S(r.clone()));
+            }
+            item.insert(ATTR.into(), aws_sdk_dynamodb::types::AttributeValue::S(text.to_string()));
+            let size = crate::store::stored_size(&item);
+            let carried = summary.for_entry(&pk, &sk, id, role.as_deref());
+            prop_assert_eq!(carried.is_some(), size <= ENTRY_MAX_BYTES, "size {}", size);
+        }
+    }
+
+    #[test]
+    fn a_text_that_is_not_a_summary_reads_as_none() {
+        let id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
+        assert_eq!(issue_of(id, "not json"), None);
+        assert_eq!(issue_of(id, "{}"), None);
+        let bad_number = r#"{"p":"01ARZ3NDEKTSV4RRFFQ69G5FAW","n":1,"t":"t","s":"open","f":{"x":1e999999999},"pp":[],"v":1,"c":"c","u":"u"}"#;
+        assert_eq!(issue_of(id, bad_number), None);
+        let bad_role = r#"{"p":"01ARZ3NDEKTSV4RRFFQ69G5FAW","n":1,"t":"t","s":"open","f":{},"pp":[["user","ann","boss"]],"v":1,"c":"c","u":"u"}"#;
+        assert_eq!(issue_of(id, bad_role), None);
+        let good = bad_role.replace("boss", "assignee");
+        assert!(issue_of(id, &good).is_some());
+    }
+}
