@@ -61,7 +61,7 @@ async fn one(shards: u16) -> Result<HotLoad> {
     )
     .await?;
     let (tenant, project) = (&seeded.tenant, &seeded.project_id);
-    let (meter, mut poller) = metered_indexer(&stack).await?;
+    let (meter, mut poller) = metered_indexer(&stack, true).await?;
     if shards > 1 {
         let store = &stack.state.store;
         let indexer = Indexer::new(store.clone());

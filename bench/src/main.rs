@@ -77,6 +77,10 @@ struct Args {
     /// Only the hot-project partition-load figures (`hot_project_*`), printed; writes no file.
     #[arg(long)]
     hot: bool,
+    /// Only what summaries in the index cost and save (`summaries_*`, `grid_page_f*`),
+    /// printed; writes no file.
+    #[arg(long)]
+    summaries: bool,
 }
 
 /// One access pattern's figures, per operation.
@@ -399,6 +403,23 @@ async fn main() -> Result<()> {
     if !args.delayed.is_empty() {
         return Ok(());
     }
+    if args.summaries {
+        for fields in [0, 50] {
+            let c = report::summary_cost(fields).await?;
+            println!(
+                "f{}: update WCU {:.2} (thin {:.2}); page RCU {:.2} (thin {:.2}); page calls {:.0} (thin {:.0}); break-even {:?} page views per update",
+                c.fields,
+                c.update_wcu.0,
+                c.update_wcu.1,
+                c.page_rcu.0,
+                c.page_rcu.1,
+                c.page_calls.0,
+                c.page_calls.1,
+                c.break_even()
+            );
+        }
+        return Ok(());
+    }
     if args.hot {
         for h in hot::hot_project(HOT_SHARDS).await? {
             println!(
@@ -439,7 +460,11 @@ async fn main() -> Result<()> {
         results.indexer_core_streamed,
     ) = (core.decoded, core.with_json, core.streamed);
     let amplification = report::write_amplification().await?;
-    let f5 = report::update_costs(0, &[1]).await?;
+    let f5 = report::update_costs(0, &[1], true).await?;
+    results.summaries = vec![
+        report::summary_cost(0).await?,
+        report::summary_cost(50).await?,
+    ];
     for (fields, costs) in [(5, &f5), (55, &amplification)] {
         if let Some(one) = costs.iter().find(|c| c.fields_changed == 1) {
             results

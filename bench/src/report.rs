@@ -43,6 +43,8 @@ pub struct Results {
     /// A 1-field update's write capacity per project field count: (custom fields, the
     /// request's WCU, the indexer's WCU).
     pub update_wcu: Vec<(usize, f64, f64)>,
+    /// What summaries in the index cost and save, per project field count.
+    pub summaries: Vec<SummaryCost>,
     /// (issues, seconds) through one poller with each of the indexer's calls delayed by
     /// [`DELAY`].
     pub indexer_delayed: (usize, f64),
@@ -287,17 +289,69 @@ pub struct UpdateCost {
     pub index_wcu: f64,
     /// The PATCH request's write capacity units per update.
     pub request_wcu: f64,
+    /// After the rounds, a warm grid page of 50 open issues by Points: its read units (all
+    /// but the names) and its DynamoDB calls (names included).
+    pub page_rcu: f64,
+    pub page_calls: f64,
+}
+
+/// A project of 100 issues updated and paged twice: indexed with summaries in the entries,
+/// and with every entry thin (`Indexer::without_summaries`).
+#[derive(Debug, Clone, Copy)]
+pub struct SummaryCost {
+    /// Custom fields in the project.
+    pub fields: usize,
+    /// A 1-field update's WCU (request and indexer) with summaries, and thin.
+    pub update_wcu: (f64, f64),
+    /// A page's read units (all but names), with summaries and thin.
+    pub page_rcu: (f64, f64),
+    /// A page's calls, with summaries and thin.
+    pub page_calls: (f64, f64),
+}
+
+impl SummaryCost {
+    /// Page views per update at which summaries pay for themselves: the WCU they add per
+    /// update, at five read units each (on-demand prices), over the read units they save per
+    /// page; `None` when they save nothing (issues too wide to carry them).
+    pub fn break_even(&self) -> Option<f64> {
+        let added = self.update_wcu.0 - self.update_wcu.1;
+        let saved = self.page_rcu.1 - self.page_rcu.0;
+        (saved > 0.05).then(|| (added * 5.0 / saved).max(0.0))
+    }
+}
+
+/// [`SummaryCost`] of a project with 5 + `extra_fields` custom fields.
+pub async fn summary_cost(extra_fields: usize) -> Result<SummaryCost> {
+    let on = update_costs(extra_fields, &[1], true).await?;
+    let off = update_costs(extra_fields, &[1], false).await?;
+    let (Some(on), Some(off)) = (on.first(), off.first()) else {
+        anyhow::bail!("no update round");
+    };
+    Ok(SummaryCost {
+        fields: 5 + extra_fields,
+        update_wcu: (
+            on.request_wcu + on.index_wcu,
+            off.request_wcu + off.index_wcu,
+        ),
+        page_rcu: (on.page_rcu, off.page_rcu),
+        page_calls: (on.page_calls, off.page_calls),
+    })
 }
 
 /// Index writes per issue update touching 1, 5 and 50 custom fields, in a project with 55.
 pub async fn write_amplification() -> Result<Vec<UpdateCost>> {
-    update_costs(50, &[1, 5, 50]).await
+    update_costs(50, &[1, 5, 50], true).await
 }
 
 /// Updates of the 100 issues of a project with 5 + `extra_fields` custom fields, one round per
 /// entry of `rounds` (the custom fields each update changes), the requests and the indexer each
-/// metered on their own.
-pub async fn update_costs(extra_fields: usize, rounds: &[usize]) -> Result<Vec<UpdateCost>> {
+/// metered on their own; each round then pages the grid once. `summaries`: entries carry the
+/// issues' summaries (else every entry is thin).
+pub async fn update_costs(
+    extra_fields: usize,
+    rounds: &[usize],
+    summaries: bool,
+) -> Result<Vec<UpdateCost>> {
     const ISSUES: usize = 100;
     let stack = stack().await?;
     let seeded = gridctl::seed::seed(
@@ -306,9 +360,13 @@ pub async fn update_costs(extra_fields: usize, rounds: &[usize]) -> Result<Vec<U
         &ProgressBar::hidden(),
     )
     .await?;
-    let (meter, mut poller) = metered_indexer(&stack).await?;
+    let (meter, mut poller) = metered_indexer(&stack, summaries).await?;
     let numbers = updatable_fields(&seeded);
     let ids = first_issues(&stack, &seeded).await?;
+    let page = format!(
+        "/projects/{}/issues?sort={}&state=open&limit=50",
+        seeded.project_id, seeded.fields["Points"]
+    );
     let requests = Meter::new();
     let router = stack.router_with(|id| requests.client(&stack.function_client(id)));
     let token = TestApi::token(&seeded.users[0], &seeded.tenant);
@@ -324,12 +382,30 @@ pub async fn update_costs(extra_fields: usize, rounds: &[usize]) -> Result<Vec<U
         poller.drain().await?;
         let d = meter.now() - before;
         let per = |x: f64| x / ids.len() as f64;
+        // Warm: the first read holds the field definitions, the second is measured.
+        let mut read = crate::meter::Counts::default();
+        for _ in 0..2 {
+            let at = requests.now();
+            let reply = gridline_local::testing::send(
+                router.clone(),
+                Method::GET,
+                &page,
+                Some(&token),
+                None,
+                &[],
+            )
+            .await;
+            anyhow::ensure!(reply.status == 200, "grid page: {}", reply.text);
+            read = requests.now() - at;
+        }
         out.push(UpdateCost {
             fields_changed: k,
             index_write_requests: per(d.write_requests as f64),
             index_capacity: per(d.capacity),
             index_wcu: per(d.write_capacity),
             request_wcu: per(request.write_capacity),
+            page_rcu: read.capacity - read.write_capacity - read.names_capacity,
+            page_calls: read.calls as f64,
         });
     }
     Ok(out)
@@ -339,6 +415,7 @@ pub async fn update_costs(extra_fields: usize, rounds: &[usize]) -> Result<Vec<U
 /// what the stream holds so far (the seed) indexed.
 pub(crate) async fn metered_indexer(
     stack: &Stack,
+    summaries: bool,
 ) -> Result<(std::sync::Arc<Meter>, gridline_local::stream::Poller)> {
     let meter = Meter::new();
     let metered = Store::new(
@@ -346,9 +423,11 @@ pub(crate) async fn metered_indexer(
         &stack.tables.records,
         &stack.tables.index,
     );
-    let mut poller = stack
-        .poller(gridline::index::indexer::Indexer::new(metered))
-        .await;
+    let mut indexer = gridline::index::indexer::Indexer::new(metered);
+    if !summaries {
+        indexer = indexer.without_summaries();
+    }
+    let mut poller = stack.poller(indexer).await;
     poller.emit_metrics = false;
     poller.drain().await?;
     Ok((meter, poller))
@@ -852,9 +931,45 @@ fn write_indexer(md: &mut String, r: &Results) -> Result<()> {
     }
     writeln!(
         md,
-        "\nEach changed column moves in two partitions (`all` and the state's), a delete and a put each; `updated_at` always changes, and so do the participation copies (their sort key is `updated_at`); plus the watermark: its intent and its commit, each about 1 KB whatever the field count (it stores what the entries derive from, in buckets of fields, never the keys). WCU counts item sizes in 1 KB units.\n"
+        "\nEach changed column's entry moves (a delete and a put); `updated_at` always changes, and so do the participation copies (their sort key is `updated_at`); every other entry is put again with the issue's new summary where it carries one (see below); plus the watermark: its intent and its commit, each about 1 KB whatever the field count (it stores what the entries derive from, in buckets of fields, never the keys). WCU counts item sizes in 1 KB units.\n"
     )?;
+    write_summaries(md, r)?;
     write_hot(md, r)?;
+    Ok(())
+}
+
+/// What summaries in the index entries cost per update and save per page, and the break-even.
+fn write_summaries(md: &mut String, r: &Results) -> Result<()> {
+    if r.summaries.is_empty() {
+        return Ok(());
+    }
+    writeln!(
+        md,
+        "Summaries in the index: a project of 100 issues, each updated once (1 field), then a warm grid page of 50 open issues by a custom field; indexed with each entry carrying the issue's summary where the entry stays within 1 KB, and with every entry thin (`Indexer::without_summaries`). Break-even: page views per update at which the read units saved pay for the write units added, a write unit costing five read units.\n"
+    )?;
+    writeln!(
+        md,
+        "| custom fields | update WCU, summaries | update WCU, thin | page RCU, summaries | page RCU, thin | page calls, summaries / thin | break-even (page views per update) |\n|---:|---:|---:|---:|---:|---:|---:|"
+    )?;
+    for c in &r.summaries {
+        let even = c
+            .break_even()
+            .map_or("— (too wide: every entry thin)".to_string(), |b| {
+                format!("{b:.1}")
+            });
+        writeln!(
+            md,
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} / {:.0} | {even} |",
+            c.fields,
+            c.update_wcu.0,
+            c.update_wcu.1,
+            c.page_rcu.0,
+            c.page_rcu.1,
+            c.page_calls.0,
+            c.page_calls.1,
+        )?;
+    }
+    writeln!(md)?;
     Ok(())
 }
 

@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub const NAMES: [(&str, &str); 25] = [
+pub const NAMES: [(&str, &str); 30] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -21,6 +21,26 @@ pub const NAMES: [(&str, &str); 25] = [
     (
         "update_1_field_wcu_f55",
         "the same in a project with 55 custom fields",
+    ),
+    (
+        "update_1_field_wcu_f{fields}_thin",
+        "the same with every index entry thin (`Indexer::without_summaries`: the design before summaries in the index), in its own project of 100 issues with 5 or 55 custom fields",
+    ),
+    (
+        "grid_page_f{fields}_rcu_issues",
+        "the read units (all but the display names) of a warm grid page of 50 open issues by a custom field in that project of 100 issues, after its updates, with summaries in the entries: at 55 fields the figure for wide issues (the cost does not depend on the project's size: see `grid_page_custom_field_{size}_rcu_issues`)",
+    ),
+    (
+        "grid_page_f{fields}_rcu_issues_thin",
+        "the same page with every entry thin",
+    ),
+    (
+        "grid_page_f{fields}_calls",
+        "that page's DynamoDB calls with summaries (the names' read included)",
+    ),
+    (
+        "summaries_break_even_page_views_per_update_f{fields}",
+        "page views per issue update at which summaries in the index pay for themselves: the write units they add per update (`update_1_field_wcu_f{fields}` minus its `_thin`) at five read units each, over the read units they save per page (`grid_page_f{fields}_rcu_issues_thin` minus `grid_page_f{fields}_rcu_issues`); absent when they save nothing",
     ),
     (
         "index_core_records_per_s",
@@ -150,6 +170,25 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
     let mut omitted = BTreeMap::new();
     for (fields, request, index) in &r.update_wcu {
         f.insert(format!("update_1_field_wcu_f{fields}"), request + index);
+    }
+    for c in &r.summaries {
+        let n = c.fields;
+        f.insert(format!("update_1_field_wcu_f{n}_thin"), c.update_wcu.1);
+        f.insert(format!("grid_page_f{n}_rcu_issues"), c.page_rcu.0);
+        f.insert(format!("grid_page_f{n}_rcu_issues_thin"), c.page_rcu.1);
+        f.insert(format!("grid_page_f{n}_calls"), c.page_calls.0);
+        let name = format!("summaries_break_even_page_views_per_update_f{n}");
+        match c.break_even() {
+            Some(b) => {
+                f.insert(name, b);
+            }
+            None => {
+                omitted.insert(
+                    name,
+                    "the summaries save no read: the issues are too wide for any entry to carry them, so every entry is thin either way".into(),
+                );
+            }
+        }
     }
     let (records, seconds) = r.indexer_core;
     f.insert(
@@ -354,6 +393,14 @@ mod tests {
             indexer_core_json: (10, 1.0),
             indexer_core_streamed: (10, 1.0),
             update_wcu: vec![(5, 1.0, 2.0), (55, 1.0, 2.0)],
+            summaries: [5, 55]
+                .map(|fields| crate::report::SummaryCost {
+                    fields,
+                    update_wcu: (24.0, 16.0),
+                    page_rcu: (4.0, 26.0),
+                    page_calls: (2.0, 3.0),
+                })
+                .to_vec(),
             indexer_delayed: (10, 1.0),
             field_add: vec![(1000, 3.0, Some(1.0))],
             binaries: vec![("grid".into(), 1, None, 1.0)],
@@ -365,11 +412,17 @@ mod tests {
         };
         let documented: Vec<String> = NAMES
             .iter()
-            .map(|(n, _)| {
-                n.replace("{size}", "1k")
+            .flat_map(|(n, _)| {
+                let n = n
+                    .replace("{size}", "1k")
                     .replace("{function}", "grid")
                     .replace("{shards}", "4")
-                    .replace("{density}", "20")
+                    .replace("{density}", "20");
+                if n.contains("{fields}") {
+                    vec![n.replace("{fields}", "5"), n.replace("{fields}", "55")]
+                } else {
+                    vec![n]
+                }
             })
             .collect();
         let (figures, omitted) = figures(&r);

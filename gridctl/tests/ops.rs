@@ -538,13 +538,22 @@ async fn a_stack_of_the_previous_watermark_layout_upgrades_under_traffic() {
     assert_eq!(after.previous_layout_watermarks, 0, "{report:?}");
 }
 
-/// Puts the stack in the layout before scopes were halved: every column entry also in the
-/// `all` scope, and every watermark head marked as that layout's (the format that wrote them).
-/// Returns the `all` entries written.
+/// Puts the stack in the layout before scopes were halved and entries carried summaries: every
+/// entry thin, every column entry also in the `all` scope, and every watermark head marked as
+/// that layout's (the format that wrote them, no summary digest). Returns the `all` entries
+/// written.
 async fn downgrade_scopes(api: &TestApi) -> usize {
     let index = &api.stack.tables.index;
     let mut written = 0;
     for entry in api.index_entries().await {
+        put_index_item(
+            api,
+            &entry.pk,
+            &entry.sk,
+            &entry.issue_id,
+            entry.role.as_deref(),
+        )
+        .await;
         let Some(scope) = gridline::keys::index::column_scope(&entry.pk) else {
             continue;
         };
@@ -570,6 +579,7 @@ async fn downgrade_scopes(api: &TestApi) -> usize {
         if gridline::keys::index::is_watermark_pk(pk) && sk == gridline::keys::index::WATERMARK_SK {
             let format = gridline::index::watermark::FORMAT_ALL_SCOPE;
             item.insert("fmt".into(), AttributeValue::N(format.into()));
+            item.remove(gridline::index::watermark::SUMMARY_DIGEST);
             put_item(api, item).await;
         }
     }
@@ -607,10 +617,11 @@ async fn whole_grid(api: &TestApi, project: &str) -> Vec<String> {
     }
 }
 
-/// A stack whose column entries are still also in the `all` scope (the layout before scopes
-/// were halved) serves the merged unfiltered grid at once, keeps indexing exactly under
-/// traffic while `gridctl upgrade` retires that scope, and ends with no `all` entry left and
-/// verify clean; at no point is a page empty or wrong.
+/// A stack whose entries are thin and whose column entries are still also in the `all` scope
+/// (the layout before scopes were halved and summaries) serves the merged unfiltered grid at
+/// once (thin entries' issues read as before), keeps indexing exactly under traffic while
+/// `gridctl upgrade` retires that scope and writes the summaries, and ends with no `all` entry
+/// left, every entry summarised and verify clean; at no point is a page empty or wrong.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stack_with_the_all_scope_retires_it_under_traffic() {
     let api = TestApi::start().await;
@@ -636,7 +647,18 @@ async fn a_stack_with_the_all_scope_retires_it_under_traffic() {
         assert_eq!(r.status, 200, "{}", r.text);
     }
     api.sync().await;
+    let summarized = api.index_entries().await;
+    assert!(
+        summarized.iter().all(|e| e.summary.is_some()),
+        "small issues"
+    );
     let written = downgrade_scopes(&api).await;
+    assert!(
+        api.index_entries()
+            .await
+            .iter()
+            .all(|e| e.summary.is_none())
+    );
     assert_eq!(
         written,
         10 * (5 + 1),
@@ -685,6 +707,10 @@ async fn a_stack_with_the_all_scope_retires_it_under_traffic() {
         left.iter()
             .all(|e| gridline::keys::index::column_scope(&e.pk) != Some("all")),
         "no `all` entry is left"
+    );
+    assert!(
+        left.iter().all(|e| e.summary.is_some()),
+        "every entry carries its summary again"
     );
     assert_eq!(whole_grid(&api, &p).await, issues);
 }

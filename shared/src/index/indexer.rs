@@ -353,6 +353,9 @@ pub struct Indexer {
     /// Where field jobs start (the Lambda's and the local stack's indexer). Without one
     /// (`gridctl`'s replays) a field change is re-indexed in place, as a job would.
     jobs: Option<Arc<dyn JobQueue>>,
+    /// Entries carry the issues' summaries where they fit (always, but in the bench's
+    /// measure of what they cost).
+    summaries: bool,
 }
 
 impl Indexer {
@@ -361,7 +364,26 @@ impl Indexer {
             store,
             concurrency: DEFAULT_CONCURRENCY,
             jobs: None,
+            summaries: true,
         }
+    }
+
+    /// Every entry thin, as before entries carried summaries: what `gridline-bench` measures
+    /// the summaries' write cost and read saving against. A stack indexed this way is drift
+    /// to `gridctl verify`, which expects the summaries.
+    pub fn without_summaries(mut self) -> Self {
+        self.summaries = false;
+        self
+    }
+
+    /// The basis as this indexer writes it (see [`Indexer::without_summaries`]).
+    fn shaped(&self, mut basis: Option<Basis>) -> Option<Basis> {
+        if !self.summaries
+            && let Some(b) = basis.as_mut()
+        {
+            b.summary = crate::index::summary::Summary::THIN;
+        }
+        basis
     }
 
     /// Field changes start jobs on `queue` instead of re-indexing in place.
@@ -739,6 +761,7 @@ impl Indexer {
                 wm.fields_rev.unwrap_or(0),
             )
             .await?;
+        let desired = self.shaped(desired);
         let done = self
             .reconcile(
                 tenant,
@@ -784,6 +807,7 @@ impl Indexer {
                 wm.fields_rev.unwrap_or(0),
             )
             .await?;
+        let desired = self.shaped(desired);
         // Whatever this finds, it does not start over: the stream redelivers what it misses.
         let _ = self
             .reconcile(
