@@ -574,12 +574,29 @@ async fn downgrade_scopes(api: &TestApi) -> usize {
         .send()
         .await
         .unwrap();
+    let mut first = true;
     for mut item in heads.items.unwrap_or_default() {
-        let (pk, sk) = (item["PK"].as_s().unwrap(), item["SK"].as_s().unwrap());
-        if gridline::keys::index::is_watermark_pk(pk) && sk == gridline::keys::index::WATERMARK_SK {
+        let pk = item["PK"].as_s().unwrap().clone();
+        let sk = item["SK"].as_s().unwrap().clone();
+        if gridline::keys::index::is_watermark_pk(&pk) && sk == gridline::keys::index::WATERMARK_SK
+        {
             let format = gridline::index::watermark::FORMAT_ALL_SCOPE;
             item.insert("fmt".into(), AttributeValue::N(format.into()));
             item.remove(gridline::index::watermark::SUMMARY_DIGEST);
+            // One with a write of that release in flight: its placement token is the old kind.
+            let (tenant, issue) = gridline::keys::index::parse_watermark_pk(&pk).unwrap();
+            let wm = gridline::index::watermark::from_head(&tenant, &issue, &item).unwrap();
+            if first && let Some(mut placement) = wm.committed.map(|c| c.placement) {
+                placement.all_scope = true;
+                let pending = gridline::index::watermark::Pending {
+                    placements: [placement].into(),
+                    ..Default::default()
+                };
+                let tokens: Vec<String> = pending.tokens().into_iter().collect();
+                assert!(tokens.iter().all(|t| t.starts_with('P')));
+                item.insert("pend".into(), AttributeValue::Ss(tokens));
+                first = false;
+            }
             put_item(api, item).await;
         }
     }

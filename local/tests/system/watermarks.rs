@@ -1,6 +1,6 @@
 //! The compact watermark against the real engine: a head put whole (the indexer's commit,
 //! `gridctl repair`) never overwrites a head that changed since it was read, even at the
-//! same version.
+//! same version, nor one another attempt recorded an intent on.
 
 use gridline::domain::ids::{IssueId, ProjectId};
 use gridline::index::EntryList;
@@ -43,7 +43,12 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
             .await
             .unwrap()
     );
-    let layout = (read.version + 1, read.layout.buckets, fields_rev);
+    let layout = (
+        read.version + 1,
+        read.layout.buckets,
+        fields_rev,
+        read.pending_count,
+    );
     let (held, _) = store
         .commit_watermark(&t, &id, &read, Some(&basis), layout, false)
         .await
@@ -82,6 +87,43 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
             .unwrap(),
         "a repair over an intent recorded since its read"
     );
+    // So does an indexer's commit: the intent's attempt may write entries (with its summary)
+    // that the head it would put knows nothing of.
+    let (held, _) = store
+        .commit_watermark(
+            &t,
+            &id,
+            &fresh,
+            Some(&basis),
+            (
+                fresh.version,
+                fresh.layout.buckets,
+                fields_rev,
+                fresh.pending_count,
+            ),
+            true,
+        )
+        .await
+        .unwrap();
+    assert!(!held, "a commit over an intent recorded since its read");
+    let after = store.get_full_watermark(&t, &id).await.unwrap().unwrap();
+    let (held, _) = store
+        .commit_watermark(
+            &t,
+            &id,
+            &after,
+            Some(&basis),
+            (
+                after.version,
+                after.layout.buckets,
+                fields_rev,
+                after.pending_count,
+            ),
+            true,
+        )
+        .await
+        .unwrap();
+    assert!(held, "a commit that read the intent");
     // The stream's next delivery still converges.
     api.sync().await;
     api.assert_index_matches_records(&t, &[ProjectId::parse(&p).unwrap()])

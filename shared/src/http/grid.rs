@@ -1,8 +1,9 @@
 //! The grid: a project's issues sorted by any column, a page at a time. A page is one Query of
 //! the column's partition in the index table (two where a descending page crosses from values
 //! to issues without one; one per shard and per state scope: a page of every state merges the
-//! `open` and `closed` ones), one BatchGetItem of the issues and one of the names
-//! on the page, whatever the project's size; the project's field definitions are read when the
+//! `open` and `closed` ones), whose entries carry the issues' summaries, and one BatchGetItem
+//! of the names on the page (and one of the issues whose entries are thin), whatever the
+//! project's size; the project's field definitions are read when the
 //! instance has not read them in the last seconds ([`FieldsCache`]). The query algorithm is
 //! [`crate::read::grid`]; this parses, calls it and renders.
 //!

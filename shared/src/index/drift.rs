@@ -162,6 +162,11 @@ pub async fn snapshot(
         .iter()
         .filter_map(crate::index::watermark::previous_layout_head)
         .collect();
+    let all_scope: BTreeSet<IssueRef> = index
+        .iter()
+        .filter(|i| crate::index::watermark::all_scope_head(i))
+        .filter_map(crate::index::watermark::previous_layout_head)
+        .collect();
     snap.previous_layout_watermarks = previous.len();
     snap.previous = previous.clone();
     // The `all`-scope entries of issues whose watermark is still of the layout that wrote
@@ -172,7 +177,7 @@ pub async fn snapshot(
             && keys::tenant_of(&entry.pk)
                 .and_then(TenantId::parse)
                 .zip(IssueId::parse(&entry.issue_id))
-                .is_some_and(|issue| previous.contains(&issue));
+                .is_some_and(|issue| all_scope.contains(&issue));
         if old_layout {
             snap.previous_layout_entries += 1;
         } else {

@@ -281,10 +281,10 @@ pub fn keys_of<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> BTreeSet<(St
 }
 
 /// Every entry `issue` should have: for each built-in column and each field the project
-/// defines, a value entry (or a missing entry when it has no value), in the `all` scope and in
-/// its state's scope, in each of the project's shard layouts; and for each participant, a
-/// participation copy in their inbox for the issue's state and one in the inbox for their role
-/// there.
+/// defines, a value entry (or a missing entry when it has no value) in its state's scope, in
+/// each of the project's shard layouts; and for each participant, a participation copy in
+/// their inbox for the issue's state and one in the inbox for their role there; each with the
+/// issue's summary where it fits.
 pub fn entries(
     tenant: &TenantId,
     issue: &Issue,

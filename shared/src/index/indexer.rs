@@ -855,9 +855,20 @@ impl Indexer {
             return Ok(Ok(()));
         }
         let written = || compared.as_ref().map(Pending::all_of).unwrap_or_default();
+        // The pending set as this attempt leaves it: as read, and its own intent (a compact
+        // head's; a previous layout's intent goes elsewhere).
+        let mut pending = if wm.legacy.is_some() {
+            0
+        } else {
+            wm.pending_count
+        };
         // The watermark learns what this write may change before it happens (see
         // `record_intent`), so a write cut short never leaves it wrong.
         if !(step.puts.is_empty() && step.deletes.is_empty()) {
+            if wm.legacy.is_none() {
+                let had = wm.pending.tokens();
+                pending += step.intent.tokens().difference(&had).count();
+            }
             metrics.writes += 1;
             if !self
                 .store
@@ -878,7 +889,7 @@ impl Indexer {
                 issue_id,
                 &wm,
                 desired,
-                (version, buckets, fields_rev),
+                (version, buckets, fields_rev, pending),
                 allow_equal,
             )
             .await?;

@@ -8,7 +8,7 @@
 //! differ in length (a text value's key is longer than a number's), so one issue can have both.
 //!
 //! The summary changes with every new version of the issue (its version and `updated_at` are
-//! in it) and when a deleted field's value leaves the issue (which keeps its version), so the
+//! in it) and when the project's fields change (only defined fields' values are in it), so the
 //! watermark records its [digest](Summary::digest): a step toward a basis whose digest differs
 //! from the committed one puts every entry again, and a stale summary is drift.
 //!
@@ -37,8 +37,9 @@ pub const ATTR: &str = "sm";
 /// summary: one write unit.
 pub const ENTRY_MAX_BYTES: usize = 1024;
 
-/// Bumped when the text's form changes: it is part of the digest, so every watermark then
-/// calls for its entries to be written again (`gridctl upgrade` does it under traffic).
+/// Bumped when the text's form changes: it is part of the digest, so each issue's next
+/// indexing writes its entries again (a re-index of every issue, such as `gridctl repair`
+/// after `verify` reports the old summaries stale, does it at once).
 const FORMAT: u8 = 1;
 
 /// An issue's summary as the indexer knows it: always its digest, and its text when it was
@@ -119,21 +120,30 @@ pub fn fits(pk: &str, sk: &str, issue_id: &str, role: Option<&str>, summary: &st
 }
 
 /// Fewer bytes than any entry item takes besides its summary: the attribute names (`PK`, `SK`,
-/// `issue_id`, [`ATTR`]), an issue id (26 characters), the shortest partition key
-/// (`T#{tenant}#IN#user#{id}#open`, 17 bytes with one-character ids) and the shortest sort key
-/// (a missing value's: `2` and 20 digits). A summary longer than the allowance this leaves
-/// fits no entry.
-const MIN_ENTRY_OVERHEAD: usize = 14 + 26 + 17 + 21;
+/// `issue_id`, [`ATTR`]: 14) and an issue id (26), then the smaller of a column entry's keys
+/// (`T#{t}#X#{project}#num#open` with a one-character tenant: 41, and a missing value's sort
+/// key, `2` and 20 digits: 21) and a participation copy's (`T#{t}#IN#user#{id}#open`: 18, a
+/// sort key of `updated_at` and the issue id: 51, and its `role`: at least 11). A summary
+/// longer than the allowance this leaves fits no entry.
+const MIN_ENTRY_OVERHEAD: usize = 14 + 26 + 41 + 21;
 
-/// FNV-1a over the format and the text: stable across builds (it is stored), and a change of
-/// the text changes it but with odds of 2^-64. Never 0 (none recorded) or 1 ([`Summary::THIN`]).
+/// FNV-1a over the format, the length and the text in 8-byte words (a multiply per word, not
+/// per byte: the indexer digests every record's summary): stable across builds (it is
+/// stored), and a change of the text changes it but with odds of about 2^-64. Never 0 (none
+/// recorded) or 1 ([`Summary::THIN`]).
 fn digest(text: &str) -> u64 {
-    std::iter::once(FORMAT)
-        .chain(text.bytes())
-        .fold(0xcbf2_9ce4_8422_2325, |h, b| {
-            (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
-        })
-        .max(2)
+    let mix = |h: u64, word: u64| (h ^ word).wrapping_mul(0x0100_0000_01b3);
+    let start = mix(0xcbf2_9ce4_8422_2325, u64::from(FORMAT));
+    let mut h = mix(start, text.len() as u64);
+    let mut words = text.as_bytes().chunks_exact(8);
+    for w in &mut words {
+        let mut b = [0u8; 8];
+        b.copy_from_slice(w);
+        h = mix(h, u64::from_le_bytes(b));
+    }
+    let mut tail = [0u8; 8];
+    tail[..words.remainder().len()].copy_from_slice(words.remainder());
+    mix(h, u64::from_le_bytes(tail)).max(2)
 }
 
 /// A JSON string literal of `s`, appended.

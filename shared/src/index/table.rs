@@ -287,7 +287,8 @@ impl Store {
     /// Records that the index reflects `desired` (`None`: the issue is gone) at `version`:
     /// the buckets whose content changes first, then the head, each conditioned on its stored
     /// version being older (or equal, when `allow_equal`), so an older delivery never
-    /// overwrites a newer one; `false` when a condition failed. A deleted issue's buckets go
+    /// overwrites a newer one, and on the pending set holding `pending` tokens (what was read
+    /// and this attempt's own intent); `false` when a condition failed. A deleted issue's buckets go
     /// before its tombstone (its entries are gone by then); a replaced layout's, after the
     /// head that stops naming them. `fields_rev`: the project's field-definition revision
     /// `desired` was derived under. Returns the writes made.
@@ -299,7 +300,7 @@ impl Store {
         issue_id: &IssueId,
         wm: &Watermark,
         desired: Option<&Basis>,
-        (version, buckets, fields_rev): (u64, u16, u64),
+        (version, buckets, fields_rev, pending): (u64, u16, u64, usize),
         allow_equal: bool,
     ) -> Result<(bool, usize), StoreError> {
         let (mut head, bucket_items) =
@@ -327,12 +328,17 @@ impl Store {
             .put_item()
             .table_name(&self.index)
             .set_item(Some(head))
+            // Nor one on which another attempt recorded an intent since (an intent adds to the
+            // pending set and leaves the revision): replacing the head would lose what that
+            // attempt may write, entries whose summary is not the one committed here.
             .condition_expression(format!(
-                "({}) AND {}",
+                "({}) AND {} AND (attribute_not_exists(#pend) OR size(#pend) = :pending)",
                 newer_watermark_condition(allow_equal),
                 revision_condition(wm.rev)
             ))
             .expression_attribute_names("#rev", watermark::REVISION)
+            .expression_attribute_names("#pend", PENDING)
+            .expression_attribute_values(":pending", AttributeValue::N(pending.to_string()))
             .expression_attribute_values(":v", AttributeValue::N(version.to_string()));
         if let Some(rev) = wm.rev {
             put = put.expression_attribute_values(":rev", AttributeValue::N(rev.to_string()));

@@ -18,7 +18,8 @@
 //!   or a bucket count with one digest per bucket;
 //! - field buckets (`B{count}.{k}`): a field lives in bucket `hash(id) mod count`; a bucket
 //!   holds under ~1.5 KB. An update reads and rewrites only the buckets whose digest the new
-//!   basis changes (or that hold a pending column); a state change or a deletion reads them all.
+//!   basis changes (or that hold a pending column); a state change, a deletion or a new
+//!   summary (every update of an issue whose entries carry one) reads them all.
 //!
 //! Watermarks of the previous layout (every entry key in a string set, `entries`/`pending`)
 //! are read as they are and rewritten in this layout by the issue's next indexing.
@@ -1282,6 +1283,11 @@ pub fn previous_layout_head(item: &Item) -> Option<(TenantId, IssueId)> {
         return None;
     }
     keys::index::parse_watermark_pk(text(keys::PK)?)
+}
+
+/// Whether a head is of the layout whose column entries are also in the `all` scope.
+pub fn all_scope_head(item: &Item) -> bool {
+    matches!(item.get("fmt"), Some(AttributeValue::N(f)) if f == FORMAT_ALL_SCOPE)
 }
 
 impl Watermark {

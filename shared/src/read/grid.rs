@@ -326,10 +326,12 @@ pub struct EntryPage {
     pub next: Option<Position>,
 }
 
-/// Reads up to `limit` entries of the column's partitions `pks` (one per shard) from `start`
-/// (a position this returned, or none), across the query's ranges in order. `fetch` runs one
-/// Query of a range from a start key; a page reads each shard once per range, or again in the
-/// rare case DynamoDB ends a read early.
+/// Reads up to `limit` entries of the column's partitions `pks` (one per shard and scope) from
+/// `start` (a position this returned, or none), across the query's ranges in order. `fetch`
+/// runs one Query of a range from a start key; a round reads a share of what the page still
+/// needs from each partition that may hold more (see `inbox::share`), and another round reads
+/// on where one ran short (or DynamoDB ended a read early), from the last key taken: entries a
+/// round fetched beyond what it could take are read again then.
 pub async fn read_entries<F, Fut, E>(
     query: &GridQuery,
     pks: &[String],
@@ -416,7 +418,8 @@ where
             }
             candidates.extend(page.items.into_iter().map(|hit| (i, hit)));
         }
-        // Sort keys are unique across shards and scopes (they end with the issue number).
+        // Sort keys are unique across shards (they end with the issue number), and across
+        // scopes but while the indexer moves an issue between them (the page shows it once).
         candidates.sort_by(
             |(_, (_, a, _)), (_, (_, b, _))| {
                 if query.descending { b.cmp(a) } else { a.cmp(b) }
@@ -455,7 +458,8 @@ where
             out.next = out.entries.last().map(ColumnEntry::position_after);
             break;
         }
-        // A read ended early (DynamoDB's 1 MB): read on from where each shard stands.
+        // Short: a partition's share ran out first (or DynamoDB's 1 MB ended a read): read on
+        // from where each partition stands.
         for start in &mut starts {
             if let Some(a) = &after
                 && start.as_deref().is_none_or(|s| further(a, s))

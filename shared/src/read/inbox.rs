@@ -49,7 +49,7 @@ pub struct Merged {
 }
 
 /// How many copies a round reads from each of `partitions` partitions when `remaining` more
-/// are wanted: all of them from one; from several, half again an even share (at least 10), so
+/// are wanted: all of them from one; from several, half again an even share (at least 4), so
 /// a page over partitions of about equal activity is one round and reads about 1.5 pages, not
 /// one per partition, and one over a skewed mix reads on only where it ran short. (A Query
 /// bills the bytes it reads, and entries that carry summaries are hundreds of bytes.)
@@ -59,7 +59,7 @@ pub fn share(remaining: usize, partitions: usize) -> usize {
     }
     (remaining * 3)
         .div_ceil(2 * partitions)
-        .max(remaining.min(10))
+        .max(remaining.min(4))
         .min(remaining)
 }
 

@@ -600,13 +600,22 @@ impl Store {
         tenant: &TenantId,
         entries: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
     ) -> Result<HashMap<String, Issue>, StoreError> {
-        let mut found = HashMap::new();
+        let mut found: HashMap<String, Issue> = HashMap::new();
         let mut thin = Vec::new();
         for (id, summary) in entries {
+            // Two entries of one issue (its entries in both scopes while the indexer moves
+            // it): the newer summary.
             match summary.and_then(|text| crate::index::summary::issue_of(id, text)) {
-                Some(issue) => {
-                    found.entry(id.to_string()).or_insert(issue);
-                }
+                Some(issue) => match found.entry(id.to_string()) {
+                    std::collections::hash_map::Entry::Occupied(mut held) => {
+                        if held.get().version < issue.version {
+                            held.insert(issue);
+                        }
+                    }
+                    std::collections::hash_map::Entry::Vacant(slot) => {
+                        slot.insert(issue);
+                    }
+                },
                 None => thin.push(id.to_string()),
             }
         }

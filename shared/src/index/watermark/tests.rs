@@ -707,24 +707,30 @@ fn only_heads_with_the_previous_layout_s_keys_are_upgraded() {
     assert_eq!(previous_layout_head(&tombstone), None);
 }
 
-/// A head written before scopes were halved reads as a placement with the `all` scope, keeps
-/// that format while an intent is recorded on it, and its next step deletes exactly the
-/// `all`-scope entries (and writes none): the layout retires issue by issue.
+/// A head written before scopes were halved (and summaries) reads as a placement with the `all`
+/// scope, keeps that format while an intent is recorded on it, and its next step deletes
+/// exactly the `all`-scope entries and writes every other one again with its summary: the
+/// layout retires issue by issue.
 #[test]
 fn a_head_with_the_all_scope_reads_as_it_was_written_and_its_next_step_retires_that_scope() {
     let (t, i) = (tenant(), issue_id());
     let (issue, defs) = wide_issue(4, 2);
     let desired = Basis::of(&issue, &defs, Shards::ONE);
     assert!(!desired.placement.all_scope);
+    // That layout's heads had no summary digest either.
     let mut old = desired.clone();
     old.placement.all_scope = true;
+    old.summary = Summary::recorded(0);
     let head = head_item(&t, &i, 5, Some(&old), &Layout::default(), &BTreeMap::new());
     assert_eq!(head.get("fmt"), Some(&n(FORMAT_ALL_SCOPE)));
+    assert!(!head.contains_key(SUMMARY_DIGEST));
     let wm = from_head(&t, &i, &head).unwrap();
     assert_eq!(wm.committed.as_ref(), Some(&old));
     assert_eq!(keys_of(&wm.certain(&t, &i)), keys_of(&old.entries(&t, &i)));
+    // Every desired entry is put again, with its summary; the `all` ones are deleted.
     let step = wm.step(&t, &i, Some(&desired), &Pending::default());
-    assert!(step.puts.is_empty());
+    assert_eq!(step.puts.keys(), keys_of(&desired.entries(&t, &i)));
+    assert!(step.puts.iter().all(|e| e.summary.is_some()));
     let deleted = step.deletes.keys();
     let expected: BTreeSet<_> = keys_of(&old.entries(&t, &i))
         .difference(&keys_of(&desired.entries(&t, &i)))
