@@ -404,19 +404,11 @@ async fn main() -> Result<()> {
         return Ok(());
     }
     if args.summaries {
+        println!(
+            "| custom fields | update WCU | thin | page RCU | thin | page calls / thin | break-even |"
+        );
         for fields in [0, 50] {
-            let c = report::summary_cost(fields).await?;
-            println!(
-                "f{}: update WCU {:.2} (thin {:.2}); page RCU {:.2} (thin {:.2}); page calls {:.0} (thin {:.0}); break-even {:?} page views per update",
-                c.fields,
-                c.update_wcu.0,
-                c.update_wcu.1,
-                c.page_rcu.0,
-                c.page_rcu.1,
-                c.page_calls.0,
-                c.page_calls.1,
-                c.break_even()
-            );
+            println!("{}", report::summary_cost(fields).await?.row());
         }
         return Ok(());
     }

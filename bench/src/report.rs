@@ -310,6 +310,25 @@ pub struct SummaryCost {
 }
 
 impl SummaryCost {
+    /// Its row of the BENCHMARKS.md table (`write_summaries`'s columns).
+    pub fn row(&self) -> String {
+        let even = self
+            .break_even()
+            .map_or("— (too wide: every entry thin)".to_string(), |b| {
+                format!("{b:.1}")
+            });
+        format!(
+            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} / {:.0} | {even} |",
+            self.fields,
+            self.update_wcu.0,
+            self.update_wcu.1,
+            self.page_rcu.0,
+            self.page_rcu.1,
+            self.page_calls.0,
+            self.page_calls.1,
+        )
+    }
+
     /// Page views per update at which summaries pay for themselves: the WCU they add per
     /// update, at five read units each (on-demand prices), over the read units they save per
     /// page; `None` when they save nothing (issues too wide to carry them).
@@ -952,22 +971,7 @@ fn write_summaries(md: &mut String, r: &Results) -> Result<()> {
         "| custom fields | update WCU, summaries | update WCU, thin | page RCU, summaries | page RCU, thin | page calls, summaries / thin | break-even (page views per update) |\n|---:|---:|---:|---:|---:|---:|---:|"
     )?;
     for c in &r.summaries {
-        let even = c
-            .break_even()
-            .map_or("— (too wide: every entry thin)".to_string(), |b| {
-                format!("{b:.1}")
-            });
-        writeln!(
-            md,
-            "| {} | {:.1} | {:.1} | {:.1} | {:.1} | {:.0} / {:.0} | {even} |",
-            c.fields,
-            c.update_wcu.0,
-            c.update_wcu.1,
-            c.page_rcu.0,
-            c.page_rcu.1,
-            c.page_calls.0,
-            c.page_calls.1,
-        )?;
+        writeln!(md, "{}", c.row())?;
     }
     writeln!(md)?;
     Ok(())

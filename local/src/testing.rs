@@ -231,7 +231,7 @@ impl TestApi {
     }
 
     /// Every item of `table`, page after page.
-    async fn scan_all(&self, table: &str) -> Vec<Item> {
+    pub async fn scan_all(&self, table: &str) -> Vec<Item> {
         let mut items = Vec::new();
         let mut start = None;
         loop {
