@@ -75,18 +75,12 @@ async fn delete_index_item(api: &TestApi, pk: &str, sk: &str) {
 }
 
 async fn put_index_item(api: &TestApi, pk: &str, sk: &str, issue_id: &str, role: Option<&str>) {
-    let mut put = api
-        .stack
-        .client
-        .put_item()
-        .table_name(&api.stack.tables.index)
-        .item("PK", AttributeValue::S(pk.into()))
-        .item("SK", AttributeValue::S(sk.into()))
-        .item("issue_id", AttributeValue::S(issue_id.into()));
+    let mut item = index_key(pk, sk);
+    item.insert("issue_id".into(), AttributeValue::S(issue_id.into()));
     if let Some(r) = role {
-        put = put.item("role", AttributeValue::S(r.into()));
+        item.insert("role".into(), AttributeValue::S(r.into()));
     }
-    put.send().await.unwrap();
+    api.put_index(item).await.unwrap();
 }
 
 #[tokio::test]
@@ -447,14 +441,7 @@ async fn downgrade_watermarks(api: &TestApi) -> usize {
         if !refs.is_empty() {
             old.insert("entries".into(), AttributeValue::Ss(refs));
         }
-        api.stack
-            .client
-            .put_item()
-            .table_name(index)
-            .set_item(Some(old))
-            .send()
-            .await
-            .unwrap();
+        api.put_index(old).await.unwrap();
         heads += 1;
     }
     heads
@@ -599,21 +586,10 @@ async fn downgrade_scopes(api: &TestApi) -> usize {
                 item.insert("pend".into(), AttributeValue::Ss(tokens));
                 first = false;
             }
-            put_item(api, item).await;
+            api.put_index(item).await.unwrap();
         }
     }
     written
-}
-
-async fn put_item(api: &TestApi, item: HashMap<String, AttributeValue>) {
-    api.stack
-        .client
-        .put_item()
-        .table_name(&api.stack.tables.index)
-        .set_item(Some(item))
-        .send()
-        .await
-        .unwrap();
 }
 
 /// The unfiltered grid by number, every page: the issue ids in order.

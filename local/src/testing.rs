@@ -254,10 +254,19 @@ impl TestApi {
 
     /// Writes `item` straight into the records table, as an admin would (no Gridline check).
     pub async fn put_record(&self, item: Item) -> Result<(), aws_sdk_dynamodb::Error> {
+        self.put_into(&self.stack.tables.records, item).await
+    }
+
+    /// Writes `item` straight into the index table (a test staging drift or an old layout).
+    pub async fn put_index(&self, item: Item) -> Result<(), aws_sdk_dynamodb::Error> {
+        self.put_into(&self.stack.tables.index, item).await
+    }
+
+    async fn put_into(&self, table: &str, item: Item) -> Result<(), aws_sdk_dynamodb::Error> {
         self.stack
             .client
             .put_item()
-            .table_name(&self.stack.tables.records)
+            .table_name(table)
             .set_item(Some(item))
             .send()
             .await

@@ -23,6 +23,12 @@ use crate::store::{Store, StoreError, issue_from};
 /// `(tenant, issue id)`.
 pub type IssueRef = (TenantId, IssueId);
 
+/// The issue an entry belongs to; `None` when its key names no tenant or its id is none.
+fn issue_ref(e: &Entry) -> Option<IssueRef> {
+    let tenant = TenantId::parse(keys::tenant_of(&e.pk)?)?;
+    Some((tenant, IssueId::parse(&e.issue_id)?))
+}
+
 /// Both tables as one scan saw them.
 #[derive(Debug, Default)]
 pub struct Snapshot {
@@ -85,11 +91,7 @@ impl Drift {
 
     /// The issues whose entries drifted.
     pub fn issues(&self) -> BTreeSet<IssueRef> {
-        let of = |e: &Entry| {
-            let tenant = TenantId::parse(keys::tenant_of(&e.pk)?)?;
-            Some((tenant, IssueId::parse(&e.issue_id)?))
-        };
-        self.all().filter_map(of).collect()
+        self.all().filter_map(issue_ref).collect()
     }
 
     /// Extra entries that name no issue (an issue id or a tenant that is no id): no issue's
@@ -168,16 +170,13 @@ pub async fn snapshot(
         .filter_map(crate::index::watermark::previous_layout_head)
         .collect();
     snap.previous_layout_watermarks = previous.len();
-    snap.previous = previous.clone();
+    snap.previous = previous;
     // The `all`-scope entries of issues whose watermark is still of the layout that wrote
     // them are that layout's, not drift: the issue's next indexing (or `gridctl upgrade`)
     // deletes them. Anyone else's are strays.
     for entry in index.iter().filter_map(entry_from_item) {
         let old_layout = keys::index::column_scope(&entry.pk) == Some(keys::index::ALL_SCOPE)
-            && keys::tenant_of(&entry.pk)
-                .and_then(TenantId::parse)
-                .zip(IssueId::parse(&entry.issue_id))
-                .is_some_and(|issue| all_scope.contains(&issue));
+            && issue_ref(&entry).is_some_and(|issue| all_scope.contains(&issue));
         if old_layout {
             snap.previous_layout_entries += 1;
         } else {
@@ -229,10 +228,7 @@ pub fn compare(snap: &Snapshot) -> Drift {
         a.summary.is_none()
             && a.role == e.role
             && a.issue_id == e.issue_id
-            && keys::tenant_of(&e.pk)
-                .and_then(TenantId::parse)
-                .zip(IssueId::parse(&e.issue_id))
-                .is_some_and(|issue| snap.previous.contains(&issue))
+            && issue_ref(e).is_some_and(|issue| snap.previous.contains(&issue))
     };
     for (k, e) in &want {
         match have.get(k) {
