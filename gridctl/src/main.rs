@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use gridctl::{ops, replay, seed};
 use gridline::domain::ids::{ProjectId, TenantId};
-use gridline::index::Entry;
-use gridline::index::indexer::Indexer;
+use gridline::model::Entry;
+use gridline::indexer::Indexer;
 use gridline::store::{Store, connect, sdk_config};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 
@@ -97,7 +97,7 @@ enum Command {
         /// invocation that read them before can run (its timeout) and than a read is stale.
         /// After the switch it waits at least 3 s whatever this says: a grid instance serves
         /// the layout it read for 2 s.
-        #[arg(long, default_value_t = gridline::index::reshard::SETTLE.as_secs())]
+        #[arg(long, default_value_t = gridline::ops::reshard::SETTLE.as_secs())]
         settle_seconds: u64,
     },
     /// Create a realistic project: fields of every type, users, teams, issues.
@@ -363,7 +363,7 @@ async fn run_reshard(
     shards: u16,
     settle: Duration,
 ) -> Result<i32> {
-    use gridline::index::reshard::{self, Stage};
+    use gridline::ops::reshard::{self, Stage};
     let indexer = Indexer::new(store.clone());
     let bar = bar(json, "building", 0);
     let on_page = |stage: Stage, issues: usize| {

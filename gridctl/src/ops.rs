@@ -5,9 +5,9 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 use gridline::domain::ids::{IssueId, ProjectId};
-use gridline::index::Parked;
-use gridline::index::drift::{self, Drift, Repaired};
-use gridline::index::indexer::{IndexError, Indexer};
+use gridline::store::index::Parked;
+use gridline::ops::drift::{self, Drift, Repaired};
+use gridline::indexer::{IndexError, Indexer};
 use gridline::keys::index::{ParkedUnit, parked_other};
 use gridline::store::Store;
 use indicatif::ProgressBar;
@@ -79,14 +79,14 @@ pub async fn upgrade(
     use futures::StreamExt;
     let scan = progress("scanning", 0);
     let items = store
-        .scan_table(gridline::index::Table::Index, segments, &|n| {
+        .scan_table(gridline::store::index::Table::Index, segments, &|n| {
             scan.inc(n as u64)
         })
         .await?;
     scan.finish_and_clear();
     let old: Vec<_> = items
         .iter()
-        .filter_map(gridline::index::watermark::previous_layout_head)
+        .filter_map(gridline::model::watermark::previous_layout_head)
         .collect();
     let mut report = UpgradeReport {
         found: old.len(),

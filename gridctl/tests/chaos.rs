@@ -19,8 +19,8 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use gridctl::{ops, replay};
-use gridline::index::field_job::FieldJobs;
-use gridline::index::indexer::{DEFAULT_CONCURRENCY, Indexer};
+use gridline::indexer::field_job::FieldJobs;
+use gridline::indexer::{DEFAULT_CONCURRENCY, Indexer};
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
 use gridline_local::jobs::{FIELD_JOB_FUNCTION, Worker};
@@ -159,7 +159,7 @@ async fn run_out(
 }
 
 /// `gridctl jobs`, with its permissions.
-async fn list_jobs(stack: &Stack) -> Vec<gridline::index::field_job::Progress> {
+async fn list_jobs(stack: &Stack) -> Vec<gridline::indexer::field_job::Progress> {
     support::store(stack, "Jobs")
         .list_jobs(&tenant())
         .await
@@ -202,7 +202,7 @@ async fn reshard(stack: &Stack, project: &str, to: u16, cut: bool) {
     };
     let indexer = Indexer::new(store.clone());
     let at = (&tenant(), &project);
-    gridline::index::reshard::reshard(&indexer, &store, at, to, Duration::ZERO, &|_, _| {})
+    gridline::ops::reshard::reshard(&indexer, &store, at, to, Duration::ZERO, &|_, _| {})
         .await
         .expect("reshard");
 }

@@ -8,7 +8,7 @@ use std::time::Duration;
 use aws_sdk_dynamodb::types::AttributeValue;
 use gridctl::{ops, replay, seed};
 use gridline::domain::ids::{IssueId, TenantId};
-use gridline::index::indexer::Indexer;
+use gridline::indexer::Indexer;
 use gridline::keys::index::ParkedUnit;
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
@@ -331,7 +331,7 @@ async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombst
     );
 
     // A parked marker (as the indexer writes it) is listed, and verify is not clean.
-    let parked = gridline::index::Parked {
+    let parked = gridline::store::index::Parked {
         tenant: acme(),
         subject: id.clone(),
         reason: "ValidationException: Item size has exceeded the maximum allowed size".into(),
@@ -363,7 +363,7 @@ async fn repair_reindexes_a_parked_project_and_acknowledges_a_parked_record() {
     let f = api
         .field(&p, json!({"name": "Points", "type": "number"}))
         .await;
-    let marker = |subject: String| gridline::index::Parked {
+    let marker = |subject: String| gridline::store::index::Parked {
         tenant: acme(),
         subject,
         reason: "malformed".into(),
@@ -569,15 +569,15 @@ async fn downgrade_scopes(api: &TestApi) -> usize {
         let sk = item["SK"].as_s().unwrap().clone();
         if gridline::keys::index::is_watermark_pk(&pk) && sk == gridline::keys::index::WATERMARK_SK
         {
-            let format = gridline::index::watermark::FORMAT_ALL_SCOPE;
+            let format = gridline::model::watermark::FORMAT_ALL_SCOPE;
             item.insert("fmt".into(), AttributeValue::N(format.into()));
-            item.remove(gridline::index::watermark::SUMMARY_DIGEST);
+            item.remove(gridline::model::watermark::SUMMARY_DIGEST);
             // One with a write of that release in flight: its placement token is the old kind.
             let (tenant, issue) = gridline::keys::index::parse_watermark_pk(&pk).unwrap();
-            let wm = gridline::index::watermark::from_head(&tenant, &issue, &item).unwrap();
+            let wm = gridline::model::watermark::from_head(&tenant, &issue, &item).unwrap();
             if first && let Some(mut placement) = wm.committed.map(|c| c.placement) {
                 placement.all_scope = true;
-                let pending = gridline::index::watermark::Pending {
+                let pending = gridline::model::watermark::Pending {
                     placements: [placement].into(),
                     ..Default::default()
                 };

@@ -10,8 +10,8 @@ use std::time::Duration;
 
 use gridctl::{ops, seed};
 use gridline::domain::ids::{IssueId, ProjectId, TenantId};
-use gridline::index::indexer::Indexer;
-use gridline::index::reshard::{self, Report, ReshardError, Stage};
+use gridline::indexer::Indexer;
+use gridline::ops::reshard::{self, Report, ReshardError, Stage};
 use gridline_local::testing::{ALICE, TestApi};
 use http::{Method, StatusCode};
 use indicatif::ProgressBar;

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use aws_lambda_events::event::sqs::SqsEvent;
-use gridline::index::field_job::{FieldJob, FieldJobs, JobQueue, QueueError, Sending};
+use gridline::indexer::field_job::{FieldJob, FieldJobs, JobQueue, QueueError, Sending};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 

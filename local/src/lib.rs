@@ -338,15 +338,15 @@ impl Stack {
     }
 
     /// The indexer, running as IndexerFunction with the template's default concurrency.
-    pub fn indexer(&self) -> gridline::index::indexer::Indexer {
+    pub fn indexer(&self) -> gridline::indexer::Indexer {
         let configured =
             gateway::function_env(INDEXER_FUNCTION, gridline::config::INDEXER_CONCURRENCY_VAR)
                 .ok()
                 .flatten();
         // The template's own value: a bad one fails its own test, not every local run.
         let concurrency = gridline::config::parse_concurrency(configured.as_deref())
-            .unwrap_or(gridline::index::indexer::DEFAULT_CONCURRENCY);
-        gridline::index::indexer::Indexer::new(self.function_store(INDEXER_FUNCTION))
+            .unwrap_or(gridline::indexer::DEFAULT_CONCURRENCY);
+        gridline::indexer::Indexer::new(self.function_store(INDEXER_FUNCTION))
             .with_concurrency(concurrency)
             .with_jobs(Arc::new(
                 self.field_job_queue.sender(self.policy(INDEXER_FUNCTION)),
@@ -354,7 +354,7 @@ impl Stack {
     }
 
     /// The field-job function's work, on its own guarded client and queue sender.
-    pub fn field_jobs(&self) -> gridline::index::field_job::FieldJobs {
+    pub fn field_jobs(&self) -> gridline::indexer::field_job::FieldJobs {
         let configured = gateway::function_env(
             jobs::FIELD_JOB_FUNCTION,
             gridline::config::INDEXER_CONCURRENCY_VAR,
@@ -362,8 +362,8 @@ impl Stack {
         .ok()
         .flatten();
         let concurrency = gridline::config::parse_concurrency(configured.as_deref())
-            .unwrap_or(gridline::index::indexer::DEFAULT_CONCURRENCY);
-        gridline::index::field_job::FieldJobs::new(
+            .unwrap_or(gridline::indexer::DEFAULT_CONCURRENCY);
+        gridline::indexer::field_job::FieldJobs::new(
             self.function_store(jobs::FIELD_JOB_FUNCTION),
             Arc::new(
                 self.field_job_queue
@@ -424,7 +424,7 @@ impl Stack {
     /// bounded number of retries before a record goes to the on-failure list. It finds the
     /// stream through the admin client (the mapping knows its ARN from the template) and
     /// reads it as IndexerFunction.
-    pub async fn poller(&self, indexer: gridline::index::indexer::Indexer) -> stream::Poller {
+    pub async fn poller(&self, indexer: gridline::indexer::Indexer) -> stream::Poller {
         let mut poller = stream::Poller::new(
             self.client.clone(),
             self.streams_client().await,

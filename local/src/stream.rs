@@ -19,7 +19,7 @@ use anyhow::{Context, Result};
 use aws_lambda_events::event::dynamodb::{Event, EventRecord};
 use aws_sdk_dynamodbstreams::error::SdkError;
 use aws_sdk_dynamodbstreams::types::{Record, SequenceNumberRange, ShardIteratorType};
-use gridline::index::indexer::Indexer;
+use gridline::indexer::Indexer;
 use serde_json::{Value, json};
 
 /// Records per GetRecords call: Lambda's default batch size for DynamoDB streams.

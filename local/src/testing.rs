@@ -466,7 +466,7 @@ impl TestApi {
 impl TestApi {
     /// Every entry of the index table (watermarks and job checkpoints aside), as the indexer
     /// wrote it.
-    pub async fn index_entries(&self) -> std::collections::BTreeSet<gridline::index::Entry> {
+    pub async fn index_entries(&self) -> std::collections::BTreeSet<gridline::model::Entry> {
         let mut out = std::collections::BTreeSet::new();
         for item in self.scan_all(&self.stack.tables.index).await {
             let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
@@ -475,12 +475,12 @@ impl TestApi {
             if pk.contains("#W#") || gridline::keys::index::is_jobs_pk(&pk) {
                 continue;
             }
-            out.insert(gridline::index::Entry {
+            out.insert(gridline::model::Entry {
                 pk,
                 sk: s("SK").unwrap_or_default(),
                 issue_id: s("issue_id").unwrap_or_default(),
                 role: s("role"),
-                summary: s(gridline::index::summary::ATTR),
+                summary: s(gridline::model::summary::ATTR),
             });
         }
         out
@@ -491,7 +491,7 @@ impl TestApi {
         &self,
         tenant: &gridline::domain::ids::TenantId,
         projects: &[gridline::domain::ids::ProjectId],
-    ) -> std::collections::BTreeSet<gridline::index::Entry> {
+    ) -> std::collections::BTreeSet<gridline::model::Entry> {
         let store = &self.stack.state.store;
         let mut expected = std::collections::BTreeSet::new();
         for p in projects {
@@ -508,7 +508,7 @@ impl TestApi {
                     .await
                     .expect("read");
                 for issue in &page.items {
-                    expected.extend(gridline::index::entries(tenant, issue, &defs, shards));
+                    expected.extend(gridline::model::entries(tenant, issue, &defs, shards));
                 }
                 start = page.next;
                 if start.is_none() {

@@ -92,7 +92,7 @@ impl Config {
 /// start-up rather than clamped, so a typo in the template shows at once.
 pub fn parse_concurrency(value: Option<&str>) -> Result<usize, ConfigError> {
     match value {
-        None => Ok(crate::index::indexer::DEFAULT_CONCURRENCY),
+        None => Ok(crate::indexer::DEFAULT_CONCURRENCY),
         Some(v) => match v.trim().parse::<usize>() {
             Ok(n @ 1..=256) => Ok(n),
             _ => Err(ConfigError::Invalid(
@@ -131,7 +131,7 @@ mod tests {
 
     #[test]
     fn indexer_concurrency_is_the_default_unset_and_refused_out_of_range() {
-        let default = crate::index::indexer::DEFAULT_CONCURRENCY;
+        let default = crate::indexer::DEFAULT_CONCURRENCY;
         assert_eq!(parse_concurrency(None).unwrap(), default);
         assert_eq!(parse_concurrency(Some("4")).unwrap(), 4);
         for bad in ["0", "257", "-1", "many", ""] {

@@ -1,11 +1,11 @@
 //! The `fieldjob` Lambda: a field's column built, or a deleted field's values removed, a page
-//! of issues at a time, off the stream (`gridline::index::field_job`).
+//! of issues at a time, off the stream (`gridline::indexer::field_job`).
 
 use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use gridline::config::Config;
-use gridline::index::field_job::{FieldJobs, SqsQueue, deadline_at};
+use gridline::indexer::field_job::{FieldJobs, SqsQueue, deadline_at};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 /// The indexer's core (this function re-indexes with it) allocates and frees many small

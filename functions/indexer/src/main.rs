@@ -1,8 +1,8 @@
 //! The `indexer` Lambda: the records table's stream in, the index table out.
 
 use gridline::config::Config;
-use gridline::index::field_job::SqsQueue;
-use gridline::index::indexer::Indexer;
+use gridline::indexer::field_job::SqsQueue;
+use gridline::indexer::Indexer;
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 /// The indexer's core allocates and frees many small strings and maps per stream record;
@@ -22,7 +22,7 @@ async fn main() -> Result<(), Error> {
         .with_jobs(std::sync::Arc::new(jobs));
     let indexer = &indexer;
     // The event's JSON is kept as text and decoded by the indexer, borrowing from it
-    // (`gridline::index::event`): no image is copied into an owned attribute map.
+    // (`gridline::model::event`): no image is copied into an owned attribute map.
     lambda_runtime::run(service_fn(
         move |event: LambdaEvent<Box<serde_json::value::RawValue>>| async move {
             Ok::<_, Error>(indexer.handle_and_report(event.payload.get()).await?)
@@ -33,7 +33,7 @@ async fn main() -> Result<(), Error> {
 
 #[cfg(test)]
 mod tests {
-    use gridline::index::event::StreamEvent;
+    use gridline::model::event::StreamEvent;
     use serde_json::value::RawValue;
 
     /// The payload reaches the handler as the runtime decodes it (through serde_path_to_error

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use gridline::index::indexer::Indexer;
+use gridline::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::Stack;
 use gridline_local::guard::Policy;

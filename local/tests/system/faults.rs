@@ -5,7 +5,7 @@
 //! the index equals a recomputation from the records, with nothing lost.
 
 use gridline::domain::ids::{IssueId, ProjectId};
-use gridline::index::indexer::Indexer;
+use gridline::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::chaos::{Chaos, Rates};
 use gridline_local::testing::TestApi;
@@ -138,7 +138,7 @@ async fn a_malformed_record_is_parked_and_does_not_block_the_shard() {
 }
 
 /// The parked markers in the index table.
-async fn parked(api: &TestApi) -> Vec<gridline::index::Parked> {
+async fn parked(api: &TestApi) -> Vec<gridline::store::index::Parked> {
     let out = api
         .stack
         .client
@@ -149,7 +149,7 @@ async fn parked(api: &TestApi) -> Vec<gridline::index::Parked> {
         .unwrap();
     out.items()
         .iter()
-        .filter_map(gridline::index::parked_from_item)
+        .filter_map(gridline::store::index::parked_from_item)
         .collect()
 }
 
@@ -316,7 +316,7 @@ async fn an_issue_that_fails_for_good_is_parked_and_its_neighbours_are_indexed()
         .await;
 }
 
-async fn parked_after(api: &TestApi) -> Vec<gridline::index::Parked> {
+async fn parked_after(api: &TestApi) -> Vec<gridline::store::index::Parked> {
     parked(api).await
 }
 

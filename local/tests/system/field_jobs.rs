@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gridline::domain::ids::{FieldId, ProjectId};
-use gridline::index::field_job::{FieldJob, FieldJobs, JobKind, JobQueue, QueueError, Sending};
-use gridline::index::indexer::Metrics;
+use gridline::indexer::field_job::{FieldJob, FieldJobs, JobKind, JobQueue, QueueError, Sending};
+use gridline::indexer::Metrics;
 use gridline_local::jobs::FIELD_JOB_FUNCTION;
 use gridline_local::testing::TestApi;
 use http::StatusCode;
@@ -246,7 +246,7 @@ async fn a_field_job_cut_short_resumes_from_its_checkpoint_and_finishes_exact() 
             )
             .await
             .unwrap();
-        assert_eq!(outcome, gridline::index::field_job::Outcome::Stale);
+        assert_eq!(outcome, gridline::indexer::field_job::Outcome::Stale);
     }
     assert!(api.stack.field_job_queue.is_empty());
 }
@@ -452,7 +452,7 @@ async fn an_index_write_with_definitions_older_than_the_issues_watermark_reads_t
 
     // The earlier job's page, held right after its read of the project's fields.
     let (store, reached, release) = paused::store_held_at_fields_read(&api, FIELD_JOB_FUNCTION);
-    let late = gridline::index::indexer::Indexer::new(store).with_concurrency(1);
+    let late = gridline::indexer::Indexer::new(store).with_concurrency(1);
     let page = {
         let project = project.clone();
         tokio::spawn(async move {
@@ -532,7 +532,7 @@ async fn a_job_page_behind_a_newer_write_without_its_field_indexes_the_issue_as_
     );
     let store =
         gridline::store::Store::new(client, &api.stack.tables.records, &api.stack.tables.index);
-    let job = gridline::index::indexer::Indexer::new(store).with_concurrency(1);
+    let job = gridline::indexer::Indexer::new(store).with_concurrency(1);
     let page = {
         let project = project.clone();
         tokio::spawn(async move {
@@ -553,7 +553,7 @@ async fn a_job_page_behind_a_newer_write_without_its_field_indexes_the_issue_as_
         paused::store_held_at_fields_read(&api, gridline_local::INDEXER_FUNCTION);
     let mut stale = api
         .stack
-        .poller(gridline::index::indexer::Indexer::new(store))
+        .poller(gridline::indexer::Indexer::new(store))
         .await;
     let stream = tokio::spawn(async move { stale.drain().await });
     defs_read.await.expect("the invocation reads the fields");

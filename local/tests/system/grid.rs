@@ -373,11 +373,11 @@ async fn random_histories_converge_and_page_in_reference_order() {
             };
             if let Some(to) = to {
                 let store = api.stack.state.store.clone();
-                let indexer = gridline::index::indexer::Indexer::new(store.clone());
+                let indexer = gridline::indexer::Indexer::new(store.clone());
                 let project = ProjectId::parse(&p).unwrap();
                 let at = (&acme(), &project);
                 let settle = std::time::Duration::ZERO;
-                gridline::index::reshard::reshard(&indexer, &store, at, to, settle, &|_, _| {})
+                gridline::ops::reshard::reshard(&indexer, &store, at, to, settle, &|_, _| {})
                     .await
                     .unwrap();
             }

@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::config::interceptors::{
 use aws_sdk_dynamodb::config::{ConfigBag, Intercept, RuntimeComponents};
 use aws_sdk_dynamodb::error::BoxError;
 use gridline::domain::ids::ProjectId;
-use gridline::index::indexer::Indexer;
+use gridline::indexer::Indexer;
 use gridline::store::Store;
 use gridline_local::testing::TestApi;
 use serde_json::json;

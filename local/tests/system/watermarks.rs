@@ -3,8 +3,8 @@
 //! same version, nor one another attempt recorded an intent on.
 
 use gridline::domain::ids::{IssueId, ProjectId};
-use gridline::index::EntryList;
-use gridline::index::watermark::{Basis, Pending, Step};
+use gridline::model::EntryList;
+use gridline::model::watermark::{Basis, Pending, Step};
 use gridline_local::testing::TestApi;
 
 use crate::support::acme;

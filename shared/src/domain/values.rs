@@ -33,7 +33,7 @@ pub struct FieldDef {
     pub options: Option<Vec<String>>,
     /// Whether the field's column of the index is complete, so the grid may sort by it. A
     /// field added to a project that has issues is not, until its field job has indexed them
-    /// all (`crate::index::field_job`). A definition stored before the flag existed was
+    /// all (`crate::indexer::field_job`). A definition stored before the flag existed was
     /// indexed whole when it was added: absent reads as `true`.
     #[serde(default = "complete")]
     pub sortable: bool,

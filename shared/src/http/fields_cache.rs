@@ -19,7 +19,7 @@ use std::time::{Duration, Instant};
 
 use crate::domain::ids::{ProjectId, TenantId};
 use crate::domain::values::FieldDef;
-use crate::store::items::ProjectItem;
+use crate::store::records::items::ProjectItem;
 
 /// A project's item and its field definitions, as read together.
 pub struct ProjectFields {

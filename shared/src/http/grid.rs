@@ -24,7 +24,7 @@ use crate::domain::Issue;
 use crate::domain::ids::{ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::http::error::{ApiError, ApiResult};
-use crate::index::{Column, column_scopes};
+use crate::model::{Column, column_scopes};
 use crate::keys;
 use crate::read::grid::{self, GridParams, GridQuery, read_entries};
 
@@ -100,7 +100,7 @@ fn hold(
     app: &AppState,
     tenant: &TenantId,
     project_id: &ProjectId,
-    project: crate::store::items::ProjectItem,
+    project: crate::store::records::items::ProjectItem,
     defs: Vec<FieldDef>,
 ) -> Arc<ProjectFields> {
     let fields = Arc::new(ProjectFields { project, defs });

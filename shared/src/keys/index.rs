@@ -297,7 +297,7 @@ pub fn watermark_pk(tenant: &TenantId, issue_id: &IssueId) -> String {
 pub const WATERMARK_SK: &str = "W";
 
 /// Bucket `k` of an issue's watermark whose fields are laid out in `buckets` buckets (see
-/// `crate::index::watermark`): each layout has its own items.
+/// `crate::model::watermark`): each layout has its own items.
 pub fn watermark_bucket_sk(buckets: u16, k: u16) -> String {
     format!("B{buckets}.{k}")
 }
@@ -332,7 +332,7 @@ pub fn parse_entry_ref(tenant: &TenantId, r: &str) -> Option<(String, String)> {
 }
 
 /// Partition of a tenant's field jobs: one item per job, its checkpoint
-/// ([`crate::index::field_job`]).
+/// ([`crate::indexer::field_job`]).
 pub fn jobs_pk(tenant: &TenantId) -> String {
     format!("{}#JOBS", tenant_prefix(tenant))
 }

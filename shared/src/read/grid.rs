@@ -22,7 +22,8 @@ use crate::domain::ids::ProjectId;
 use crate::domain::values::{FieldDef, StoredValue};
 use crate::domain::{Issue, IssueState};
 use crate::encoding::text::{fold, prefix_key};
-use crate::index::{Column, ColumnQuery, Kind, encode_bound};
+use crate::model::{Column, Kind, encode_bound};
+use crate::store::index::ColumnQuery;
 use crate::keys;
 use crate::store::Page;
 

@@ -11,7 +11,7 @@ use std::future::Future;
 
 use crate::cursor::Position;
 use crate::domain::Role;
-use crate::index::InboxCopy;
+use crate::store::index::InboxCopy;
 use crate::store::Page;
 
 /// The cursor's member: the last sort key a page consumed.

@@ -6,13 +6,11 @@
 //! - `projects`, `people`, `issues`: the records table's entities; `items`: their item shapes;
 //!   `size`: DynamoDB's item-size arithmetic.
 //!
-//! The index table's I/O lives beside the index, in `crate::index::table`.
+//! The index table's I/O lives beside the index, in `crate::store::index::table`.
 
-mod issues;
-pub(crate) mod items;
-mod people;
-mod projects;
+pub mod index;
 pub(crate) mod query;
+pub mod records;
 pub(crate) mod retry;
 mod size;
 
@@ -28,12 +26,12 @@ use crate::keys;
 use query::Query;
 use retry::Backoff;
 
-pub use issues::{CreateIssueError, ParticipantOutcome, PatchOutcome, patch_update};
+pub use records::issues::{CreateIssueError, ParticipantOutcome, PatchOutcome, patch_update};
 #[cfg(test)]
-pub(crate) use items::issue_from_image;
-pub use items::{ProjectItem, field_def_from, issue_from, issue_item_size};
-pub use people::{AddMemberError, Profile, Team};
-pub use projects::CreateFieldError;
+pub(crate) use records::items::issue_from_image;
+pub use records::items::{ProjectItem, field_def_from, issue_from, issue_item_size};
+pub use records::people::{AddMemberError, Profile, Team};
+pub use records::projects::CreateFieldError;
 pub use size::{number_size, stored_size};
 
 pub type Item = HashMap<String, AttributeValue>;

@@ -7,10 +7,10 @@ use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRe
 
 use crate::cursor::Position;
 use crate::domain::ids::{IssueId, TenantId};
-use crate::index::EntryRef;
-use crate::index::watermark::{self, Basis, Pending, Step, Watermark, head_item};
+use crate::model::EntryRef;
+use crate::model::watermark::{self, Basis, Pending, Step, Watermark, head_item};
 use crate::keys;
-use crate::store::items::{key, string};
+use crate::store::records::items::{key, string};
 use crate::store::query::Query;
 use crate::store::retry::Backoff;
 use crate::store::{Item, Page, Store, StoreError, build_err, condition_held, sdk};
@@ -198,7 +198,7 @@ impl Store {
                 .consistent(true);
             let mut found = BTreeMap::new();
             for item in self.query_all(query).await? {
-                let sk = crate::store::items::sk_of(&item)
+                let sk = crate::store::records::items::sk_of(&item)
                     .unwrap_or_default()
                     .to_string();
                 found.insert(sk, fields_of(&item)?);
@@ -368,7 +368,7 @@ impl Store {
             .await?
             .iter()
             .filter_map(|i| {
-                crate::store::items::sk_of(i).map(|sk| (pk.to_string(), sk.to_string()))
+                crate::store::records::items::sk_of(i).map(|sk| (pk.to_string(), sk.to_string()))
             })
             .collect())
     }
@@ -464,7 +464,7 @@ impl Store {
                 item.insert("role".into(), string(role));
             }
             if let Some(summary) = e.summary {
-                item.insert(crate::index::summary::ATTR.into(), string(summary));
+                item.insert(crate::model::summary::ATTR.into(), string(summary));
             }
             let req = PutRequest::builder()
                 .set_item(Some(item))
@@ -529,7 +529,7 @@ impl Store {
             .iter()
             .filter_map(|i| match (i.get("issue_id"), i.get(keys::SK)) {
                 (Some(AttributeValue::S(id)), Some(AttributeValue::S(sk))) => {
-                    let summary = match i.get(crate::index::summary::ATTR) {
+                    let summary = match i.get(crate::model::summary::ATTR) {
                         Some(AttributeValue::S(text)) => Some(text.clone()),
                         _ => None,
                     };
@@ -569,7 +569,7 @@ impl Store {
                 sk: text(&i, keys::SK),
                 issue_id: text(&i, "issue_id"),
                 role: text(&i, "role"),
-                summary: match i.get(crate::index::summary::ATTR) {
+                summary: match i.get(crate::model::summary::ATTR) {
                     Some(AttributeValue::S(v)) => Some(v.clone()),
                     _ => None,
                 },

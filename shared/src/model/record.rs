@@ -1,7 +1,7 @@
 //! An issue as the indexer reads it: exactly what its entries derive from, borrowed from the
 //! stream record's image (or from an issue read from the table), never copied into an owned
 //! [`Issue`] first. A stream batch decodes each issue's last image into one of these; the
-//! basis ([`crate::index::Basis::of_record`]) is built from it once the project's fields are
+//! basis ([`crate::model::Basis::of_record`]) is built from it once the project's fields are
 //! known.
 //!
 //! Decoding checks what the owned decoding (`store::items::issue_from_attrs`) checks (every attribute the API
@@ -14,10 +14,10 @@ use crate::domain::decimal::DynNumber;
 use crate::domain::ids::ProjectId;
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssueState, ParticipantKind, Role};
-use crate::index::event::{Attr, Image};
+use crate::model::event::{Attr, Image};
 use crate::keys;
 use crate::store::StoreError;
-use crate::store::items::{
+use crate::store::records::items::{
     AttrView, attr, check_issue_keys, issue_attr_missing, issue_text, issue_whole,
 };
 
@@ -178,7 +178,7 @@ fn seat<'a>(edge: &'a str, role: Option<&str>) -> Option<SeatRef<'a>> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::index::event::StreamEvent;
+    use crate::model::event::StreamEvent;
     use crate::store::issue_from_image;
     use proptest::strategy::Strategy;
     use serde_json::json;
@@ -309,7 +309,7 @@ mod tests {
         ) {
             use crate::domain::ids::FieldId;
             use crate::domain::values::{FieldDef, FieldType};
-            use crate::index::Basis;
+            use crate::model::Basis;
             use crate::keys::index::Shards;
             let types = [
                 FieldType::Text,

@@ -13,6 +13,8 @@
 //! exactly what the records say. Adding a field re-indexes its project (every issue gains a
 //! missing entry); deleting one removes its values from the issues and re-indexes them.
 
+pub mod field_job;
+
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
@@ -25,15 +27,15 @@ use crate::cursor::Position;
 use crate::domain::Issue;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
-use crate::index::Parked;
-use crate::index::event::{StreamEvent, StreamRecord};
-use crate::index::field_job::{FieldJob, JobKind, JobQueue, QueueError};
-use crate::index::record::IssueRecord;
-use crate::index::stream::{self, Change, Op};
-use crate::index::watermark::{Basis, Layout, Pending, Watermark};
+use crate::store::index::Parked;
+use crate::model::event::{StreamEvent, StreamRecord};
+use crate::indexer::field_job::{FieldJob, JobKind, JobQueue, QueueError};
+use crate::model::record::IssueRecord;
+use crate::model::stream::{self, Change, Op};
+use crate::model::watermark::{Basis, Layout, Pending, Watermark};
 use crate::keys;
 use crate::keys::index::{ParkedUnit, Shards};
-use crate::store::items::attr::SORTABLE;
+use crate::store::records::items::attr::SORTABLE;
 use crate::store::{Store, StoreError};
 use crate::telemetry::{Emf, MetricUnit, now_ms};
 
@@ -235,7 +237,7 @@ fn plan_one<'a>(record: &'a StreamRecord<'a>) -> Result<Option<Unit<'a>>, String
                     .new_image
                     .as_ref()
                     .and_then(|image| image.get(SORTABLE))
-                    .is_some_and(|a| matches!(a, crate::index::event::Attr::Bool(true)));
+                    .is_some_and(|a| matches!(a, crate::model::event::Attr::Bool(true)));
                 (!sortable).then_some(Unit::FieldAdded {
                     tenant,
                     project_id,
@@ -381,7 +383,7 @@ impl Indexer {
         if !self.summaries
             && let Some(b) = basis.as_mut()
         {
-            b.summary = crate::index::summary::Summary::THIN;
+            b.summary = crate::model::summary::Summary::THIN;
         }
         basis
     }

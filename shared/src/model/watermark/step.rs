@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use super::{Basis, Pending, Placement, Seat, Step, Watermark, zip_columns};
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::{IssueState, ParticipantKind, Role};
-use crate::index::entries::EntryList;
+use crate::model::entries::EntryList;
 use crate::keys::index::{
     push_column_pk, push_column_sk, push_inbox_pk, push_inbox_sk, push_shard, shard_hash, shard_of,
 };

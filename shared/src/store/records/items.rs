@@ -7,7 +7,7 @@ use std::hash::{BuildHasher, Hash};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
-use super::{Item, StoreError, stored_size};
+use crate::store::{Item, StoreError, stored_size};
 use crate::domain::decimal::DynNumber;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::{FieldDef, FieldType, StoredValue};
@@ -258,7 +258,7 @@ pub fn field_def_from(item: Item) -> Result<FieldDef, StoreError> {
 }
 
 /// An attribute value as the issue decoder reads it, whichever type holds it: the SDK's (what
-/// the store reads) or the stream event's (`crate::index::event::Attr`, borrowed from the
+/// the store reads) or the stream event's (`crate::model::event::Attr`, borrowed from the
 /// Lambda event's JSON), so the issue decoder is written once over this view.
 pub trait AttrView: Sized {
     /// A map key or set member: the decoder looks them up and reads them as `str`.
@@ -298,7 +298,7 @@ pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, Store
 /// the indexer's borrowed one (`index::record`) is tested against.
 #[cfg(test)]
 pub(crate) fn issue_from_image(
-    image: &crate::index::event::Image<'_>,
+    image: &crate::model::event::Image<'_>,
 ) -> Result<Issue, StoreError> {
     issue_from_attrs(image, None)
 }
@@ -550,7 +550,7 @@ pub(crate) mod tests {
             // The image as a stream event's JSON holds it, decoded as the indexer does.
             let image: serde_dynamo::Item = item.clone().into();
             let json = serde_json::to_string(&image).unwrap();
-            let decoded: crate::index::event::Image<'_> = serde_json::from_str(&json).unwrap();
+            let decoded: crate::model::event::Image<'_> = serde_json::from_str(&json).unwrap();
             prop_assert_eq!(issue_from_image(&decoded).unwrap(), issue.clone());
             prop_assert_eq!(issue_from(item, None).unwrap(), issue);
         }
@@ -566,7 +566,7 @@ pub(crate) mod tests {
             let mut without: serde_dynamo::Item = item.clone().into();
             without.remove(name);
             let json = serde_json::to_string(&without).unwrap();
-            let decoded: crate::index::event::Image<'_> = serde_json::from_str(&json).unwrap();
+            let decoded: crate::model::event::Image<'_> = serde_json::from_str(&json).unwrap();
             assert!(issue_from_image(&decoded).is_err(), "{name}");
         }
         let mut mistyped = item.clone();

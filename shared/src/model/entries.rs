@@ -9,11 +9,11 @@ use crate::domain::ids::TenantId;
 use crate::domain::values::{FieldDef, FieldType, parse_date, parse_datetime};
 use crate::domain::{IssueState, Role};
 use crate::encoding;
-use crate::index::record::ValueRef;
-use crate::index::summary::Summary;
+use crate::model::record::ValueRef;
+use crate::model::summary::Summary;
 
 /// The scope of the layout before: every issue, whatever its state. Only read from old
-/// watermarks (see [`crate::index::watermark::Placement::all_scope`]).
+/// watermarks (see [`crate::model::watermark::Placement::all_scope`]).
 pub const ALL_STATES: &str = crate::keys::index::ALL_SCOPE;
 
 /// A sortable column: a built-in one or a custom field (by id).
@@ -134,7 +134,7 @@ pub fn encode_bound(kind: Kind, def: Option<&FieldDef>, raw: &str) -> Result<Str
 
 /// One index entry: an attribute-index entry, or a participation copy (which carries the
 /// participant's role, for `via` and role filters), with the issue's list summary when it fits
-/// ([`crate::index::summary`]). Its key is `(pk, sk)`; the rest follows from the key and the
+/// ([`crate::model::summary`]). Its key is `(pk, sk)`; the rest follows from the key and the
 /// issue as indexed, so the indexer diffs entries by key (and writes them all again when the
 /// summary changes).
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
@@ -291,7 +291,7 @@ pub fn entries(
     defs: &[FieldDef],
     shards: crate::keys::index::Shards,
 ) -> BTreeSet<Entry> {
-    crate::index::watermark::Basis::of(issue, defs, shards).entries(tenant, &issue.id)
+    crate::model::watermark::Basis::of(issue, defs, shards).entries(tenant, &issue.id)
 }
 
 /// The scopes a grid reads: its state's, or both (merged, as shards are).

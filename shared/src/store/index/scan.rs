@@ -7,11 +7,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use crate::domain::ids::{IssueId, TenantId};
-use crate::index::Entry;
-use crate::index::table::{new_revision, revision_condition};
-use crate::index::watermark::{self, Basis, Layout, Watermark};
+use crate::model::Entry;
+use crate::store::index::table::{new_revision, revision_condition};
+use crate::model::watermark::{self, Basis, Layout, Watermark};
 use crate::keys;
-use crate::store::items::key;
+use crate::store::records::items::key;
 use crate::store::{Item, Store, StoreError, build_err, sdk};
 
 /// One of the two tables.
@@ -37,7 +37,7 @@ pub fn entry_from_item(item: &Item) -> Option<Entry> {
         sk: s(keys::SK)?,
         issue_id: s("issue_id")?,
         role: s("role"),
-        summary: s(crate::index::summary::ATTR),
+        summary: s(crate::model::summary::ATTR),
     })
 }
 

@@ -33,9 +33,9 @@ use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::encoding;
-use crate::index::entries::{ALL_STATES, Entry, EntryList, encode_value};
-use crate::index::record::IssueRecord;
-use crate::index::summary::Summary;
+use crate::model::entries::{ALL_STATES, Entry, EntryList, encode_value};
+use crate::model::record::IssueRecord;
+use crate::model::summary::Summary;
 
 /// What the watermark derives entries from when only their keys matter (what is certain or
 /// possible in the index).
@@ -46,7 +46,7 @@ static NO_SUMMARY: Summary = Summary {
 use crate::keys;
 use crate::keys::index::Shards;
 use crate::store::Item;
-use crate::store::items::key;
+use crate::store::records::items::key;
 
 /// Two column maps walked together in column order: each column of either, once, with its
 /// value in each (`None`: the map has no such column). No lookups: both maps are sorted.
@@ -875,7 +875,7 @@ pub fn set_fields_revision(head: &mut Item, fields_rev: u64) {
 }
 
 /// Attribute of the head holding the committed basis' summary digest (see
-/// [`crate::index::summary`]); absent in heads written before entries carried summaries.
+/// [`crate::model::summary`]); absent in heads written before entries carried summaries.
 pub const SUMMARY_DIGEST: &str = "sd";
 
 /// The layout marker of this format's head: its column entries are in their state's scope
@@ -998,7 +998,7 @@ pub fn head_item(
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
         item.insert(
             "expires_at".into(),
-            n(now + crate::index::TOMBSTONE_TTL_SECS),
+            n(now + crate::store::index::TOMBSTONE_TTL_SECS),
         );
     }
     item

@@ -28,7 +28,7 @@ use crate::domain::decimal::DynNumber;
 use crate::domain::ids::{IssueId, ProjectId};
 use crate::domain::values::{FieldDef, StoredValue};
 use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Role};
-use crate::index::record::{IssueRecord, ValueRef};
+use crate::model::record::{IssueRecord, ValueRef};
 
 /// The entry attribute holding the summary.
 pub const ATTR: &str = "sm";
@@ -277,8 +277,8 @@ pub fn issue_of(issue_id: &str, text: &str) -> Option<Issue> {
 mod tests {
     use super::*;
     use crate::domain::ids::TenantId;
-    use crate::store::items::issue_item;
-    use crate::store::items::tests::issue;
+    use crate::store::records::items::issue_item;
+    use crate::store::records::items::tests::issue;
     use proptest::prelude::*;
 
     fn def(id: &str) -> FieldDef {
@@ -314,7 +314,7 @@ mod tests {
             let item = issue_item(&TenantId::parse("acme").unwrap(), &issue).unwrap();
             let image: serde_dynamo::Item = item.into();
             let json = serde_json::to_string(&image).unwrap();
-            let image: crate::index::event::Image<'_> = serde_json::from_str(&json).unwrap();
+            let image: crate::model::event::Image<'_> = serde_json::from_str(&json).unwrap();
             let record = IssueRecord::from_image(&image).unwrap();
             prop_assert_eq!(&text_of(&record, &defs), &text);
             let summary = Summary::of_record(&record, &defs);
@@ -338,7 +338,7 @@ mod tests {
             let text: Arc<str> = "x".repeat(len).into();
             let summary = Summary { digest: 7, text: Some(text.clone()) };
             let id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
-            let mut item = crate::store::items::key(pk.clone(), &sk);
+            let mut item = crate::store::records::items::key(pk.clone(), &sk);
             item.insert("issue_id".into(), aws_sdk_dynamodb::types::AttributeValue::S(id.into()));
             if let Some(r) = &role {
                 item.insert("role".into(), aws_sdk_dynamodb::types::AttributeValue::S(r.clone()));

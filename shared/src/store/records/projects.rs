@@ -3,8 +3,8 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 
 use super::items::{FieldItem, ProjectItem, attr, key, project_key, sk_of};
-use super::query::Query;
-use super::{Item, Page, Store, StoreError, Tx, build_err, condition_held};
+use crate::store::query::Query;
+use crate::store::{Item, Page, Store, StoreError, Tx, build_err, condition_held};
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;

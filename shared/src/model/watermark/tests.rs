@@ -2,8 +2,8 @@ use super::*;
 use crate::domain::Participant;
 use crate::domain::ids::FieldId;
 use crate::domain::values::{FieldType, StoredValue};
-use crate::index::intent_head_item;
-use crate::index::summary::Summary;
+use crate::store::index::intent_head_item;
+use crate::model::summary::Summary;
 use proptest::prelude::*;
 
 /// DynamoDB's item limit.
@@ -576,7 +576,7 @@ fn the_entries_of_a_basis_are_the_issue_s_entries() {
     let (t, i) = (tenant(), issue_id());
     let (issue, defs) = wide_issue(4, 2);
     let e = Basis::of(&issue, &defs, Shards::ONE).entries(&t, &i);
-    assert_eq!(e, crate::index::entries(&t, &issue, &defs, Shards::ONE));
+    assert_eq!(e, crate::model::entries(&t, &issue, &defs, Shards::ONE));
     assert_eq!(e.len(), (5 + 4) + 2 * 2);
 }
 
@@ -610,7 +610,7 @@ impl Stored {
         let (head, items) = commit_items(&t, &i, &wm, Some(desired), version, next);
         let written = items.len();
         for item in items {
-            let sk = crate::store::items::sk_of(&item).unwrap().to_string();
+            let sk = crate::store::records::items::sk_of(&item).unwrap().to_string();
             self.buckets.insert(sk, item);
         }
         self.head = head;

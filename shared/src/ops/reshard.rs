@@ -32,7 +32,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::domain::ids::{ProjectId, TenantId};
-use crate::index::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE};
+use crate::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE};
 use crate::keys::index::{MAX_SHARDS, Shards};
 use crate::store::{Store, StoreError};
 

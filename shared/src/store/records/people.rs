@@ -7,8 +7,8 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, TransactWr
 use serde::{Deserialize, Serialize};
 
 use super::items::{attr, key, string};
-use super::query::Query;
-use super::{Item, Page, Store, StoreError, Tx, build_err};
+use crate::store::query::Query;
+use crate::store::{Item, Page, Store, StoreError, Tx, build_err};
 use crate::cursor::Position;
 use crate::domain::ids::{TeamId, TenantId, UserId};
 use crate::domain::{MAX_TEAMS_PER_USER, ParticipantKind};

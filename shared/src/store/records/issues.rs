@@ -9,9 +9,9 @@ use super::items::{
     attr, description_item, fields_attr, issue_from, issue_item, issue_key, key, project_key,
     sk_of, value_to_attr,
 };
-use super::query::Query;
-use super::retry::Backoff;
-use super::{Item, Page, Store, StoreError, Tx, build_err, condition_held, stored_size};
+use crate::store::query::Query;
+use crate::store::retry::Backoff;
+use crate::store::{Item, Page, Store, StoreError, Tx, build_err, condition_held, stored_size};
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::StoredValue;
@@ -605,7 +605,7 @@ impl Store {
         for (id, summary) in entries {
             // Two entries of one issue (its entries in both scopes while the indexer moves
             // it): the newer summary.
-            match summary.and_then(|text| crate::index::summary::issue_of(id, text)) {
+            match summary.and_then(|text| crate::model::summary::issue_of(id, text)) {
                 Some(issue) => match found.entry(id.to_string()) {
                     std::collections::hash_map::Entry::Occupied(mut held) => {
                         if held.get().version < issue.version {

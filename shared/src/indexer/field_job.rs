@@ -28,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, ProjectId, TenantId};
-use crate::index::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE};
+use crate::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE};
 use crate::keys;
 use crate::store::{Item, Store, StoreError, condition_held};
 use crate::telemetry::{Emf, MetricUnit, now_ms};
@@ -37,7 +37,7 @@ use crate::telemetry::{Emf, MetricUnit, now_ms};
 pub const QUEUE_URL_VAR: &str = "FIELD_JOB_QUEUE_URL";
 
 /// A run stops starting pages when less than this is left of its invocation: a page of
-/// [`crate::index::indexer::REINDEX_PAGE`] issues takes well under a second, so this leaves
+/// [`crate::indexer::REINDEX_PAGE`] issues takes well under a second, so this leaves
 /// room for a slow page, the checkpoint and the continuation's send.
 pub const PAGE_MARGIN: Duration = Duration::from_secs(20);
 
