@@ -14,7 +14,7 @@ use std::hash::{Hash, Hasher};
 use serde::Deserialize;
 use serde::de::{Deserializer, MapAccess, Visitor};
 
-use crate::store::records::items::AttrView;
+use crate::model::codec::AttrView;
 
 /// A string of the event: borrowed from its JSON text unless it holds an escape.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -9,7 +9,9 @@
 //! - [`event`]: the stream event Lambda hands the indexer, decoded from its JSON.
 //! - [`record`]: an issue as the indexer reads it, borrowed from a stream image.
 //! - [`stream`]: what a stream record is about, from its keys.
+//! - [`codec`]: an issue read from its item, through any view of its attributes.
 
+pub mod codec;
 pub mod entries;
 pub mod event;
 pub mod record;

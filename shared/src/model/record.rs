@@ -4,7 +4,7 @@
 //! basis ([`crate::model::Basis::of_record`]) is built from it once the project's fields are
 //! known.
 //!
-//! Decoding checks what the owned decoding (`store::items::issue_from_attrs`) checks (every attribute the API
+//! Decoding checks what the owned decoding ([`crate::model::codec::issue_from_attrs`]) checks (every attribute the API
 //! writes, with its type; every field value a string or a number), so an item the API would
 //! never write is still refused, and parked, at the same place.
 
@@ -16,9 +16,8 @@ use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::model::event::{Attr, Image};
 use crate::keys;
-use crate::store::StoreError;
-use crate::store::records::items::{
-    AttrView, attr, check_issue_keys, issue_attr_missing, issue_text, issue_whole,
+use crate::model::codec::{
+    AttrView, Malformed, attr, check_issue_keys, issue_attr_missing, issue_text, issue_whole,
 };
 
 /// An issue's custom field values, where they are.
@@ -84,7 +83,7 @@ pub struct IssueRecord<'a> {
 
 impl<'a> IssueRecord<'a> {
     /// The issue a stream record's new image holds; `Err` if it is none the API would write.
-    pub fn from_image(image: &'a Image<'a>) -> Result<Self, StoreError> {
+    pub fn from_image(image: &'a Image<'a>) -> Result<Self, Malformed> {
         let missing = issue_attr_missing;
         let text = |name: &'static str| issue_text(image, name);
         let whole = |name: &'static str| issue_whole(image, name);
@@ -110,7 +109,7 @@ impl<'a> IssueRecord<'a> {
             .map(|e| {
                 let e = e.as_str();
                 let role = roles.and_then(|r| r.get(e)?.s());
-                seat(e, role).ok_or_else(|| StoreError::Corrupt(format!("participant edge {e}")))
+                seat(e, role).ok_or_else(|| Malformed(format!("participant edge {e}")))
             })
             .collect::<Result<Vec<_>, _>>()?;
         Ok(Self {
@@ -153,16 +152,16 @@ impl<'a> IssueRecord<'a> {
 
 /// A field value as the owned decoding accepts it: a string, or a number that
 /// parses.
-fn check_value(v: &Attr<'_>) -> Result<(), StoreError> {
+fn check_value(v: &Attr<'_>) -> Result<(), Malformed> {
     if v.s().is_some() {
         return Ok(());
     }
     let n = v
         .n()
-        .ok_or_else(|| StoreError::Corrupt("field value of unexpected type".into()))?;
+        .ok_or_else(|| Malformed("field value of unexpected type".into()))?;
     DynNumber::parse(n)
         .map(|_| ())
-        .map_err(|_| StoreError::Corrupt(format!("number {n}")))
+        .map_err(|_| Malformed(format!("number {n}")))
 }
 
 /// A participant edge (`{kind}#{id}`) and its role, as the issue item holds them.

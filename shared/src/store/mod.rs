@@ -54,6 +54,12 @@ pub enum StoreError {
     Contention(u32),
 }
 
+impl From<crate::model::codec::Malformed> for StoreError {
+    fn from(m: crate::model::codec::Malformed) -> Self {
+        StoreError::Corrupt(m.0)
+    }
+}
+
 /// Wraps an SDK error with the operation it came from.
 pub(crate) fn sdk<E, R>(op: &'static str) -> impl FnOnce(SdkError<E, R>) -> StoreError
 where

@@ -1,50 +1,16 @@
 //! Items of the records table and their mapping to domain types (via `serde_dynamo`).
 
-use std::borrow::Borrow;
 use std::collections::{BTreeMap, HashMap};
-use std::hash::{BuildHasher, Hash};
 
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
 use crate::store::{Item, StoreError, stored_size};
-use crate::domain::decimal::DynNumber;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::{FieldDef, FieldType, StoredValue};
-use crate::domain::{Issue, IssueState, Participant, Project, Role};
+use crate::domain::{Issue, IssueState, Participant, Project};
 use crate::keys::{self, records::entity};
-
-/// Attribute names that update expressions refer to.
-pub mod attr {
-    pub const ENTITY: &str = "entity";
-    pub const NEXT_NUM: &str = "next_num";
-    pub const FIELD_COUNT: &str = "field_count";
-    /// Bytes of field definitions (names and options) on the project, for the 64 KB cap.
-    pub const FIELD_BYTES: &str = "field_bytes";
-    /// On the project: counts every field created or deleted, so the indexer can tell that
-    /// definitions it read are older than the ones an issue was last indexed with.
-    pub const FIELDS_REV: &str = "fields_rev";
-    /// On the project: how many shards its column partitions are split into (absent: one).
-    pub const SHARDS: &str = "shards";
-    /// On the project, during a reshard: the other layout the indexer keeps exact beside
-    /// [`SHARDS`] (the one being built, then the one being retired).
-    pub const SHARDS_ALSO: &str = "shards_also";
-    /// On the project, during a reshard: the run that started it, which every later move of
-    /// that reshard names (so a run that lost the project to another cannot move it again).
-    pub const RESHARD_RUN: &str = "reshard_run";
-    /// Teams a user belongs to, on the user's membership counter item.
-    pub const TEAM_COUNT: &str = "team_count";
-    pub const TITLE: &str = "title";
-    pub const STATE: &str = "state";
-    pub const FIELDS: &str = "fields";
-    pub const PARTICIPANTS: &str = "participants";
-    pub const ROLES: &str = "roles";
-    pub const VERSION: &str = "version";
-    pub const UPDATED_AT: &str = "updated_at";
-    pub const TEXT: &str = "text";
-    /// On a field definition: whether its column of the index is complete.
-    pub const SORTABLE: &str = "sortable";
-}
+pub use crate::model::codec::{AttrView, attr, issue_from_attrs};
 
 #[derive(Serialize, Deserialize)]
 pub struct ProjectItem {
@@ -257,20 +223,6 @@ pub fn field_def_from(item: Item) -> Result<FieldDef, StoreError> {
     Ok(serde_dynamo::from_item::<_, FieldItem>(item)?.def())
 }
 
-/// An attribute value as the issue decoder reads it, whichever type holds it: the SDK's (what
-/// the store reads) or the stream event's (`crate::model::event::Attr`, borrowed from the
-/// Lambda event's JSON), so the issue decoder is written once over this view.
-pub trait AttrView: Sized {
-    /// A map key or set member: the decoder looks them up and reads them as `str`.
-    type Key: Borrow<str> + Hash + Eq;
-    /// The hasher of its maps.
-    type Hasher: BuildHasher;
-    fn s(&self) -> Option<&str>;
-    fn n(&self) -> Option<&str>;
-    fn ss(&self) -> Option<&[Self::Key]>;
-    fn m(&self) -> Option<&HashMap<Self::Key, Self, Self::Hasher>>;
-}
-
 impl AttrView for AttributeValue {
     type Key = String;
     type Hasher = std::hash::RandomState;
@@ -291,7 +243,7 @@ impl AttrView for AttributeValue {
 /// An issue from its summary item and, if read, its description item.
 pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, StoreError> {
     let description = description.and_then(|d| d.get(attr::TEXT)?.s());
-    issue_from_attrs(&item, description)
+    Ok(issue_from_attrs(&item, description)?)
 }
 
 /// An issue from a stream record's image, read where the event holds it: the owned decoding
@@ -300,117 +252,7 @@ pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, Store
 pub(crate) fn issue_from_image(
     image: &crate::model::event::Image<'_>,
 ) -> Result<Issue, StoreError> {
-    issue_from_attrs(image, None)
-}
-
-/// An issue item's attribute the API always writes was missing or of another type.
-pub(crate) fn issue_attr_missing(name: &str) -> StoreError {
-    StoreError::Corrupt(format!("issue item: {name} missing or mistyped"))
-}
-
-/// A string attribute an issue item must have.
-pub(crate) fn issue_text<'m, A: AttrView>(
-    item: &'m HashMap<A::Key, A, A::Hasher>,
-    name: &str,
-) -> Result<&'m str, StoreError> {
-    item.get(name)
-        .and_then(A::s)
-        .ok_or_else(|| issue_attr_missing(name))
-}
-
-/// A whole-number attribute an issue item must have.
-pub(crate) fn issue_whole<A: AttrView>(
-    item: &HashMap<A::Key, A, A::Hasher>,
-    name: &str,
-) -> Result<u64, StoreError> {
-    item.get(name)
-        .and_then(A::n)
-        .and_then(|n| n.parse::<u64>().ok())
-        .ok_or_else(|| issue_attr_missing(name))
-}
-
-/// The keys and the entity: not read, but an item without them is none the API wrote.
-pub(crate) fn check_issue_keys<A: AttrView>(
-    item: &HashMap<A::Key, A, A::Hasher>,
-) -> Result<(), StoreError> {
-    for name in [
-        keys::PK,
-        keys::SK,
-        keys::GSI1_PK,
-        keys::GSI1_SK,
-        attr::ENTITY,
-    ] {
-        issue_text(item, name)?;
-    }
-    Ok(())
-}
-
-/// The issue an issue's summary item holds: the attributes [`issue_item`] writes, each
-/// required with its type (an item the API would never write is corrupt, not half-read).
-pub fn issue_from_attrs<A: AttrView>(
-    item: &HashMap<A::Key, A, A::Hasher>,
-    description: Option<&str>,
-) -> Result<Issue, StoreError> {
-    let missing = issue_attr_missing;
-    let text = |name: &'static str| issue_text(item, name);
-    let whole = |name: &'static str| issue_whole(item, name);
-    check_issue_keys(item)?;
-    let fields = match item.get(attr::FIELDS).and_then(A::m) {
-        Some(m) => m
-            .iter()
-            .map(|(k, v)| Ok((k.borrow().to_string(), stored_value(v)?)))
-            .collect::<Result<BTreeMap<_, _>, StoreError>>()?,
-        None => BTreeMap::new(),
-    };
-    let roles = item.get(attr::ROLES).and_then(A::m);
-    let mut participants = item
-        .get(attr::PARTICIPANTS)
-        .and_then(A::ss)
-        .unwrap_or_default()
-        .iter()
-        .map(|e| {
-            let e: &str = e.borrow();
-            let role = roles.and_then(|r| r.get(e)?.s());
-            parse_participant(e, role)
-                .ok_or_else(|| StoreError::Corrupt(format!("participant edge {e}")))
-        })
-        .collect::<Result<Vec<_>, _>>()?;
-    participants.sort();
-    Ok(Issue {
-        id: IssueId::parse(text("id")?).ok_or_else(|| missing("id"))?,
-        project_id: ProjectId::parse(text("project_id")?).ok_or_else(|| missing("project_id"))?,
-        num: whole("num")?,
-        title: text(attr::TITLE)?.to_string(),
-        state: IssueState::parse(text(attr::STATE)?).ok_or_else(|| missing(attr::STATE))?,
-        description: description.map(str::to_string),
-        fields,
-        participants,
-        version: whole(attr::VERSION)?,
-        created_at: text("created_at")?.to_string(),
-        updated_at: text(attr::UPDATED_AT)?.to_string(),
-    })
-}
-
-/// A stored field value: a string, or a number kept exact.
-fn stored_value<A: AttrView>(a: &A) -> Result<StoredValue, StoreError> {
-    if let Some(s) = a.s() {
-        return Ok(StoredValue::S(s.to_string()));
-    }
-    let n = a
-        .n()
-        .ok_or_else(|| StoreError::Corrupt("field value of unexpected type".into()))?;
-    DynNumber::parse(n)
-        .map(StoredValue::N)
-        .map_err(|_| StoreError::Corrupt(format!("number {n}")))
-}
-
-fn parse_participant(edge: &str, role: Option<&str>) -> Option<Participant> {
-    let (kind, id) = keys::records::parse_participant_edge(edge)?;
-    Some(Participant {
-        kind,
-        id: id.to_string(),
-        role: Role::parse(role?)?,
-    })
+    Ok(issue_from_attrs(image, None)?)
 }
 
 /// The item holding an issue's long description.
