@@ -86,7 +86,7 @@ pub async fn upgrade(
     scan.finish_and_clear();
     let old: Vec<_> = items
         .iter()
-        .filter_map(gridline::model::watermark::previous_layout_head)
+        .filter_map(gridline::store::index::watermark_item::previous_layout_head)
         .collect();
     let mut report = UpgradeReport {
         found: old.len(),

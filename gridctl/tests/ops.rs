@@ -569,12 +569,12 @@ async fn downgrade_scopes(api: &TestApi) -> usize {
         let sk = item["SK"].as_s().unwrap().clone();
         if gridline::keys::index::is_watermark_pk(&pk) && sk == gridline::keys::index::WATERMARK_SK
         {
-            let format = gridline::model::watermark::FORMAT_ALL_SCOPE;
+            let format = gridline::store::index::watermark_item::FORMAT_ALL_SCOPE;
             item.insert("fmt".into(), AttributeValue::N(format.into()));
-            item.remove(gridline::model::watermark::SUMMARY_DIGEST);
+            item.remove(gridline::store::index::watermark_item::SUMMARY_DIGEST);
             // One with a write of that release in flight: its placement token is the old kind.
             let (tenant, issue) = gridline::keys::index::parse_watermark_pk(&pk).unwrap();
-            let wm = gridline::model::watermark::from_head(&tenant, &issue, &item).unwrap();
+            let wm = gridline::store::index::watermark_item::from_head(&tenant, &issue, &item).unwrap();
             if first && let Some(mut placement) = wm.committed.map(|c| c.placement) {
                 placement.all_scope = true;
                 let pending = gridline::model::watermark::Pending {

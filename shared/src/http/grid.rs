@@ -24,8 +24,8 @@ use crate::domain::Issue;
 use crate::domain::ids::{ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::http::error::{ApiError, ApiResult};
-use crate::model::{Column, column_scopes};
 use crate::keys;
+use crate::model::{Column, column_scopes};
 use crate::read::grid::{self, GridParams, GridQuery, read_entries};
 
 /// Interprets the query string against the project's fields.

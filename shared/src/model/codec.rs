@@ -134,8 +134,7 @@ pub fn issue_from_attrs<A: AttrView>(
         .map(|e| {
             let e: &str = e.borrow();
             let role = roles.and_then(|r| r.get(e)?.s());
-            parse_participant(e, role)
-                .ok_or_else(|| Malformed(format!("participant edge {e}")))
+            parse_participant(e, role).ok_or_else(|| Malformed(format!("participant edge {e}")))
         })
         .collect::<Result<Vec<_>, _>>()?;
     participants.sort();
@@ -175,4 +174,3 @@ fn parse_participant(edge: &str, role: Option<&str>) -> Option<Participant> {
         role: Role::parse(role?)?,
     })
 }
-

@@ -2,6 +2,7 @@
 //! them, with no AWS SDK types, so all of it is tested without an engine.
 //!
 //! - [`entries`](mod@entries): which entries an issue should have, given its project's fields.
+//! - [`basis`]: what an issue's entries derive from.
 //! - [`watermark`]: the indexer's compact record of an issue's entries ([`Basis`]: what they
 //!   derive from; [`Watermark`]: what is stored, with any write in flight) and the step
 //!   planner that turns it and a new basis into the writes of one step.
@@ -11,6 +12,7 @@
 //! - [`stream`]: what a stream record is about, from its keys.
 //! - [`codec`]: an issue read from its item, through any view of its attributes.
 
+pub mod basis;
 pub mod codec;
 pub mod entries;
 pub mod event;

@@ -14,11 +14,11 @@ use crate::domain::decimal::DynNumber;
 use crate::domain::ids::ProjectId;
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssueState, ParticipantKind, Role};
-use crate::model::event::{Attr, Image};
 use crate::keys;
 use crate::model::codec::{
     AttrView, Malformed, attr, check_issue_keys, issue_attr_missing, issue_text, issue_whole,
 };
+use crate::model::event::{Attr, Image};
 
 /// An issue's custom field values, where they are.
 #[derive(Clone, Copy, Debug, PartialEq)]

@@ -26,15 +26,11 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use sha2::{Digest, Sha256};
 
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
-use crate::domain::values::FieldDef;
-use crate::domain::{Issue, IssueState, ParticipantKind, Role};
-use crate::encoding;
-use crate::model::entries::{ALL_STATES, Entry, EntryList, encode_value};
-use crate::model::record::IssueRecord;
+use crate::domain::{IssueState, ParticipantKind, Role};
+use crate::model::entries::{Entry, EntryList};
 use crate::model::summary::Summary;
 
 /// What the watermark derives entries from when only their keys matter (what is certain or
@@ -45,254 +41,8 @@ static NO_SUMMARY: Summary = Summary {
 };
 use crate::keys;
 use crate::keys::index::Shards;
-use crate::store::Item;
-use crate::store::records::items::key;
-
-/// Two column maps walked together in column order: each column of either, once, with its
-/// value in each (`None`: the map has no such column). No lookups: both maps are sorted.
-pub fn zip_columns<'a>(
-    a: &'a BTreeMap<String, Option<String>>,
-    b: &'a BTreeMap<String, Option<String>>,
-) -> impl Iterator<
-    Item = (
-        &'a String,
-        Option<&'a Option<String>>,
-        Option<&'a Option<String>>,
-    ),
-> {
-    let (mut a, mut b) = (a.iter().peekable(), b.iter().peekable());
-    std::iter::from_fn(move || {
-        let order = match (a.peek(), b.peek()) {
-            (None, None) => return None,
-            (Some((x, _)), Some((y, _))) => x.cmp(y),
-            (Some(_), None) => std::cmp::Ordering::Less,
-            (None, Some(_)) => std::cmp::Ordering::Greater,
-        };
-        Some(match order {
-            std::cmp::Ordering::Less => {
-                let (name, v) = a.next()?;
-                (name, Some(v), None)
-            }
-            std::cmp::Ordering::Greater => {
-                let (name, v) = b.next()?;
-                (name, None, Some(v))
-            }
-            std::cmp::Ordering::Equal => {
-                let (name, v) = a.next()?;
-                (name, Some(v), b.next().map(|(_, w)| w))
-            }
-        })
-    })
-}
-
-/// Where an issue's column entries live: their partitions name the project, the state scope
-/// and the shard in each of the project's layouts; their sort keys end with the number.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Placement {
-    pub project: ProjectId,
-    pub num: u64,
-    pub state: IssueState,
-    pub shards: Shards,
-    /// The entries are also in the `all` scope: the layout before scopes were halved, read
-    /// from watermarks written then and never desired. A placement with it differs from the
-    /// same one without, so the issue's next indexing deletes those entries.
-    pub all_scope: bool,
-}
-
-impl Placement {
-    /// The state scopes its column entries are in.
-    pub fn scopes(&self) -> impl Iterator<Item = &'static str> + Clone {
-        let all = self.all_scope.then_some(ALL_STATES);
-        all.into_iter().chain([self.state.as_str()])
-    }
-}
-
-/// A participant as the inboxes see it.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct Seat {
-    pub kind: ParticipantKind,
-    pub role: Role,
-    pub id: String,
-}
-
-/// What an issue's entries are derived from.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct Basis {
-    pub placement: Placement,
-    pub updated_at: String,
-    /// Column name → encoded sort value; `None`: no value (a missing entry).
-    pub columns: BTreeMap<String, Option<String>>,
-    pub seats: BTreeSet<Seat>,
-    /// The list summary every entry carries where it fits (compared by digest).
-    pub summary: Summary,
-}
-
-/// The built-in columns' names: they live in the head whatever the layout.
-pub const BUILT_IN_COLUMNS: [&str; 5] = ["num", "title", "state", "created_at", "updated_at"];
-
-/// Whether a column is a built-in one (else a field, by id).
-pub fn is_built_in(column: &str) -> bool {
-    BUILT_IN_COLUMNS.contains(&column)
-}
-
-impl Basis {
-    /// The basis of `issue` under its project's fields and shard layouts: every built-in
-    /// column and every field the project defines (a value the field cannot hold counts as
-    /// none).
-    pub fn of(issue: &Issue, defs: &[FieldDef], shards: Shards) -> Self {
-        Self::of_record(&IssueRecord::of(issue), defs, shards)
-    }
-
-    /// [`Basis::of`] an issue as the indexer reads it (borrowed from its stream image).
-    pub fn of_record(issue: &IssueRecord<'_>, defs: &[FieldDef], shards: Shards) -> Self {
-        // Collected, then built at once (a map built from a list sorts it and fills its nodes
-        // in one pass, cheaper than one search per insert: the indexer does this per record).
-        let mut columns: Vec<(String, Option<String>)> = Vec::with_capacity(5 + defs.len());
-        let mut num = String::with_capacity(20);
-        keys::index::push_number(&mut num, issue.num);
-        columns.push(("num".into(), Some(num)));
-        columns.push(("title".into(), Some(encoding::text::encode(issue.title))));
-        columns.push((
-            "state".into(),
-            Some(encoding::text::encode(issue.state.as_str())),
-        ));
-        columns.push(("created_at".into(), Some(encoding::date(issue.created_at))));
-        columns.push(("updated_at".into(), Some(encoding::date(issue.updated_at))));
-        for def in defs {
-            let value = issue
-                .fields
-                .get(def.id.as_str())
-                .and_then(|v| encode_value(def, v));
-            columns.push((def.id.to_string(), value));
-        }
-        let columns: BTreeMap<String, Option<String>> = columns.into_iter().collect();
-        let seats = issue
-            .seats
-            .iter()
-            .map(|p| Seat {
-                kind: p.kind,
-                role: p.role,
-                id: p.id.to_string(),
-            })
-            .collect();
-        Self {
-            placement: Placement {
-                project: issue.project_id.clone(),
-                num: issue.num,
-                state: issue.state,
-                shards,
-                all_scope: false,
-            },
-            updated_at: issue.updated_at.to_string(),
-            columns,
-            seats,
-            summary: Summary::of_record(issue, defs),
-        }
-    }
-
-    /// Every entry the basis calls for.
-    pub fn entries(&self, tenant: &TenantId, issue_id: &IssueId) -> BTreeSet<Entry> {
-        let mut out = BTreeSet::new();
-        let hash = keys::index::shard_hash(issue_id);
-        for (column, value) in &self.columns {
-            column_entries(
-                tenant,
-                (issue_id, hash),
-                &self.placement,
-                (column, value.as_deref()),
-                &self.summary,
-                &mut out,
-            );
-        }
-        for seat in &self.seats {
-            seat_entries(
-                tenant,
-                issue_id,
-                (self.placement.state, &self.updated_at),
-                seat,
-                &self.summary,
-                &mut out,
-            );
-        }
-        out
-    }
-
-    /// How many entries the basis calls for: one per column, layout and scope, two per
-    /// participant.
-    pub fn entry_count(&self) -> usize {
-        let layouts = self.placement.shards.counts().count();
-        let scopes = self.placement.scopes().count();
-        layouts * scopes * self.columns.len() + 2 * self.seats.len()
-    }
-
-    /// Keeps only the columns `keep` accepts (the ones whose watermark part was read).
-    pub fn retain_columns(&mut self, keep: impl Fn(&str) -> bool) {
-        self.columns.retain(|c, _| keep(c));
-    }
-
-    /// The field columns, with their values (the part that may live in buckets).
-    fn fields(&self) -> impl Iterator<Item = (&String, &Option<String>)> {
-        self.columns.iter().filter(|(c, _)| !is_built_in(c))
-    }
-}
-
-/// A column's entry in its state's scope at `placement` (and in the `all` scope, for a
-/// placement of the layout before), in each of its layouts (`hash`: the issue's
-/// [`keys::index::shard_hash`]).
-fn column_entries(
-    tenant: &TenantId,
-    (issue_id, hash): (&IssueId, u64),
-    placement: &Placement,
-    (column, value): (&str, Option<&str>),
-    summary: &Summary,
-    out: &mut BTreeSet<Entry>,
-) {
-    let sk = match value {
-        Some(encoded) => keys::index::value_sk(encoded, placement.num),
-        None => keys::index::missing_sk(placement.num),
-    };
-    for count in placement.shards.counts() {
-        for scope in placement.scopes() {
-            let mut pk = keys::index::column_pk(tenant, &placement.project, column, scope);
-            keys::index::push_shard(&mut pk, count, keys::index::shard_of(hash, count));
-            let summary = summary
-                .for_entry(&pk, &sk, issue_id, None)
-                .map(str::to_string);
-            out.insert(Entry {
-                pk,
-                sk: sk.clone(),
-                issue_id: issue_id.to_string(),
-                role: None,
-                summary,
-            });
-        }
-    }
-}
-
-/// A participant's two copies: in their inbox for the state, and in the one for their role.
-fn seat_entries(
-    tenant: &TenantId,
-    issue_id: &IssueId,
-    (state, updated_at): (IssueState, &str),
-    seat: &Seat,
-    summary: &Summary,
-    out: &mut BTreeSet<Entry>,
-) {
-    let sk = keys::index::inbox_sk(updated_at, issue_id);
-    for role in [None, Some(seat.role)] {
-        let pk = keys::index::inbox_pk(tenant, seat.kind, &seat.id, state, role);
-        let summary = summary
-            .for_entry(&pk, &sk, issue_id, Some(seat.role.as_str()))
-            .map(str::to_string);
-        out.insert(Entry {
-            pk,
-            sk: sk.clone(),
-            issue_id: issue_id.to_string(),
-            role: Some(seat.role.as_str().to_string()),
-            summary,
-        });
-    }
-}
+pub use crate::model::basis::{BUILT_IN_COLUMNS, Basis, Placement, Seat, is_built_in, zip_columns};
+use crate::model::basis::{column_entries, seat_entries};
 
 /// What writes in flight (or cut short) may have changed, recorded before they start.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -858,436 +608,82 @@ impl Watermark {
 
 // --- Items ----------------------------------------------------------------------------------
 
-/// Attribute of a head's revision. Every write that puts the head whole (the indexer's commit,
-/// `gridctl repair`) is conditioned on the revision it read, so it never overwrites a head
-/// whose buckets or overlay changed since, even at the same version.
-pub const REVISION: &str = "rev";
-
-/// Attribute of the project's field-definition revision (`fields_rev` on the project) that the
-/// committed basis was derived under. An indexer that finds a newer one than its definitions
-/// read them before a field change whose job has already indexed this issue: it reads them
-/// again instead of undoing the job's work.
-pub const FIELDS_REVISION: &str = "fr";
-
-/// `head` records that its basis was derived under field-definition revision `fields_rev`.
-pub fn set_fields_revision(head: &mut Item, fields_rev: u64) {
-    head.insert(FIELDS_REVISION.into(), n(fields_rev));
+/// What a commit writes besides the head: the new bucket layout, the overlay, and the bucket
+/// items rewritten with their fields.
+#[derive(Debug)]
+pub struct CommitPlan {
+    pub layout: Layout,
+    pub overlay: BTreeMap<String, Option<String>>,
+    pub rewrite: Vec<(u16, BTreeMap<String, Option<String>>)>,
 }
 
-/// Attribute of the head holding the committed basis' summary digest (see
-/// [`crate::model::summary`]); absent in heads written before entries carried summaries.
-pub const SUMMARY_DIGEST: &str = "sd";
-
-/// The layout marker of this format's head: its column entries are in their state's scope
-/// only.
-pub const FORMAT: &str = "3";
-
-/// The marker of the format before, whose committed column entries are also in the `all`
-/// scope (read as a placement with [`Placement::all_scope`]; `gridctl upgrade` rewrites it).
-pub const FORMAT_ALL_SCOPE: &str = "2";
-
-fn n(v: impl ToString) -> AttributeValue {
-    AttributeValue::N(v.to_string())
-}
-
-fn s(v: impl Into<String>) -> AttributeValue {
-    AttributeValue::S(v.into())
-}
-
-fn columns_attr<'a>(
-    columns: impl IntoIterator<Item = (&'a String, &'a Option<String>)>,
-) -> AttributeValue {
-    AttributeValue::M(
-        columns
-            .into_iter()
-            .map(|(c, v)| {
-                let v = match v {
-                    Some(v) => s(v.clone()),
-                    None => AttributeValue::Null(true),
-                };
-                (c.clone(), v)
-            })
-            .collect(),
-    )
-}
-
-fn columns_from(attr: Option<&AttributeValue>) -> Option<BTreeMap<String, Option<String>>> {
-    let Some(attr) = attr else {
-        return Some(BTreeMap::new());
-    };
-    let AttributeValue::M(m) = attr else {
-        return None;
-    };
-    m.iter()
-        .map(|(c, v)| {
-            let v = match v {
-                AttributeValue::S(v) => Some(v.clone()),
-                AttributeValue::Null(_) => None,
-                _ => return None,
-            };
-            Some((c.clone(), v))
-        })
-        .collect()
-}
-
-/// The head item of a watermark that reflects `basis` at `version` with nothing pending, its
-/// fields in the head or (with `layout.buckets > 0`) only their digests.
-pub fn head_item(
-    tenant: &TenantId,
-    issue_id: &IssueId,
-    version: u64,
-    basis: Option<&Basis>,
-    layout: &Layout,
-    overlay: &BTreeMap<String, Option<String>>,
-) -> Item {
-    let mut item = key(
-        keys::index::watermark_pk(tenant, issue_id),
-        keys::index::WATERMARK_SK,
-    );
-    let all_scope = basis.is_some_and(|b| b.placement.all_scope);
-    let format = if all_scope { FORMAT_ALL_SCOPE } else { FORMAT };
-    item.insert("fmt".into(), n(format));
-    item.insert("version".into(), n(version));
-    if let Some(b) = basis {
-        item.insert("p".into(), s(b.placement.project.to_string()));
-        item.insert("n".into(), n(b.placement.num));
-        item.insert("s".into(), s(b.placement.state.as_str()));
-        if b.placement.shards != Shards::ONE {
-            item.insert("ly".into(), n(b.placement.shards.bits()));
-        }
-        item.insert("u".into(), s(b.updated_at.clone()));
-        if b.summary.digest != 0 {
-            item.insert(SUMMARY_DIGEST.into(), n(b.summary.digest));
-        }
-        let head_columns = b
-            .columns
-            .iter()
-            .filter(|(c, _)| layout.buckets == 0 || is_built_in(c));
-        item.insert("c".into(), columns_attr(head_columns));
-        if !b.seats.is_empty() {
-            item.insert(
-                "pp".into(),
-                AttributeValue::L(
-                    b.seats
-                        .iter()
-                        .map(|st| {
-                            AttributeValue::L(vec![
-                                s(st.kind.as_str()),
-                                s(st.role.as_str()),
-                                s(st.id.clone()),
-                            ])
-                        })
-                        .collect(),
-                ),
-            );
-        }
-    }
-    if layout.buckets > 0 && !overlay.is_empty() {
-        item.insert("o".into(), columns_attr(overlay));
-    }
-    if layout.buckets > 0 {
-        item.insert("nb".into(), n(layout.buckets));
-        item.insert(
-            "d".into(),
-            AttributeValue::B(aws_sdk_dynamodb::primitives::Blob::new(
-                layout.digests.concat(),
-            )),
-        );
-    }
-    if version == u64::MAX {
-        let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        item.insert(
-            "expires_at".into(),
-            n(now + crate::store::index::TOMBSTONE_TTL_SECS),
-        );
-    }
-    item
-}
-
-/// Bucket `k` of a layout of `buckets`, holding `fields`, as written at `version`.
-pub fn bucket_item(
-    tenant: &TenantId,
-    issue_id: &IssueId,
-    (buckets, k): (u16, u16),
-    fields: &BTreeMap<String, Option<String>>,
-    version: u64,
-) -> Item {
-    let mut item = key(
-        keys::index::watermark_pk(tenant, issue_id),
-        &keys::index::watermark_bucket_sk(buckets, k),
-    );
-    item.insert("version".into(), n(version));
-    item.insert("c".into(), columns_attr(fields));
-    item
-}
-
-/// The fields a bucket item holds.
-pub fn bucket_fields(item: &Item) -> Option<BTreeMap<String, Option<String>>> {
-    columns_from(item.get("c"))
-}
-
-/// The new head and buckets once `desired` is written at `version` (`None`: deleted, a
-/// tombstone): the bucket items to put, in the layout `buckets`. Buckets not read keep their
-/// digest and overlay (they were not read because their content does not change). A bucket
-/// read whose fields only changed value keeps its item: the new values go to the overlay,
-/// until the overlay outgrows [`OVERLAY_MAX`] and is folded into the buckets read. Digests
-/// are of the committed content (item and overlay together).
-pub fn commit_items(
-    tenant: &TenantId,
-    issue_id: &IssueId,
-    wm: &Watermark,
-    desired: Option<&Basis>,
-    version: u64,
-    buckets: u16,
-) -> (Item, Vec<Item>) {
-    let none = BTreeMap::new();
-    let Some(d) = desired else {
-        let head = head_item(tenant, issue_id, version, None, &Layout::default(), &none);
-        return (head, Vec::new());
-    };
-    if buckets == 0 {
-        let head = head_item(
-            tenant,
-            issue_id,
-            version,
-            Some(d),
-            &Layout::default(),
-            &none,
-        );
-        return (head, Vec::new());
-    }
-    let same = buckets == wm.layout.buckets && wm.legacy.is_none();
-    let mut layout = Layout {
-        buckets,
-        digests: Vec::with_capacity(usize::from(buckets)),
-    };
-    let desired_buckets = by_bucket(d, buckets);
-    let mut overlay = BTreeMap::new();
-    let mut rewrite = BTreeSet::new();
-    // Buckets read whose changes sit in the overlay: folded first when it outgrows its bound.
-    let mut overlaid = BTreeSet::new();
-    for (&k, fields) in &desired_buckets {
-        let old_digest = wm.layout.digests.get(usize::from(k));
-        if same
-            && !wm.loaded.contains(&k)
-            && let Some(old) = old_digest
-        {
-            layout.digests.push(*old);
-            let kept = wm
-                .overlay
-                .iter()
-                .filter(|(c, _)| bucket_of(c, buckets) == k);
-            overlay.extend(kept.map(|(c, v)| (c.clone(), v.clone())));
-            continue;
-        }
-        layout.digests.push(digest(fields));
-        match wm.stored.get(&k).filter(|_| same) {
-            Some(item) if item.keys().eq(fields.keys()) => {
-                let changed = fields.iter().filter(|(c, v)| item.get(*c) != Some(*v));
-                let before = overlay.len();
-                overlay.extend(changed.map(|(c, v)| (c.clone(), v.clone())));
-                if overlay.len() > before {
-                    overlaid.insert(k);
+impl Watermark {
+    /// The buckets once `desired` is committed in a layout of `buckets` (at least one).
+    /// Buckets not read keep their digest and overlay (they were not read because their
+    /// content does not change). A bucket read whose fields only changed value keeps its
+    /// item: the new values go to the overlay, until the overlay outgrows [`OVERLAY_MAX`] and
+    /// is folded into the buckets read. Digests are of the committed content (item and
+    /// overlay together).
+    pub fn plan_commit(&self, d: &Basis, buckets: u16) -> CommitPlan {
+        let wm = self;
+        let same = buckets == wm.layout.buckets && wm.legacy.is_none();
+        let mut layout = Layout {
+            buckets,
+            digests: Vec::with_capacity(usize::from(buckets)),
+        };
+        let desired_buckets = by_bucket(d, buckets);
+        let mut overlay = BTreeMap::new();
+        let mut rewrite = BTreeSet::new();
+        // Buckets read whose changes sit in the overlay: folded first when it outgrows its bound.
+        let mut overlaid = BTreeSet::new();
+        for (&k, fields) in &desired_buckets {
+            let old_digest = wm.layout.digests.get(usize::from(k));
+            if same
+                && !wm.loaded.contains(&k)
+                && let Some(old) = old_digest
+            {
+                layout.digests.push(*old);
+                let kept = wm
+                    .overlay
+                    .iter()
+                    .filter(|(c, _)| bucket_of(c, buckets) == k);
+                overlay.extend(kept.map(|(c, v)| (c.clone(), v.clone())));
+                continue;
+            }
+            layout.digests.push(digest(fields));
+            match wm.stored.get(&k).filter(|_| same) {
+                Some(item) if item.keys().eq(fields.keys()) => {
+                    let changed = fields.iter().filter(|(c, v)| item.get(*c) != Some(*v));
+                    let before = overlay.len();
+                    overlay.extend(changed.map(|(c, v)| (c.clone(), v.clone())));
+                    if overlay.len() > before {
+                        overlaid.insert(k);
+                    }
+                }
+                // A field added or removed (or a new layout): the item is rewritten.
+                _ => {
+                    rewrite.insert(k);
                 }
             }
-            // A field added or removed (or a new layout): the item is rewritten.
-            _ => {
-                rewrite.insert(k);
+        }
+        for k in overlaid {
+            if overlay_bytes(&overlay) <= OVERLAY_MAX {
+                break;
             }
+            overlay.retain(|c, _| bucket_of(c, buckets) != k);
+            rewrite.insert(k);
+        }
+        let mut desired_buckets = desired_buckets;
+        let rewrite = rewrite
+            .into_iter()
+            .map(|k| (k, desired_buckets.remove(&k).unwrap_or_default()))
+            .collect();
+        CommitPlan {
+            layout,
+            overlay,
+            rewrite,
         }
     }
-    for k in overlaid {
-        if overlay_bytes(&overlay) <= OVERLAY_MAX {
-            break;
-        }
-        overlay.retain(|c, _| bucket_of(c, buckets) != k);
-        rewrite.insert(k);
-    }
-    let items = rewrite
-        .into_iter()
-        .map(|k| {
-            let fields = desired_buckets.get(&k).unwrap_or(&none);
-            bucket_item(tenant, issue_id, (buckets, k), fields, version)
-        })
-        .collect();
-    let head = head_item(tenant, issue_id, version, Some(d), &layout, &overlay);
-    (head, items)
-}
-
-/// A head item as a watermark (its head part: buckets are read separately); `None` when it
-/// cannot be read.
-pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<Watermark> {
-    let version = match item.get("version") {
-        Some(AttributeValue::N(v)) => v.parse().ok()?,
-        None => 0,
-        _ => return None,
-    };
-    let parked = item.contains_key("parked");
-    let string_set = |name: &str| match item.get(name) {
-        Some(AttributeValue::Ss(v)) => Some(v.as_slice()),
-        _ => None,
-    };
-    let rev = match item.get(REVISION) {
-        Some(AttributeValue::N(v)) => Some(v.parse().ok()?),
-        _ => None,
-    };
-    let fields_rev = match item.get(FIELDS_REVISION) {
-        Some(AttributeValue::N(v)) => Some(v.parse().ok()?),
-        _ => None,
-    };
-    if !item.contains_key("fmt") {
-        // The previous layout: every entry key, as `entry_ref`s.
-        let refs = |name: &str| -> BTreeSet<Entry> {
-            string_set(name)
-                .unwrap_or_default()
-                .iter()
-                .filter_map(|r| keys::index::parse_entry_ref(tenant, r))
-                .map(|(pk, sk)| Entry {
-                    pk,
-                    sk,
-                    issue_id: issue_id.to_string(),
-                    role: None,
-                    summary: None,
-                })
-                .collect()
-        };
-        return Some(Watermark {
-            version,
-            legacy: Some(Legacy {
-                entries: refs("entries"),
-                pending: refs("pending"),
-            }),
-            pending_count: string_set("pending").map_or(0, <[String]>::len),
-            parked,
-            rev,
-            ..Watermark::default()
-        });
-    }
-    let pending = Pending::from_tokens(
-        string_set("pend")
-            .unwrap_or_default()
-            .iter()
-            .map(|t| t.as_str()),
-    )?;
-    let text = |name: &str| match item.get(name) {
-        Some(AttributeValue::S(v)) => Some(v.clone()),
-        _ => None,
-    };
-    let buckets: u16 = match item.get("nb") {
-        Some(AttributeValue::N(v)) => v.parse().ok()?,
-        _ => 0,
-    };
-    let digests = match item.get("d") {
-        Some(AttributeValue::B(b)) => b
-            .as_ref()
-            .chunks(DIGEST)
-            .map(|c| <[u8; DIGEST]>::try_from(c).ok())
-            .collect::<Option<Vec<_>>>()?,
-        _ => Vec::new(),
-    };
-    if digests.len() != usize::from(buckets) {
-        return None;
-    }
-    let all_scope = matches!(item.get("fmt"), Some(AttributeValue::N(f)) if f == FORMAT_ALL_SCOPE);
-    let committed = match text("p") {
-        None => None,
-        Some(project) => {
-            let num = match item.get("n") {
-                Some(AttributeValue::N(v)) => v.parse().ok()?,
-                _ => return None,
-            };
-            let shards = match item.get("ly") {
-                None => Shards::ONE,
-                Some(AttributeValue::N(v)) => Shards::from_bits(v.parse().ok()?)?,
-                Some(_) => return None,
-            };
-            let seats = match item.get("pp") {
-                Some(AttributeValue::L(l)) => l
-                    .iter()
-                    .map(|st| match st {
-                        AttributeValue::L(parts) => match parts.as_slice() {
-                            [
-                                AttributeValue::S(k),
-                                AttributeValue::S(r),
-                                AttributeValue::S(id),
-                            ] => Some(Seat {
-                                kind: ParticipantKind::parse(k)?,
-                                role: Role::parse(r)?,
-                                id: id.clone(),
-                            }),
-                            _ => None,
-                        },
-                        _ => None,
-                    })
-                    .collect::<Option<BTreeSet<_>>>()?,
-                _ => BTreeSet::new(),
-            };
-            Some(Basis {
-                placement: Placement {
-                    project: ProjectId::parse(&project)?,
-                    num,
-                    state: IssueState::parse(&text("s")?)?,
-                    shards,
-                    all_scope,
-                },
-                updated_at: text("u")?,
-                columns: columns_from(item.get("c"))?,
-                seats,
-                summary: match item.get(SUMMARY_DIGEST) {
-                    Some(AttributeValue::N(d)) => Summary::recorded(d.parse().ok()?),
-                    None => Summary::recorded(0),
-                    Some(_) => return None,
-                },
-            })
-        }
-    };
-    Some(Watermark {
-        version,
-        committed,
-        pending,
-        layout: Layout { buckets, digests },
-        overlay: columns_from(item.get("o"))?,
-        parked,
-        rev,
-        fields_rev,
-        pending_count: string_set("pend").map_or(0, <[String]>::len),
-        ..Watermark::default()
-    })
-}
-
-/// The issue of a watermark head of a previous layout, unless it is a tombstone (those expire
-/// on their own): what `gridctl upgrade` rewrites. Every entry key in a string set; a compact
-/// head whose entries are also in the `all` scope ([`FORMAT_ALL_SCOPE`]); or one whose
-/// entries carry no summary (no [`SUMMARY_DIGEST`]).
-pub fn previous_layout_head(item: &Item) -> Option<(TenantId, IssueId)> {
-    let text = |k: &str| match item.get(k) {
-        Some(AttributeValue::S(v)) => Some(v.as_str()),
-        _ => None,
-    };
-    if text(keys::SK)? != keys::index::WATERMARK_SK {
-        return None;
-    }
-    let marks = match item.get("fmt") {
-        None => ["version", "entries", "pending"],
-        Some(AttributeValue::N(f)) if f == FORMAT_ALL_SCOPE => ["version", "p", "pend"],
-        // A committed basis without a summary digest: its entries carry no summary.
-        Some(_) if item.contains_key("p") && !item.contains_key(SUMMARY_DIGEST) => ["p"; 3],
-        Some(_) => return None,
-    };
-    // A head holding only a parked flag (the issue was parked before it was ever indexed) has
-    // no layout to upgrade.
-    if !marks.iter().any(|a| item.contains_key(*a)) {
-        return None;
-    }
-    if matches!(item.get("version"), Some(AttributeValue::N(v)) if v == &u64::MAX.to_string()) {
-        return None;
-    }
-    keys::index::parse_watermark_pk(text(keys::PK)?)
-}
-
-/// Whether a head is of the layout whose column entries are also in the `all` scope.
-pub fn all_scope_head(item: &Item) -> bool {
-    matches!(item.get("fmt"), Some(AttributeValue::N(f)) if f == FORMAT_ALL_SCOPE)
 }
 
 impl Watermark {

@@ -10,13 +10,13 @@ use serde::Serialize;
 use crate::domain::Issue;
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
-use crate::model::entries::keys_of;
 use crate::indexer::DELETED;
+use crate::keys::index::Shards;
+use crate::keys::{self, records::entity};
+use crate::model::entries::keys_of;
 use crate::model::watermark::{Basis, Pending};
 use crate::model::{Entry, entries};
 use crate::store::index::{Parked, Table, entry_from_item, parked_from_item};
-use crate::keys::index::Shards;
-use crate::keys::{self, records::entity};
 use crate::store::records::items::ProjectItem;
 use crate::store::{Store, StoreError, issue_from};
 
@@ -162,12 +162,12 @@ pub async fn snapshot(
     }
     let previous: BTreeSet<IssueRef> = index
         .iter()
-        .filter_map(crate::model::watermark::previous_layout_head)
+        .filter_map(crate::store::index::watermark_item::previous_layout_head)
         .collect();
     let all_scope: BTreeSet<IssueRef> = index
         .iter()
-        .filter(|i| crate::model::watermark::all_scope_head(i))
-        .filter_map(crate::model::watermark::previous_layout_head)
+        .filter(|i| crate::store::index::watermark_item::all_scope_head(i))
+        .filter_map(crate::store::index::watermark_item::previous_layout_head)
         .collect();
     snap.previous_layout_watermarks = previous.len();
     snap.previous = previous;

@@ -22,10 +22,10 @@ use crate::domain::ids::ProjectId;
 use crate::domain::values::{FieldDef, StoredValue};
 use crate::domain::{Issue, IssueState};
 use crate::encoding::text::{fold, prefix_key};
-use crate::model::{Column, Kind, encode_bound};
-use crate::store::index::ColumnQuery;
 use crate::keys;
+use crate::model::{Column, Kind, encode_bound};
 use crate::store::Page;
+use crate::store::index::ColumnQuery;
 
 /// The cursor member naming the [`Phase`] a position is in, beside the last sort key taken
 /// ([`keys::SK`]). Its `~` keeps it apart from DynamoDB's key attributes (cursors issued before

@@ -11,8 +11,8 @@ use std::future::Future;
 
 use crate::cursor::Position;
 use crate::domain::Role;
-use crate::store::index::InboxCopy;
 use crate::store::Page;
+use crate::store::index::InboxCopy;
 
 /// The cursor's member: the last sort key a page consumed.
 pub const AFTER_MEMBER: &str = "after";

@@ -9,10 +9,10 @@ use std::collections::BTreeMap;
 use super::{Basis, Pending, Placement, Seat, Step, Watermark, zip_columns};
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::{IssueState, ParticipantKind, Role};
-use crate::model::entries::EntryList;
 use crate::keys::index::{
     push_column_pk, push_column_sk, push_inbox_pk, push_inbox_sk, push_shard, shard_hash, shard_of,
 };
+use crate::model::entries::EntryList;
 
 /// A column entry's key within its column, as the parts it is built from. Keys are built from
 /// them injectively (ids hold no `#`, a sort key ends with the number's twenty digits), so

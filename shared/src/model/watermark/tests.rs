@@ -2,8 +2,8 @@ use super::*;
 use crate::domain::Participant;
 use crate::domain::ids::FieldId;
 use crate::domain::values::{FieldType, StoredValue};
-use crate::store::index::intent_head_item;
 use crate::model::summary::Summary;
+use crate::store::index::intent_head_item;
 use proptest::prelude::*;
 
 /// DynamoDB's item limit.
@@ -610,7 +610,9 @@ impl Stored {
         let (head, items) = commit_items(&t, &i, &wm, Some(desired), version, next);
         let written = items.len();
         for item in items {
-            let sk = crate::store::records::items::sk_of(&item).unwrap().to_string();
+            let sk = crate::store::records::items::sk_of(&item)
+                .unwrap()
+                .to_string();
             self.buckets.insert(sk, item);
         }
         self.head = head;

@@ -3,6 +3,7 @@
 
 pub mod scan;
 pub mod table;
+pub mod watermark_item;
 
 pub use scan::{Table, entry_from_item};
 pub use table::{

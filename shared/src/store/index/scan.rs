@@ -7,10 +7,11 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use crate::domain::ids::{IssueId, TenantId};
-use crate::model::Entry;
-use crate::store::index::table::{new_revision, revision_condition};
-use crate::model::watermark::{self, Basis, Layout, Watermark};
 use crate::keys;
+use crate::model::Entry;
+use crate::model::watermark::{Basis, Layout, Watermark};
+use crate::store::index::table::{new_revision, revision_condition};
+use crate::store::index::watermark_item;
 use crate::store::records::items::key;
 use crate::store::{Item, Store, StoreError, build_err, sdk};
 
@@ -134,10 +135,10 @@ impl Store {
         // Every bucket rewritten: a fresh watermark, read as if nothing were known.
         let fresh = Watermark::default();
         let (mut head, bucket_items) =
-            watermark::commit_items(tenant, issue_id, &fresh, desired, version, buckets);
-        head.insert(watermark::REVISION.into(), new_revision());
+            watermark_item::commit_items(tenant, issue_id, &fresh, desired, version, buckets);
+        head.insert(watermark_item::REVISION.into(), new_revision());
         if desired.is_some() {
-            watermark::set_fields_revision(&mut head, fields_rev);
+            watermark_item::set_fields_revision(&mut head, fields_rev);
         }
         let mut head_put = Put::builder().table_name(&self.index).set_item(Some(head));
         // Still the head read: its version and revision, and no intent recorded since (the
@@ -154,7 +155,7 @@ impl Store {
                         "version = :v AND {} AND (attribute_not_exists(#p) OR size(#p) = :n)",
                         revision_condition(w.rev)
                     ))
-                    .expression_attribute_names("#rev", watermark::REVISION)
+                    .expression_attribute_names("#rev", watermark_item::REVISION)
                     .expression_attribute_names("#p", pending)
                     .expression_attribute_values(":v", AttributeValue::N(w.version.to_string()))
                     .expression_attribute_values(

@@ -7,11 +7,12 @@ use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRe
 
 use crate::cursor::Position;
 use crate::domain::ids::{IssueId, TenantId};
-use crate::model::EntryRef;
-use crate::model::watermark::{self, Basis, Pending, Step, Watermark, head_item};
 use crate::keys;
-use crate::store::records::items::{key, string};
+use crate::model::EntryRef;
+use crate::model::watermark::{Basis, Pending, Step, Watermark};
+use crate::store::index::watermark_item::{self, head_item};
 use crate::store::query::Query;
+use crate::store::records::items::{key, string};
 use crate::store::retry::Backoff;
 use crate::store::{Item, Page, Store, StoreError, build_err, condition_held, sdk};
 
@@ -78,12 +79,12 @@ pub fn intent_head_item(
     );
     if let Some(rev) = wm.rev {
         item.insert(
-            watermark::REVISION.into(),
+            watermark_item::REVISION.into(),
             AttributeValue::N(rev.to_string()),
         );
     }
     if let Some(fields_rev) = wm.fields_rev {
-        watermark::set_fields_revision(&mut item, fields_rev);
+        watermark_item::set_fields_revision(&mut item, fields_rev);
     }
     let mut tokens = wm.pending.tokens();
     tokens.extend(intent.tokens());
@@ -105,7 +106,7 @@ fn delete_request(pk: String, sk: &str) -> Result<WriteRequest, StoreError> {
     Ok(WriteRequest::builder().delete_request(req).build())
 }
 
-/// A fresh head revision (see [`watermark::REVISION`]).
+/// A fresh head revision (see [`watermark_item::REVISION`]).
 pub(crate) fn new_revision() -> AttributeValue {
     AttributeValue::N(rand::random::<u64>().to_string())
 }
@@ -168,7 +169,7 @@ impl Store {
         let Some(item) = self.get_item(&self.index, key).await? else {
             return Ok(None);
         };
-        watermark::from_head(tenant, issue_id, &item)
+        watermark_item::from_head(tenant, issue_id, &item)
             .map(Some)
             .ok_or_else(|| StoreError::Corrupt("watermark head".into()))
     }
@@ -189,7 +190,7 @@ impl Store {
         }
         let pk = keys::index::watermark_pk(tenant, issue_id);
         let fields_of = |item: &Item| {
-            watermark::bucket_fields(item)
+            watermark_item::bucket_fields(item)
                 .ok_or_else(|| StoreError::Corrupt("watermark bucket".into()))
         };
         if which.len() == usize::from(n) {
@@ -270,7 +271,10 @@ impl Store {
             update = update
                 .expression_attribute_names("#p", PENDING)
                 .expression_attribute_values(":tokens", AttributeValue::Ss(tokens))
-                .expression_attribute_values(":fmt", AttributeValue::N(watermark::FORMAT.into()));
+                .expression_attribute_values(
+                    ":fmt",
+                    AttributeValue::N(watermark_item::FORMAT.into()),
+                );
             // A head's format is its committed basis' (an intent keeps it): only a first
             // intent, on no head yet, sets it.
             "ADD #p :tokens SET fmt = if_not_exists(fmt, :fmt)".to_string()
@@ -304,10 +308,10 @@ impl Store {
         allow_equal: bool,
     ) -> Result<(bool, usize), StoreError> {
         let (mut head, bucket_items) =
-            watermark::commit_items(tenant, issue_id, wm, desired, version, buckets);
-        head.insert(watermark::REVISION.into(), new_revision());
+            watermark_item::commit_items(tenant, issue_id, wm, desired, version, buckets);
+        head.insert(watermark_item::REVISION.into(), new_revision());
         if desired.is_some() {
-            watermark::set_fields_revision(&mut head, fields_rev);
+            watermark_item::set_fields_revision(&mut head, fields_rev);
         }
         let mut writes = 0;
         for item in bucket_items {
@@ -336,7 +340,7 @@ impl Store {
                 newer_watermark_condition(allow_equal),
                 revision_condition(wm.rev)
             ))
-            .expression_attribute_names("#rev", watermark::REVISION)
+            .expression_attribute_names("#rev", watermark_item::REVISION)
             .expression_attribute_names("#pend", PENDING)
             .expression_attribute_values(":pending", AttributeValue::N(pending.to_string()))
             .expression_attribute_values(":v", AttributeValue::N(version.to_string()));

@@ -9,14 +9,14 @@ use super::items::{
     attr, description_item, fields_attr, issue_from, issue_item, issue_key, key, project_key,
     sk_of, value_to_attr,
 };
-use crate::store::query::Query;
-use crate::store::retry::Backoff;
-use crate::store::{Item, Page, Store, StoreError, Tx, build_err, condition_held, stored_size};
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
 use crate::keys;
+use crate::store::query::Query;
+use crate::store::retry::Backoff;
+use crate::store::{Item, Page, Store, StoreError, Tx, build_err, condition_held, stored_size};
 
 /// How many times a create retries when concurrent creates took the number it tried.
 const MAX_CREATE_ATTEMPTS: u32 = 200;

@@ -5,12 +5,12 @@ use std::collections::{BTreeMap, HashMap};
 use aws_sdk_dynamodb::types::AttributeValue;
 use serde::{Deserialize, Serialize};
 
-use crate::store::{Item, StoreError, stored_size};
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::{FieldDef, FieldType, StoredValue};
 use crate::domain::{Issue, IssueState, Participant, Project};
 use crate::keys::{self, records::entity};
 pub use crate::model::codec::{AttrView, attr, issue_from_attrs};
+use crate::store::{Item, StoreError, stored_size};
 
 #[derive(Serialize, Deserialize)]
 pub struct ProjectItem {

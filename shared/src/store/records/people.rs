@@ -7,12 +7,12 @@ use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, TransactWr
 use serde::{Deserialize, Serialize};
 
 use super::items::{attr, key, string};
-use crate::store::query::Query;
-use crate::store::{Item, Page, Store, StoreError, Tx, build_err};
 use crate::cursor::Position;
 use crate::domain::ids::{TeamId, TenantId, UserId};
 use crate::domain::{MAX_TEAMS_PER_USER, ParticipantKind};
 use crate::keys;
+use crate::store::query::Query;
+use crate::store::{Item, Page, Store, StoreError, Tx, build_err};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {

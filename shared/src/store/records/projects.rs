@@ -3,13 +3,13 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 
 use super::items::{FieldItem, ProjectItem, attr, key, project_key, sk_of};
-use crate::store::query::Query;
-use crate::store::{Item, Page, Store, StoreError, Tx, build_err, condition_held};
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::domain::{MAX_FIELD_DEF_BYTES, MAX_FIELDS_PER_PROJECT, Project};
 use crate::keys;
+use crate::store::query::Query;
+use crate::store::{Item, Page, Store, StoreError, Tx, build_err, condition_held};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CreateFieldError {
