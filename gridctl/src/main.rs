@@ -9,8 +9,8 @@ use anyhow::{Context, Result};
 use clap::{Parser, Subcommand};
 use gridctl::{ops, replay, seed};
 use gridline::domain::ids::{ProjectId, TenantId};
-use gridline::model::Entry;
 use gridline::indexer::Indexer;
+use gridline::model::Entry;
 use gridline::store::{Store, connect, sdk_config};
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 

@@ -5,11 +5,11 @@ use std::collections::BTreeMap;
 
 use anyhow::Result;
 use gridline::domain::ids::{IssueId, ProjectId};
-use gridline::store::index::Parked;
-use gridline::ops::drift::{self, Drift, Repaired};
 use gridline::indexer::{IndexError, Indexer};
 use gridline::keys::index::{ParkedUnit, parked_other};
+use gridline::ops::drift::{self, Drift, Repaired};
 use gridline::store::Store;
+use gridline::store::index::Parked;
 use indicatif::ProgressBar;
 use serde::Serialize;
 

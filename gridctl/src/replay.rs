@@ -10,8 +10,8 @@ use anyhow::{Context, Result, bail};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
 use gridline::domain::ids::{IssueId, ProjectId, TenantId};
 use gridline::indexer::Indexer;
-use gridline::model::stream::{self, Change};
 use gridline::keys;
+use gridline::model::stream::{self, Change};
 use serde::Serialize;
 use serde_json::Value;
 

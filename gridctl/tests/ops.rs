@@ -574,7 +574,8 @@ async fn downgrade_scopes(api: &TestApi) -> usize {
             item.remove(gridline::store::index::watermark_item::SUMMARY_DIGEST);
             // One with a write of that release in flight: its placement token is the old kind.
             let (tenant, issue) = gridline::keys::index::parse_watermark_pk(&pk).unwrap();
-            let wm = gridline::store::index::watermark_item::from_head(&tenant, &issue, &item).unwrap();
+            let wm =
+                gridline::store::index::watermark_item::from_head(&tenant, &issue, &item).unwrap();
             if first && let Some(mut placement) = wm.committed.map(|c| c.placement) {
                 placement.all_scope = true;
                 let pending = gridline::model::watermark::Pending {

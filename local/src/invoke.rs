@@ -13,8 +13,8 @@ use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_lambda_events::event::streams::DynamoDbEventResponse;
 use gridline::auth::AuthMode;
 use gridline::http::{AppState, Function, router};
-use gridline::model::event::StreamEvent;
 use gridline::indexer::Metrics;
+use gridline::model::event::StreamEvent;
 use gridline::telemetry::LogStyle;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -130,15 +130,19 @@ impl Outcome {
 pub async fn invoke(stack: &Stack, function: &str, event: &str) -> Result<Outcome> {
     if function == INDEXER_FUNCTION {
         let event = StreamEvent::from_json(event).context("not a DynamoDB stream event")?;
-        let (response, metrics) = stack.indexer().handle(&event).await;
-        println!("{}", metrics.emf());
-        return Ok(Outcome::Stream { response, metrics });
+        let outcome = stack.indexer().handle(&event).await;
+        println!("{}", outcome.metrics.emf());
+        let response = gridline::runtime::stream_response(outcome.retry_from);
+        return Ok(Outcome::Stream {
+            response,
+            metrics: outcome.metrics,
+        });
     }
     if function == crate::jobs::FIELD_JOB_FUNCTION {
         let event: SqsEvent = serde_json::from_str(event).context("not an SQS event")?;
         let timeout = crate::gateway::function_timeout(function)?;
         let deadline = std::time::Instant::now() + timeout;
-        let response = stack.field_jobs().handle_sqs(&event, deadline).await;
+        let response = gridline::runtime::handle_sqs(&stack.field_jobs(), &event, deadline).await;
         return Ok(Outcome::Queue(response));
     }
     let Some(group) = Function::ALL

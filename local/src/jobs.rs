@@ -266,8 +266,11 @@ impl Worker {
             switch.reset();
         }
         let deadline = Instant::now() + self.timeout;
-        let done = match tokio::time::timeout(self.timeout, self.jobs.handle_sqs(&event, deadline))
-            .await
+        let done = match tokio::time::timeout(
+            self.timeout,
+            gridline::runtime::handle_sqs(&self.jobs, &event, deadline),
+        )
+        .await
         {
             Ok(response) => response.batch_item_failures.is_empty(),
             Err(_) => {

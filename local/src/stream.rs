@@ -458,7 +458,8 @@ impl Poller {
         let event_copy = event.clone();
         let call = async move {
             // The handler gets the JSON Lambda would send, and decodes it as in Lambda.
-            let (response, metrics) = indexer.handle_event(&event_copy).await;
+            let (response, metrics) =
+                gridline::runtime::handle_stream_event(&indexer, &event_copy).await;
             if emit {
                 println!("{}", metrics.emf());
             }

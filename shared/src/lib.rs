@@ -30,5 +30,6 @@ pub mod keys;
 pub mod model;
 pub mod ops;
 pub mod read;
+pub mod runtime;
 pub mod store;
 pub mod telemetry;

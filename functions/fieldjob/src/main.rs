@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use aws_lambda_events::event::sqs::SqsEvent;
 use gridline::config::Config;
-use gridline::indexer::field_job::{FieldJobs, SqsQueue, deadline_at};
+use gridline::indexer::field_job::FieldJobs;
+use gridline::runtime::{SqsQueue, deadline_at, handle_sqs};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 /// The indexer's core (this function re-indexes with it) allocates and frees many small
@@ -26,7 +27,7 @@ async fn main() -> Result<(), Error> {
     lambda_runtime::run(service_fn(move |event: LambdaEvent<SqsEvent>| async move {
         // The invocation's own deadline: a run stops starting pages well before it.
         let deadline = deadline_at(event.context.deadline);
-        Ok::<_, Error>(jobs.handle_sqs(&event.payload, deadline).await)
+        Ok::<_, Error>(handle_sqs(jobs, &event.payload, deadline).await)
     }))
     .await
 }

@@ -1,8 +1,8 @@
 //! The `indexer` Lambda: the records table's stream in, the index table out.
 
 use gridline::config::Config;
-use gridline::indexer::field_job::SqsQueue;
 use gridline::indexer::Indexer;
+use gridline::runtime::{SqsQueue, handle_stream_json};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 /// The indexer's core allocates and frees many small strings and maps per stream record;
@@ -25,7 +25,7 @@ async fn main() -> Result<(), Error> {
     // (`gridline::model::event`): no image is copied into an owned attribute map.
     lambda_runtime::run(service_fn(
         move |event: LambdaEvent<Box<serde_json::value::RawValue>>| async move {
-            Ok::<_, Error>(indexer.handle_and_report(event.payload.get()).await?)
+            Ok::<_, Error>(handle_stream_json(indexer, event.payload.get()).await?)
         },
     ))
     .await

@@ -351,7 +351,7 @@ async fn a_transient_failure_is_reported_at_its_sequence_number_and_the_rest_dea
     let records = read_stream(&api, true).await;
     let event = gridline_local::stream::to_event(&records, "arn").unwrap();
     let seq_of = |id: &Value| seq_of(&event, id.as_str().unwrap());
-    let (response, metrics) = indexer.handle_event(&event).await;
+    let (response, metrics) = gridline::runtime::handle_stream_event(&indexer, &event).await;
     let failed: Vec<_> = response
         .batch_item_failures
         .iter()
@@ -464,7 +464,7 @@ async fn the_lowest_failed_sequence_number_is_reported_and_the_rest_of_the_batch
     let records = read_stream(&api, true).await;
     let event = gridline_local::stream::to_event(&records, "arn").unwrap();
     let seq_of = |id: &str| seq_of(&event, id);
-    let (response, metrics) = indexer.handle_event(&event).await;
+    let (response, metrics) = gridline::runtime::handle_stream_event(&indexer, &event).await;
     let failed: Vec<_> = response
         .batch_item_failures
         .iter()
@@ -500,7 +500,7 @@ async fn the_lowest_failed_sequence_number_is_reported_and_the_rest_of_the_batch
         .unwrap();
     let mut retry = event.clone();
     retry.records.drain(..from);
-    let (response, metrics) = indexer.handle_event(&retry).await;
+    let (response, metrics) = gridline::runtime::handle_stream_event(&indexer, &retry).await;
     assert!(response.batch_item_failures.is_empty());
     assert!(metrics.skipped >= 3, "{metrics:?}");
     api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])

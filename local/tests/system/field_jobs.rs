@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use gridline::domain::ids::{FieldId, ProjectId};
-use gridline::indexer::field_job::{FieldJob, FieldJobs, JobKind, JobQueue, QueueError, Sending};
 use gridline::indexer::Metrics;
+use gridline::indexer::field_job::{FieldJob, FieldJobs, JobKind, JobQueue, QueueError, Sending};
 use gridline_local::jobs::FIELD_JOB_FUNCTION;
 use gridline_local::testing::TestApi;
 use http::StatusCode;

@@ -6,10 +6,10 @@
 use aws_sdk_dynamodb::types::AttributeValue;
 use gridline::domain::ids::{IssueId, ProjectId, TenantId};
 use gridline::domain::values::StoredValue;
-use gridline::model::entries;
-use gridline::store::index::intent_head_item;
-use gridline::model::watermark::{Basis, Pending};
 use gridline::keys;
+use gridline::model::entries;
+use gridline::model::watermark::{Basis, Pending};
+use gridline::store::index::intent_head_item;
 use gridline::store::stored_size as item_size;
 use gridline_local::testing::TestApi;
 use http::{Method, StatusCode};

@@ -21,7 +21,6 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use aws_lambda_events::event::sqs::{SqsBatchResponse, SqsEvent};
 use aws_sdk_dynamodb::types::AttributeValue;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -31,22 +30,11 @@ use crate::domain::ids::{FieldId, ProjectId, TenantId};
 use crate::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE};
 use crate::keys;
 use crate::store::{Item, Store, StoreError, condition_held};
-use crate::telemetry::{Emf, MetricUnit, now_ms};
-
-/// The queue's URL, in the indexer's and the job function's environment.
-pub const QUEUE_URL_VAR: &str = "FIELD_JOB_QUEUE_URL";
 
 /// A run stops starting pages when less than this is left of its invocation: a page of
 /// [`crate::indexer::REINDEX_PAGE`] issues takes well under a second, so this leaves
 /// room for a slow page, the checkpoint and the continuation's send.
 pub const PAGE_MARGIN: Duration = Duration::from_secs(20);
-
-/// The `Instant` of a Lambda invocation's deadline (milliseconds since the epoch, as the
-/// runtime's context gives it).
-pub fn deadline_at(epoch_ms: u64) -> Instant {
-    let left = epoch_ms.saturating_sub(now_ms().max(0) as u64);
-    Instant::now() + Duration::from_millis(left)
-}
 
 /// What a job does to the project's index.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -108,17 +96,6 @@ impl FieldJob {
 fn now() -> String {
     crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc())
 }
-
-/// The job function's figures, one EMF line per invocation.
-const JOB_METRICS: Emf<'static> = Emf {
-    dimensions: &[&["Function"]],
-    metrics: &[
-        ("JobIssues", MetricUnit::Count),
-        ("JobWrites", MetricUnit::Count),
-        ("JobsFinished", MetricUnit::Count),
-        ("JobFailures", MetricUnit::Count),
-    ],
-};
 
 /// A job's checkpoint: the item `gridctl jobs` shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -183,7 +160,7 @@ pub enum JobError {
 #[error("sending to the field-job queue failed: {0}")]
 pub struct QueueError(pub String);
 
-/// Where job messages go: SQS in AWS ([`SqsQueue`]); the local stack's own queue on this
+/// Where job messages go: SQS in AWS ([`crate::runtime::SqsQueue`]); the local stack's own queue on this
 /// machine, which checks the sender's policy as AWS would.
 pub trait JobQueue: Send + Sync {
     fn send<'a>(&'a self, job: &'a FieldJob) -> Sending<'a>;
@@ -191,45 +168,6 @@ pub trait JobQueue: Send + Sync {
 
 /// A send in flight.
 pub type Sending<'a> = BoxFuture<'a, Result<(), QueueError>>;
-
-/// The job queue in AWS.
-pub struct SqsQueue {
-    client: aws_sdk_sqs::Client,
-    url: String,
-}
-
-impl SqsQueue {
-    pub fn new(client: aws_sdk_sqs::Client, url: String) -> Self {
-        Self { client, url }
-    }
-
-    /// The queue `FIELD_JOB_QUEUE_URL` names, on the Lambda's credentials.
-    pub async fn from_env() -> Result<Self, crate::config::ConfigError> {
-        let url = std::env::var(QUEUE_URL_VAR)
-            .ok()
-            .filter(|v| !v.is_empty())
-            .ok_or(crate::config::ConfigError::Missing(QUEUE_URL_VAR))?;
-        // Not the DynamoDB endpoint: the SDK honours AWS_ENDPOINT_URL_SQS itself.
-        let sdk = crate::store::sdk_config(None).await;
-        Ok(Self::new(aws_sdk_sqs::Client::new(&sdk), url))
-    }
-}
-
-impl JobQueue for SqsQueue {
-    fn send<'a>(&'a self, job: &'a FieldJob) -> Sending<'a> {
-        Box::pin(async move {
-            let body = serde_json::to_string(job).map_err(|e| QueueError(e.to_string()))?;
-            self.client
-                .send_message()
-                .queue_url(&self.url)
-                .message_body(body)
-                .send()
-                .await
-                .map(|_| ())
-                .map_err(|e| QueueError(aws_sdk_sqs::Error::from(e).to_string()))
-        })
-    }
-}
 
 /// The job function's work: runs messages against the index with the indexer's machinery.
 pub struct FieldJobs {
@@ -251,41 +189,6 @@ impl FieldJobs {
             pages_per_message: None,
             page_size: REINDEX_PAGE,
         }
-    }
-
-    /// An SQS event (one message per invocation in the template; any number works): each
-    /// message run until `deadline`. A message that fails is reported, so SQS delivers it
-    /// again after its visibility timeout and, after the queue's receive count, moves it to
-    /// the dead-letter queue. Prints the invocation's metrics as an EMF line.
-    pub async fn handle_sqs(&self, event: &SqsEvent, deadline: Instant) -> SqsBatchResponse {
-        let mut response = SqsBatchResponse::default();
-        let mut metrics = Metrics::default();
-        let mut finished = 0;
-        for message in &event.records {
-            let id = message.message_id.clone().unwrap_or_default();
-            let outcome =
-                match serde_json::from_str::<FieldJob>(message.body.as_deref().unwrap_or("")) {
-                    Ok(job) => self.run(&job, deadline, &mut metrics).await,
-                    Err(e) => Err(JobError::Message(e.to_string())),
-                };
-            match outcome {
-                Ok(Outcome::Finished) => finished += 1,
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::error!(message_id = %id, error = %e, "field job failed; SQS delivers it again");
-                    response.add_failure(id);
-                }
-            }
-        }
-        let members = serde_json::json!({
-            "Function": "fieldjob",
-            "JobIssues": metrics.units,
-            "JobWrites": metrics.writes,
-            "JobsFinished": finished,
-            "JobFailures": response.batch_item_failures.len(),
-        });
-        println!("{}", JOB_METRICS.document(now_ms(), members));
-        response
     }
 
     /// Runs one message: pages until the project is done or the budget runs low.

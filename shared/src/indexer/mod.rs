@@ -20,9 +20,6 @@ use std::sync::{Arc, Mutex};
 
 use futures::StreamExt;
 
-use aws_lambda_events::event::dynamodb::Event;
-use aws_lambda_events::event::streams::{DynamoDbBatchItemFailure, DynamoDbEventResponse};
-
 use crate::cursor::Position;
 use crate::domain::Issue;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
@@ -285,6 +282,14 @@ struct Target<'a> {
     issue: Option<&'a IssueRecord<'a>>,
 }
 
+/// How a batch ended: the sequence number the event source must retry from (`None`: the
+/// batch is done), and its counters.
+#[derive(Debug)]
+pub struct BatchOutcome {
+    pub retry_from: Option<String>,
+    pub metrics: Metrics,
+}
+
 /// Counters for one batch, reported as CloudWatch Embedded Metric Format.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
 pub struct Metrics {
@@ -405,52 +410,13 @@ impl Indexer {
         self.concurrency
     }
 
-    /// Handles a batch as Lambda sends it (the event's JSON) and prints its metrics as an EMF
-    /// line (CloudWatch reads stdout). JSON that is no stream event fails the invocation, as a
-    /// payload the runtime cannot decode does.
-    pub async fn handle_and_report(
-        &self,
-        json: &str,
-    ) -> Result<DynamoDbEventResponse, serde_json::Error> {
-        let event = StreamEvent::from_json(json)?;
-        let (response, metrics) = self.handle(&event).await;
-        println!("{}", metrics.emf());
-        Ok(response)
-    }
-
-    /// [`Indexer::handle`] of an event built with `aws_lambda_events`' types (the local stream
-    /// poller's and the tests'), through the JSON Lambda would send for it. One it could not
-    /// decode (it cannot happen: the types are plain data) is retried whole.
-    pub async fn handle_event(&self, event: &Event) -> (DynamoDbEventResponse, Metrics) {
-        // An encoding that fails (it cannot: the types are plain data) is empty: no event.
-        let json = serde_json::to_string(event).unwrap_or_default();
-        match StreamEvent::from_json(&json) {
-            Ok(decoded) => self.handle(&decoded).await,
-            Err(e) => {
-                tracing::error!(error = %e, "stream event not decodable");
-                let first = event.records.first();
-                let seq = first.and_then(|r| r.change.sequence_number.clone());
-                (Self::failed_at(seq), Metrics::default())
-            }
-        }
-    }
-
-    /// A response that has the event source retry from `seq` (everything, without one).
-    pub fn failed_at(seq: Option<String>) -> DynamoDbEventResponse {
-        let mut response = DynamoDbEventResponse::default();
-        let mut failure = DynamoDbBatchItemFailure::default();
-        failure.item_identifier = seq;
-        response.batch_item_failures.push(failure);
-        response
-    }
-
     /// Handles one stream batch. A unit that fails for a reason no retry fixes is parked (a
     /// marker in the index table, the `Parked` metric) and the batch goes on, so one bad issue
     /// never holds up its neighbours. On a transient failure it reports the sequence number of
     /// the first unit that failed, so the event source retries from there (everything after is
     /// re-delivered and is idempotent); after the mapping's bounded retries the rest of the
     /// batch goes to the on-failure queue instead of blocking the shard.
-    pub async fn handle(&self, event: &StreamEvent<'_>) -> (DynamoDbEventResponse, Metrics) {
+    pub async fn handle(&self, event: &StreamEvent<'_>) -> BatchOutcome {
         let mut metrics = Metrics {
             records: event.records.len(),
             ..Metrics::default()
@@ -472,11 +438,10 @@ impl Indexer {
             start = end;
         }
         metrics.failures = usize::from(failed.is_some());
-        let response = match failed {
-            Some(seq) => Self::failed_at(Some(seq)),
-            None => DynamoDbEventResponse::default(),
-        };
-        (response, metrics)
+        BatchOutcome {
+            retry_from: failed,
+            metrics,
+        }
     }
 
     /// Runs a segment's units, at most [`Indexer::concurrency`] at once, each to its end (an

@@ -1,9 +1,19 @@
 use super::*;
+use crate::domain::Issue;
 use crate::domain::Participant;
 use crate::domain::ids::FieldId;
+use crate::domain::values::FieldDef;
 use crate::domain::values::{FieldType, StoredValue};
 use crate::model::summary::Summary;
+use crate::store::Item;
 use crate::store::index::intent_head_item;
+use crate::store::index::watermark_item::*;
+use crate::store::records::items::key;
+use aws_sdk_dynamodb::types::AttributeValue;
+
+fn n(v: impl ToString) -> AttributeValue {
+    AttributeValue::N(v.to_string())
+}
 use proptest::prelude::*;
 
 /// DynamoDB's item limit.

@@ -313,6 +313,8 @@ pub fn sk_of(item: &Item) -> Option<&str> {
 pub(crate) mod tests {
     use super::*;
     use crate::domain::ParticipantKind;
+    use crate::domain::Role;
+    use crate::domain::decimal::DynNumber;
     use proptest::prelude::*;
 
     fn value() -> impl Strategy<Value = StoredValue> {
