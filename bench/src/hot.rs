@@ -18,7 +18,7 @@ use indicatif::ProgressBar;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::report::{metered_indexer, patch, spec, stack};
+use crate::indexer::{metered_indexer, patch, spec, stack};
 
 /// The update rate the figures are scaled to.
 pub const UPDATES_PER_S: f64 = 2000.0;

@@ -8,9 +8,12 @@
 //! runs). Not part of `make test`: it measures, it asserts nothing.
 
 mod baselines;
+mod binaries;
 mod delay;
 mod hot;
+mod indexer;
 mod meter;
+mod plot;
 mod report;
 mod results;
 
@@ -383,7 +386,7 @@ async fn main() -> Result<()> {
     let engine_dir = engine_dir(&args);
     let s = args.samples;
     if args.core {
-        let core = report::indexer_core(args.core_issues).await?;
+        let core = indexer::pure_core::indexer_core(args.core_issues).await?;
         for (name, (n, secs)) in [
             ("index_core_records_per_s", core.decoded),
             ("index_core_with_json_records_per_s", core.with_json),
@@ -394,7 +397,7 @@ async fn main() -> Result<()> {
         return Ok(());
     }
     for &c in &args.delayed {
-        let (issues, secs) = report::indexer_delayed_at(c).await?;
+        let (issues, secs) = indexer::delayed::indexer_delayed_at(c).await?;
         println!(
             "indexer_issues_per_s_per_shard_5ms at concurrency {c}: {:.0}",
             issues as f64 / secs
@@ -408,7 +411,7 @@ async fn main() -> Result<()> {
             "| custom fields | update WCU | thin | page RCU | thin | page calls / thin | break-even |"
         );
         for fields in [0, 50] {
-            println!("{}", report::summary_cost(fields).await?.row());
+            println!("{}", indexer::updates::summary_cost(fields).await?.row());
         }
         return Ok(());
     }
@@ -423,7 +426,7 @@ async fn main() -> Result<()> {
     }
     // First: a binary that cannot start fails the run in seconds, not after an hour of
     // measures.
-    (results.binaries, results.missing_binaries) = report::binaries(&args.binaries).await?;
+    (results.binaries, results.missing_binaries) = binaries::binaries(&args.binaries).await?;
     for &n in &args.sizes {
         eprintln!("== {n} issues");
         let db = engine_dir.join(format!("gridline-bench-{}-{n}.db", std::process::id()));
@@ -445,17 +448,17 @@ async fn main() -> Result<()> {
         drop(env);
         remove_db(&db);
     }
-    let core = report::indexer_core(args.core_issues).await?;
+    let core = indexer::pure_core::indexer_core(args.core_issues).await?;
     (
         results.indexer_core,
         results.indexer_core_json,
         results.indexer_core_streamed,
     ) = (core.decoded, core.with_json, core.streamed);
-    let amplification = report::write_amplification().await?;
-    let f5 = report::update_costs(0, &[1], true).await?;
+    let amplification = indexer::updates::write_amplification().await?;
+    let f5 = indexer::updates::update_costs(0, &[1], true).await?;
     results.summaries = vec![
-        report::summary_cost(0).await?,
-        report::summary_cost(50).await?,
+        indexer::updates::summary_cost(0).await?,
+        indexer::updates::summary_cost(50).await?,
     ];
     for (fields, costs) in [(5, &f5), (55, &amplification)] {
         if let Some(one) = costs.iter().find(|c| c.fields_changed == 1) {
@@ -468,7 +471,7 @@ async fn main() -> Result<()> {
         .iter()
         .map(|c| (c.fields_changed, c.index_write_requests, c.index_capacity))
         .collect();
-    results.indexer_delayed = report::indexer_delayed().await?;
+    results.indexer_delayed = indexer::delayed::indexer_delayed().await?;
     results.hot = hot::hot_project(HOT_SHARDS).await?;
     report::write(&results, &args.out, &args.plot)?;
     results::write(&results, &args.sizes, s, &args.results)?;

@@ -329,7 +329,7 @@ pub fn write(r: &Results, sizes: &[u64], samples: usize, path: &Path) -> Result<
         "date": date,
         // A debug build's figures are not comparable with a release build's.
         "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
-        "delay_ms": crate::report::DELAY.as_secs_f64() * 1000.0,
+        "delay_ms": crate::indexer::delayed::DELAY.as_secs_f64() * 1000.0,
         "omitted": omitted,
     });
     if let Some(commit) = git(&["rev-parse", "HEAD"]) {
@@ -394,7 +394,7 @@ mod tests {
             indexer_core_streamed: (10, 1.0),
             update_wcu: vec![(5, 1.0, 2.0), (55, 1.0, 2.0)],
             summaries: [5, 55]
-                .map(|fields| crate::report::SummaryCost {
+                .map(|fields| crate::indexer::updates::SummaryCost {
                     fields,
                     update_wcu: (24.0, 16.0),
                     page_rcu: (4.0, 26.0),
