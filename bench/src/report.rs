@@ -260,9 +260,19 @@ Display names per grid page (one BatchGetItem of the page's distinct people, eac
     Ok(())
 }
 
-/// The indexer's throughput, pure and end to end, and its write amplification.
+/// The indexer's section: its throughput, what an update writes, what summaries cost, and a
+/// hot project's partition load.
 fn write_indexer(md: &mut String, r: &Results) -> Result<()> {
     writeln!(md, "## The indexer\n")?;
+    write_throughput(md, r)?;
+    write_update_costs(md, r)?;
+    write_summaries(md, r)?;
+    write_hot(md, r)?;
+    Ok(())
+}
+
+/// The indexer's throughput: its pure core, end to end, delayed, and a field's indexing.
+fn write_throughput(md: &mut String, r: &Results) -> Result<()> {
     let core = [
         (
             format!("Pure core (`plan`, `Basis::of_record` and `Watermark::step` against each issue's watermark, over real stream records decoded into the indexer's records: the seed's inserts, then a 1-field update of each issue; batches of 100, each decoded from its event JSON just before its core runs, as in the function, and only the core timed; one core, no I/O, the fastest of {CORE_PASSES} passes)"),
@@ -313,6 +323,11 @@ fn write_indexer(md: &mut String, r: &Results) -> Result<()> {
             "- Adding a field at {n} issues: the request makes {calls:.0} DynamoDB calls and the stream indexer sends one job message; the field job, run as the job function runs it, {index}."
         )?;
     }
+    Ok(())
+}
+
+/// What an issue update writes: the indexer's amplification and a 1-field update's WCU.
+fn write_update_costs(md: &mut String, r: &Results) -> Result<()> {
     writeln!(
         md,
         "\nWrite amplification of one issue update (a project with 55 custom fields, 100 issues updated, the indexer's own calls counted):\n"
@@ -343,8 +358,6 @@ fn write_indexer(md: &mut String, r: &Results) -> Result<()> {
         md,
         "\nEach changed column's entry moves (a delete and a put); `updated_at` always changes, and so do the participation copies (their sort key is `updated_at`); every other entry is put again with the issue's new summary where it carries one (see below); plus the watermark: its intent and its commit, each about 1 KB whatever the field count (it stores what the entries derive from, in buckets of fields, never the keys). WCU counts item sizes in 1 KB units.\n"
     )?;
-    write_summaries(md, r)?;
-    write_hot(md, r)?;
     Ok(())
 }
 

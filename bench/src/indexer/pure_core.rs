@@ -143,6 +143,11 @@ pub async fn indexer_core(issues: u64) -> Result<CoreFigures> {
             serde_json::to_string(&e)
         })
         .collect::<Result<Vec<_>, _>>()?;
+    time_core(n, &json, &defs)
+}
+
+/// The three timings of the pure core over the batches' event JSON, `n` records in all.
+fn time_core(n: usize, json: &[String], defs: &[FieldDef]) -> Result<CoreFigures> {
     // Decoded: each batch's records as the indexer reads them, strings borrowed from its JSON,
     // decoded just before its core runs (as in the function: a batch of 100 is decoded, then
     // planned), and only the core timed.
@@ -150,16 +155,16 @@ pub async fn indexer_core(issues: u64) -> Result<CoreFigures> {
     let decoded = fastest(|| {
         let mut watermarks = HashMap::new();
         let mut secs = 0.0;
-        for text in &json {
+        for text in json {
             let e = StreamEvent::from_json(text)?;
             let started = Instant::now();
-            writes += index_core(&e.records, &defs, &mut watermarks);
+            writes += index_core(&e.records, defs, &mut watermarks);
             secs += started.elapsed().as_secs_f64();
         }
         Ok(secs)
     })?;
-    // Every batch decoded first, then the core over all of them: the records (~40 MB at the
-    // default 5,000 issues) stream from memory, which no invocation does; printed beside.
+    // Every batch decoded first, then the core over all of them: the records stream from
+    // memory, which no invocation does; printed beside.
     let batches = json
         .iter()
         .map(|text| StreamEvent::from_json(text))
@@ -168,7 +173,7 @@ pub async fn indexer_core(issues: u64) -> Result<CoreFigures> {
         let mut watermarks = HashMap::new();
         let started = Instant::now();
         for batch in &batches {
-            writes += index_core(&batch.records, &defs, &mut watermarks);
+            writes += index_core(&batch.records, defs, &mut watermarks);
         }
         Ok(started.elapsed().as_secs_f64())
     })?;
@@ -176,9 +181,9 @@ pub async fn indexer_core(issues: u64) -> Result<CoreFigures> {
     let with_json = fastest(|| {
         let mut watermarks = HashMap::new();
         let started = Instant::now();
-        for text in &json {
+        for text in json {
             let e = StreamEvent::from_json(text)?;
-            writes += index_core(&e.records, &defs, &mut watermarks);
+            writes += index_core(&e.records, defs, &mut watermarks);
         }
         Ok(started.elapsed().as_secs_f64())
     })?;
