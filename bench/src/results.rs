@@ -164,10 +164,35 @@ fn per_second(count: usize, seconds: f64) -> f64 {
     count as f64 / seconds.max(1e-9)
 }
 
+/// The figures by name.
+type Figures = BTreeMap<String, f64>;
+
+/// The names left out, with the reason.
+type Omitted = BTreeMap<String, String>;
+
 /// The figures by name, and the names left out with the reason.
-pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>) {
+pub fn figures(r: &Results) -> (Figures, Omitted) {
     let mut f = BTreeMap::new();
     let mut omitted = BTreeMap::new();
+    update_figures(r, &mut f, &mut omitted);
+    indexer_figures(r, &mut f);
+    pattern_figures(r, &mut f);
+    field_add_figures(r, &mut f, &mut omitted);
+    hot_figures(r, &mut f);
+    binary_figures(r, &mut f, &mut omitted);
+    // JSON has no NaN or infinity; a figure that is one was not measured.
+    f.retain(|name, v| {
+        let keep = v.is_finite();
+        if !keep {
+            omitted.insert(name.clone(), "not a finite number".into());
+        }
+        keep
+    });
+    (f, omitted)
+}
+
+/// What an update writes, and what summaries in the index cost and save.
+fn update_figures(r: &Results, f: &mut Figures, omitted: &mut Omitted) {
     for (fields, request, index) in &r.update_wcu {
         f.insert(format!("update_1_field_wcu_f{fields}"), request + index);
     }
@@ -190,6 +215,10 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             }
         }
     }
+}
+
+/// The indexer's throughput: its pure core, delayed, and end to end.
+fn indexer_figures(r: &Results, f: &mut Figures) {
     let (records, seconds) = r.indexer_core;
     f.insert(
         "index_core_records_per_s".into(),
@@ -216,6 +245,10 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             per_second(*records, *seconds),
         );
     }
+}
+
+/// The lists' calls and read units, the GSI design's by density, and the names' read units.
+fn pattern_figures(r: &Results, f: &mut Figures) {
     let lists = [
         ("grid_page_custom_field", "grid page by custom field"),
         ("grid_page_all_states", crate::ALL_STATES),
@@ -250,6 +283,10 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             }
         }
     }
+}
+
+/// Adding a field: the request's calls, and the seconds until it is sortable.
+fn field_add_figures(r: &Results, f: &mut Figures, omitted: &mut Omitted) {
     for (n, calls, seconds) in &r.field_add {
         let size = size_label(*n);
         f.insert(format!("field_add_{size}_request_calls"), *calls);
@@ -267,6 +304,10 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             }
         }
     }
+}
+
+/// The hot project's busiest column partition, per shard count.
+fn hot_figures(r: &Results, f: &mut Figures) {
     for h in &r.hot {
         let n = h.shards;
         if n == 4 {
@@ -284,6 +325,10 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             h.column_wcu_per_s,
         );
     }
+}
+
+/// Each function's binary size and init time.
+fn binary_figures(r: &Results, f: &mut Figures, omitted: &mut Omitted) {
     for (function, bytes, _, init_ms) in &r.binaries {
         f.insert(format!("binary_{function}_bytes"), *bytes as f64);
         f.insert(format!("init_{function}_ms"), *init_ms);
@@ -294,15 +339,6 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             "its binary was not found".into(),
         );
     }
-    // JSON has no NaN or infinity; a figure that is one was not measured.
-    f.retain(|name, v| {
-        let keep = v.is_finite();
-        if !keep {
-            omitted.insert(name.clone(), "not a finite number".into());
-        }
-        keep
-    });
-    (f, omitted)
 }
 
 /// The output of `git args`, trimmed, if git ran and succeeded.
