@@ -384,7 +384,30 @@ async fn main() -> Result<()> {
     let args = Args::parse();
     let mut results = report::Results::default();
     let engine_dir = engine_dir(&args);
-    let s = args.samples;
+    if only(&args).await? {
+        return Ok(());
+    }
+    // First: a binary that cannot start fails the run in seconds, not after an hour of
+    // measures.
+    (results.binaries, results.missing_binaries) = binaries::binaries(&args.binaries).await?;
+    for &n in &args.sizes {
+        measure_size(n, &engine_dir, args.samples, &mut results).await?;
+    }
+    indexer_figures(args.core_issues, &mut results).await?;
+    report::write(&results, &args.out, &args.plot)?;
+    results::write(&results, &args.sizes, args.samples, &args.results)?;
+    eprintln!(
+        "wrote {}, {} and {}",
+        args.out.display(),
+        args.plot.display(),
+        args.results.display()
+    );
+    Ok(())
+}
+
+/// The one measure `--core`, `--delayed`, `--summaries` or `--hot` asks for, printed; whether
+/// one was asked (then the run measures nothing else and writes no file).
+async fn only(args: &Args) -> Result<bool> {
     if args.core {
         let core = indexer::pure_core::indexer_core(args.core_issues).await?;
         for (name, (n, secs)) in [
@@ -394,7 +417,7 @@ async fn main() -> Result<()> {
         ] {
             println!("{name} {:.0}", n as f64 / secs);
         }
-        return Ok(());
+        return Ok(true);
     }
     for &c in &args.delayed {
         let (issues, secs) = indexer::delayed::indexer_delayed_at(c).await?;
@@ -404,7 +427,7 @@ async fn main() -> Result<()> {
         );
     }
     if !args.delayed.is_empty() {
-        return Ok(());
+        return Ok(true);
     }
     if args.summaries {
         println!(
@@ -413,7 +436,7 @@ async fn main() -> Result<()> {
         for fields in [0, 50] {
             println!("{}", indexer::updates::summary_cost(fields).await?.row());
         }
-        return Ok(());
+        return Ok(true);
     }
     if args.hot {
         for h in hot::hot_project(HOT_SHARDS).await? {
@@ -422,33 +445,46 @@ async fn main() -> Result<()> {
                 h.shards, h.column_updates_per_s, h.column_wcu_per_s
             );
         }
-        return Ok(());
+        return Ok(true);
     }
-    // First: a binary that cannot start fails the run in seconds, not after an hour of
-    // measures.
-    (results.binaries, results.missing_binaries) = binaries::binaries(&args.binaries).await?;
-    for &n in &args.sizes {
-        eprintln!("== {n} issues");
-        let db = engine_dir.join(format!("gridline-bench-{}-{n}.db", std::process::id()));
-        let env = setup(n, &db).await?;
-        results
-            .index_e2e
-            .push((n, env.stream_records, env.index_seconds));
-        let mut rows = list_patterns(&env, s).await?;
-        issue_patterns(&env, n, s, &mut rows).await?;
-        other_designs(&env, n, s, &mut rows).await?;
-        results.patterns.push((n, rows));
-        // Last: the new field changes every issue's entries.
-        let (calls, seconds) = field_add(&env).await?;
-        results.field_add.push((n, calls, seconds));
-        eprintln!(
-            "   index: {} records in {:.1} s",
-            env.stream_records, env.index_seconds
-        );
-        drop(env);
-        remove_db(&db);
-    }
-    let core = indexer::pure_core::indexer_core(args.core_issues).await?;
+    Ok(false)
+}
+
+/// A project of `n` issues on an engine file in `engine_dir`: the indexer end to end, the
+/// access patterns and the other designs with `s` samples, then adding a field; the file is
+/// removed after.
+async fn measure_size(
+    n: u64,
+    engine_dir: &std::path::Path,
+    s: usize,
+    results: &mut report::Results,
+) -> Result<()> {
+    eprintln!("== {n} issues");
+    let db = engine_dir.join(format!("gridline-bench-{}-{n}.db", std::process::id()));
+    let env = setup(n, &db).await?;
+    results
+        .index_e2e
+        .push((n, env.stream_records, env.index_seconds));
+    let mut rows = list_patterns(&env, s).await?;
+    issue_patterns(&env, n, s, &mut rows).await?;
+    other_designs(&env, n, s, &mut rows).await?;
+    results.patterns.push((n, rows));
+    // Last: the new field changes every issue's entries.
+    let (calls, seconds) = field_add(&env).await?;
+    results.field_add.push((n, calls, seconds));
+    eprintln!(
+        "   index: {} records in {:.1} s",
+        env.stream_records, env.index_seconds
+    );
+    drop(env);
+    remove_db(&db);
+    Ok(())
+}
+
+/// The indexer's figures, each on a project of its own: the pure core on `core_issues`, what
+/// updates write and what summaries cost, the delayed throughput, and the hot project.
+async fn indexer_figures(core_issues: u64, results: &mut report::Results) -> Result<()> {
+    let core = indexer::pure_core::indexer_core(core_issues).await?;
     (
         results.indexer_core,
         results.indexer_core_json,
@@ -473,14 +509,6 @@ async fn main() -> Result<()> {
         .collect();
     results.indexer_delayed = indexer::delayed::indexer_delayed().await?;
     results.hot = hot::hot_project(HOT_SHARDS).await?;
-    report::write(&results, &args.out, &args.plot)?;
-    results::write(&results, &args.sizes, s, &args.results)?;
-    eprintln!(
-        "wrote {}, {} and {}",
-        args.out.display(),
-        args.plot.display(),
-        args.results.display()
-    );
     Ok(())
 }
 
