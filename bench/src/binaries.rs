@@ -73,7 +73,9 @@ async fn init_time(binary: &Path, engine: &str) -> Result<Duration> {
 /// Each function's binary in `dir`: sizes and median init time; and the functions whose
 /// binary is not there (a debug run: `make bench` builds them), left out rather than failing
 /// the run after its long measurements.
-pub async fn binaries(dir: &Path) -> Result<(Vec<(String, u64, Option<u64>, f64)>, Vec<String>)> {
+pub(crate) async fn binaries(
+    dir: &Path,
+) -> Result<(Vec<(String, u64, Option<u64>, f64)>, Vec<String>)> {
     let engine = stack().await?;
     let mut out = Vec::new();
     let mut missing = Vec::new();

@@ -102,7 +102,7 @@ pub struct Stat {
     pub names_capacity: f64,
 }
 
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -110,7 +110,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Runs `op` `samples` times, metering each run.
-pub async fn measure<F, Fut>(meter: &Meter, samples: usize, mut op: F) -> Result<Stat>
+pub(crate) async fn measure<F, Fut>(meter: &Meter, samples: usize, mut op: F) -> Result<Stat>
 where
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = Result<usize>>,
@@ -158,21 +158,21 @@ where
 }
 
 /// The local stack with a metered client for the API, and the seeded project.
-pub struct Env {
-    pub stack: Stack,
-    pub meter: std::sync::Arc<Meter>,
-    pub store: Store,
-    pub app: axum::Router,
-    pub seeded: gridctl::seed::Seeded,
-    pub issue_ids: Vec<IssueId>,
-    pub index_seconds: f64,
-    pub stream_records: usize,
+pub(crate) struct Env {
+    pub(crate) stack: Stack,
+    pub(crate) meter: std::sync::Arc<Meter>,
+    pub(crate) store: Store,
+    pub(crate) app: axum::Router,
+    pub(crate) seeded: gridctl::seed::Seeded,
+    pub(crate) issue_ids: Vec<IssueId>,
+    pub(crate) index_seconds: f64,
+    pub(crate) stream_records: usize,
     /// The poller that indexed the seed, where it stopped.
-    pub poller: tokio::sync::Mutex<gridline_local::stream::Poller>,
+    pub(crate) poller: tokio::sync::Mutex<gridline_local::stream::Poller>,
 }
 
 impl Env {
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         user: &str,
         method: Method,
@@ -184,7 +184,7 @@ impl Env {
     }
 
     /// [`Env::call`] as a user of `tenant`.
-    pub async fn call_in(
+    pub(crate) async fn call_in(
         &self,
         tenant: &TenantId,
         user: &str,
@@ -304,7 +304,7 @@ fn remove_db(db: &std::path::Path) {
 }
 
 /// Follows a list's cursor page after page.
-pub async fn pages(env: &Env, user: &str, first: String, samples: usize) -> Result<Stat> {
+pub(crate) async fn pages(env: &Env, user: &str, first: String, samples: usize) -> Result<Stat> {
     pages_from(
         env,
         (&env.seeded.tenant, user),
@@ -316,7 +316,7 @@ pub async fn pages(env: &Env, user: &str, first: String, samples: usize) -> Resu
 }
 
 /// Follows a list's cursor from `start` (the base path, or the base path with a cursor).
-pub async fn pages_from(
+pub(crate) async fn pages_from(
     env: &Env,
     (tenant, user): (&TenantId, &str),
     first: String,
@@ -608,10 +608,10 @@ async fn list_patterns(env: &Env, s: usize) -> Result<BTreeMap<&'static str, Sta
 }
 
 /// The row of a grid page of every state: the `open` and `closed` scopes merged.
-pub const ALL_STATES: &str = "grid page by custom field, every state";
+pub(crate) const ALL_STATES: &str = "grid page by custom field, every state";
 
 /// The row of a grid page whose issues involve a team of 12 people.
-pub const TEAM_OF_12: &str = "grid page by custom field, people from a team of 12";
+pub(crate) const TEAM_OF_12: &str = "grid page by custom field, people from a team of 12";
 
 /// A grid page of 50 by a custom field in a project of 1,000 issues whose people are a team
 /// of 12 and 2 teams (another tenant, seeded and indexed here), beside the seed's mix of 50

@@ -12,38 +12,38 @@ use crate::indexer::updates::SummaryCost;
 use crate::{Stat, baselines};
 
 #[derive(Default)]
-pub struct Results {
+pub(crate) struct Results {
     /// Per project size: pattern → figures.
-    pub patterns: Vec<(u64, BTreeMap<&'static str, Stat>)>,
+    pub(crate) patterns: Vec<(u64, BTreeMap<&'static str, Stat>)>,
     /// (issues, stream records, seconds) of the indexer draining the seed's stream.
-    pub index_e2e: Vec<(u64, usize, f64)>,
+    pub(crate) index_e2e: Vec<(u64, usize, f64)>,
     /// (records, seconds) of the pure core: plan, basis and step, no I/O.
-    pub indexer_core: (usize, f64),
+    pub(crate) indexer_core: (usize, f64),
     /// (records, seconds) of the same with the Lambda event's JSON decoded first.
-    pub indexer_core_json: (usize, f64),
+    pub(crate) indexer_core_json: (usize, f64),
     /// (records, seconds) of the pure core over every batch decoded beforehand (its records
     /// streamed from memory rather than fresh from their decoding).
-    pub indexer_core_streamed: (usize, f64),
+    pub(crate) indexer_core_streamed: (usize, f64),
     /// (fields changed, index write requests per update, WCU per update).
-    pub amplification: Vec<(usize, f64, f64)>,
+    pub(crate) amplification: Vec<(usize, f64, f64)>,
     /// A 1-field update's write capacity per project field count: (custom fields, the
     /// request's WCU, the indexer's WCU).
-    pub update_wcu: Vec<(usize, f64, f64)>,
+    pub(crate) update_wcu: Vec<(usize, f64, f64)>,
     /// What summaries in the index cost and save, per project field count.
-    pub summaries: Vec<SummaryCost>,
+    pub(crate) summaries: Vec<SummaryCost>,
     /// (issues, seconds) through one poller with each of the indexer's calls delayed by
     /// [`DELAY`].
-    pub indexer_delayed: (usize, f64),
+    pub(crate) indexer_delayed: (usize, f64),
     /// Per project size: the POST field request's calls, and the seconds until the indexer
     /// had re-indexed the project (`None`: its invocation did not finish; see
     /// `crate::field_add`).
-    pub field_add: Vec<(u64, f64, Option<f64>)>,
+    pub(crate) field_add: Vec<(u64, f64, Option<f64>)>,
     /// (function, host binary bytes, arm64 bootstrap bytes, median init ms).
-    pub binaries: Vec<(String, u64, Option<u64>, f64)>,
+    pub(crate) binaries: Vec<(String, u64, Option<u64>, f64)>,
     /// Functions whose binary was not found (their rows are left out).
-    pub missing_binaries: Vec<String>,
+    pub(crate) missing_binaries: Vec<String>,
     /// The hot-project partition load, per shard count.
-    pub hot: Vec<crate::hot::HotLoad>,
+    pub(crate) hot: Vec<crate::hot::HotLoad>,
 }
 
 fn mib(b: u64) -> String {
@@ -51,7 +51,7 @@ fn mib(b: u64) -> String {
 }
 
 /// Writes BENCHMARKS.md from the results, and its plot.
-pub fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
+pub(crate) fn write(r: &Results, out: &Path, plot: &Path) -> Result<()> {
     let mut md = String::new();
     let host = std::process::Command::new("uname")
         .arg("-m")

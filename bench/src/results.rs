@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub const NAMES: [(&str, &str); 30] = [
+pub(crate) const NAMES: [(&str, &str); 30] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -137,7 +137,7 @@ pub const NAMES: [(&str, &str); 30] = [
 ];
 
 /// How a project size appears in a name: 1000 → `1k`.
-pub fn size_label(n: u64) -> String {
+pub(crate) fn size_label(n: u64) -> String {
     if n >= 1000 && n.is_multiple_of(1000) {
         format!("{}k", n / 1000)
     } else {
@@ -171,7 +171,7 @@ type Figures = BTreeMap<String, f64>;
 type Omitted = BTreeMap<String, String>;
 
 /// The figures by name, and the names left out with the reason.
-pub fn figures(r: &Results) -> (Figures, Omitted) {
+pub(crate) fn figures(r: &Results) -> (Figures, Omitted) {
     let mut f = BTreeMap::new();
     let mut omitted = BTreeMap::new();
     update_figures(r, &mut f, &mut omitted);
@@ -350,7 +350,7 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 /// Writes the figures and `_meta` to `path`.
-pub fn write(r: &Results, sizes: &[u64], samples: usize, path: &Path) -> Result<()> {
+pub(crate) fn write(r: &Results, sizes: &[u64], samples: usize, path: &Path) -> Result<()> {
     let (figures, omitted) = figures(r);
     let mut object: serde_json::Map<String, Value> = figures
         .into_iter()

@@ -13,17 +13,17 @@ use crate::delay::Delay;
 
 /// What each of the indexer's DynamoDB calls waits in the delayed throughput figure: about a
 /// round trip within a region.
-pub const DELAY: Duration = Duration::from_millis(5);
+pub(crate) const DELAY: Duration = Duration::from_millis(5);
 
 /// Issues indexed per second through one poller when each of the indexer's DynamoDB calls
 /// waits [`DELAY`] first: a 1-field update of each of a project's first issues, indexed with
 /// the delay on (the seed is indexed before, at full speed). (issues, seconds).
-pub async fn indexer_delayed() -> Result<(usize, f64)> {
+pub(crate) async fn indexer_delayed() -> Result<(usize, f64)> {
     indexer_delayed_at(gridline::index::indexer::DEFAULT_CONCURRENCY).await
 }
 
 /// [`indexer_delayed`] with `concurrency` issues in flight.
-pub async fn indexer_delayed_at(concurrency: usize) -> Result<(usize, f64)> {
+pub(crate) async fn indexer_delayed_at(concurrency: usize) -> Result<(usize, f64)> {
     let stack = stack().await?;
     let seeded =
         gridctl::seed::seed(&stack.state.store, &spec(200, 0)?, &ProgressBar::hidden()).await?;

@@ -106,7 +106,7 @@ pub(crate) const CORE_PASSES: usize = 5;
 /// The pure core on real stream records in Lambda's batches of 100, one core, no I/O: the
 /// seed's records (inserts) followed by a 1-field update of every issue (modifies), as
 /// production's stream mixes them.
-pub async fn indexer_core(issues: u64) -> Result<CoreFigures> {
+pub(crate) async fn indexer_core(issues: u64) -> Result<CoreFigures> {
     let stack = stack().await?;
     let seeded = gridctl::seed::seed(
         &stack.state.store,
@@ -196,13 +196,13 @@ fn time_core(n: usize, json: &[String], defs: &[FieldDef]) -> Result<CoreFigures
 }
 
 /// The pure core's figures, each (records, seconds).
-pub struct CoreFigures {
+pub(crate) struct CoreFigures {
     /// From each batch's records just decoded (the decoding not timed).
-    pub decoded: (usize, f64),
+    pub(crate) decoded: (usize, f64),
     /// The same with each batch's JSON decoding timed.
-    pub with_json: (usize, f64),
+    pub(crate) with_json: (usize, f64),
     /// From every batch decoded beforehand.
-    pub streamed: (usize, f64),
+    pub(crate) streamed: (usize, f64),
 }
 
 /// The fastest of [`CORE_PASSES`] runs of `pass`, each returning the seconds it timed.

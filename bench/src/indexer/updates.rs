@@ -11,40 +11,40 @@ use crate::meter::Meter;
 
 /// What one round of issue updates cost: each issue patched once.
 #[derive(Debug)]
-pub struct UpdateCost {
+pub(crate) struct UpdateCost {
     /// Custom fields each update changed.
-    pub fields_changed: usize,
+    pub(crate) fields_changed: usize,
     /// The indexer's write requests per update.
-    pub index_write_requests: f64,
+    pub(crate) index_write_requests: f64,
     /// The indexer's capacity units per update (its watermark reads included).
-    pub index_capacity: f64,
+    pub(crate) index_capacity: f64,
     /// The indexer's write capacity units per update.
-    pub index_wcu: f64,
+    pub(crate) index_wcu: f64,
     /// The PATCH request's write capacity units per update.
-    pub request_wcu: f64,
+    pub(crate) request_wcu: f64,
     /// After the rounds, a warm grid page of 50 open issues by Points: its read units (all
     /// but the names) and its DynamoDB calls (names included).
-    pub page_rcu: f64,
-    pub page_calls: f64,
+    pub(crate) page_rcu: f64,
+    pub(crate) page_calls: f64,
 }
 
 /// A project of 100 issues updated and paged twice: indexed with summaries in the entries,
 /// and with every entry thin (`Indexer::without_summaries`).
 #[derive(Debug, Clone, Copy)]
-pub struct SummaryCost {
+pub(crate) struct SummaryCost {
     /// Custom fields in the project.
-    pub fields: usize,
+    pub(crate) fields: usize,
     /// A 1-field update's WCU (request and indexer) with summaries, and thin.
-    pub update_wcu: (f64, f64),
+    pub(crate) update_wcu: (f64, f64),
     /// A page's read units (all but names), with summaries and thin.
-    pub page_rcu: (f64, f64),
+    pub(crate) page_rcu: (f64, f64),
     /// A page's calls, with summaries and thin.
-    pub page_calls: (f64, f64),
+    pub(crate) page_calls: (f64, f64),
 }
 
 impl SummaryCost {
     /// Its row of the BENCHMARKS.md table (`write_summaries`'s columns).
-    pub fn row(&self) -> String {
+    pub(crate) fn row(&self) -> String {
         let even = self
             .break_even()
             .map_or("— (too wide: every entry thin)".to_string(), |b| {
@@ -65,7 +65,7 @@ impl SummaryCost {
     /// Page views per update at which summaries pay for themselves: the WCU they add per
     /// update, at five read units each (on-demand prices), over the read units they save per
     /// page; `None` when they save nothing (issues too wide to carry them).
-    pub fn break_even(&self) -> Option<f64> {
+    pub(crate) fn break_even(&self) -> Option<f64> {
         let added = self.update_wcu.0 - self.update_wcu.1;
         let saved = self.page_rcu.1 - self.page_rcu.0;
         (saved > 0.05).then(|| (added * 5.0 / saved).max(0.0))
@@ -73,7 +73,7 @@ impl SummaryCost {
 }
 
 /// [`SummaryCost`] of a project with 5 + `extra_fields` custom fields.
-pub async fn summary_cost(extra_fields: usize) -> Result<SummaryCost> {
+pub(crate) async fn summary_cost(extra_fields: usize) -> Result<SummaryCost> {
     let on = update_costs(extra_fields, &[1], true).await?;
     let off = update_costs(extra_fields, &[1], false).await?;
     let (Some(on), Some(off)) = (on.first(), off.first()) else {
@@ -91,7 +91,7 @@ pub async fn summary_cost(extra_fields: usize) -> Result<SummaryCost> {
 }
 
 /// Index writes per issue update touching 1, 5 and 50 custom fields, in a project with 55.
-pub async fn write_amplification() -> Result<Vec<UpdateCost>> {
+pub(crate) async fn write_amplification() -> Result<Vec<UpdateCost>> {
     update_costs(50, &[1, 5, 50], true).await
 }
 
@@ -99,7 +99,7 @@ pub async fn write_amplification() -> Result<Vec<UpdateCost>> {
 /// entry of `rounds` (the custom fields each update changes), the requests and the indexer each
 /// metered on their own; each round then pages the grid once. `summaries`: entries carry the
 /// issues' summaries (else every entry is thin).
-pub async fn update_costs(
+pub(crate) async fn update_costs(
     extra_fields: usize,
     rounds: &[usize],
     summaries: bool,
