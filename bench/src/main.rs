@@ -387,8 +387,7 @@ async fn main() -> Result<()> {
     if only(&args).await? {
         return Ok(());
     }
-    // First: a binary that cannot start fails the run in seconds, not after an hour of
-    // measures.
+    // First: a binary that cannot start fails the run before the long measures.
     (results.binaries, results.missing_binaries) = binaries::binaries(&args.binaries).await?;
     for &n in &args.sizes {
         measure_size(n, &engine_dir, args.samples, &mut results).await?;
@@ -708,7 +707,7 @@ async fn other_designs(
         "   baselines built in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    // Reading every issue costs seconds per sample at 10k and more: fewer samples there.
+    // Reading every issue is slow at 10k issues and more: fewer samples there.
     let heavy = if n >= 100_000 {
         1
     } else if n >= 10_000 {

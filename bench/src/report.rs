@@ -1,4 +1,4 @@
-//! BENCHMARKS.md from a run's figures, and its plot.
+//! BENCHMARKS.md from a run's figures, and its plot (drawn by `plot`).
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -141,8 +141,8 @@ fn write_patterns(md: &mut String, r: &Results) -> Result<()> {
     Ok(())
 }
 
-/// The grid's page the other designs compare with: the page of every state, as theirs are
-/// (runs before it was measured: the one page the grid had, which was of every state).
+/// The grid's page the other designs compare with: the page of every state, as theirs are;
+/// else the page of open issues.
 fn grid_page<'a>(m: &'a BTreeMap<&'static str, Stat>) -> Option<&'a Stat> {
     m.get(crate::ALL_STATES)
         .or_else(|| m.get("grid page by custom field"))
