@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 
 use crate::indexer::stack;
 
+/// Each function's binary name, and its logical id in template.yaml (`sam build`'s directory).
 const FUNCTIONS: [(&str, &str); 7] = [
     ("projects", "ProjectsFunction"),
     ("issues", "IssuesFunction"),

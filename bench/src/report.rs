@@ -11,6 +11,7 @@ use crate::indexer::pure_core::CORE_PASSES;
 use crate::indexer::updates::SummaryCost;
 use crate::{Stat, baselines};
 
+/// A run's figures, which BENCHMARKS.md and bench/results.json are written from.
 #[derive(Default)]
 pub(crate) struct Results {
     /// Per project size: pattern → figures.
@@ -44,10 +45,6 @@ pub(crate) struct Results {
     pub(crate) missing_binaries: Vec<String>,
     /// The hot-project partition load, per shard count.
     pub(crate) hot: Vec<crate::hot::HotLoad>,
-}
-
-fn mib(b: u64) -> String {
-    format!("{:.1} MiB", b as f64 / 1_048_576.0)
 }
 
 /// Writes BENCHMARKS.md from the results, and its plot.
@@ -449,6 +446,10 @@ fn write_functions(md: &mut String, r: &Results, host: &str) -> Result<()> {
         "\nThe HTTP functions' init reads the cursor key from the environment here; in AWS it reads it from Secrets Manager in parallel with the warm-up, which adds one HTTPS round trip."
     )?;
     Ok(())
+}
+
+fn mib(b: u64) -> String {
+    format!("{:.1} MiB", b as f64 / 1_048_576.0)
 }
 
 /// What `bench/results.json` holds, name by name.
