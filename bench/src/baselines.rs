@@ -21,18 +21,18 @@ use gridline::keys;
 use crate::{Env, Stat};
 
 /// The rows' names in BENCHMARKS.md.
-pub const SORT_IN_MEMORY: &str = "baseline: query the project, sort in memory";
-pub const VALUES_TABLE: &str = "baseline: one query per issue (a table of field values)";
-pub const GSI_WITH_FILTER: &str = "baseline: GSI + FilterExpression, page of missing values";
+pub(crate) const SORT_IN_MEMORY: &str = "baseline: query the project, sort in memory";
+pub(crate) const VALUES_TABLE: &str = "baseline: one query per issue (a table of field values)";
+pub(crate) const GSI_WITH_FILTER: &str = "baseline: GSI + FilterExpression, page of missing values";
 /// The GSI design's page of issues that have a value: one Query of the GSI.
-pub const GSI_VALUES: &str = "baseline: GSI, page of values";
+pub(crate) const GSI_VALUES: &str = "baseline: GSI, page of values";
 
 /// Missing-value densities (percent) the GSI design is also measured at: its page of missing
 /// values reads about 50 / density issues, so its cost is the density's, not the seed's.
-pub const DENSITIES: [u8; 3] = [5, 20, 80];
+pub(crate) const DENSITIES: [u8; 3] = [5, 20, 80];
 
 /// The row of the GSI design's page of missing values at `density` percent missing.
-pub fn gsi_missing_row(density: u8) -> &'static str {
+pub(crate) fn gsi_missing_row(density: u8) -> &'static str {
     match density {
         5 => "baseline: GSI + FilterExpression, page of missing values at 5 % missing",
         20 => "baseline: GSI + FilterExpression, page of missing values at 20 % missing",
@@ -64,7 +64,7 @@ const GSI_TABLE: &str = "baseline-gsi-issues";
 const GSI: &str = "by_points";
 const PAGE: usize = 50;
 
-pub struct Baselines {
+pub(crate) struct Baselines {
     /// Where the grid's ascending pages reach the issues without a value.
     missing_cursor: Option<String>,
 }
@@ -350,7 +350,7 @@ async fn missing_values_cursor(env: &Env) -> Result<Option<String>> {
 
 impl Baselines {
     /// Creates and fills the baseline tables from the seeded issues (not metered).
-    pub async fn build(env: &Env) -> Result<Self> {
+    pub(crate) async fn build(env: &Env) -> Result<Self> {
         let client = &env.stack.client;
         let points = &env.seeded.fields["Points"];
         create_values_table(client).await?;
@@ -370,7 +370,7 @@ impl Baselines {
 
     /// [`SORT_IN_MEMORY`]: reads every issue of the project (a partition holding the
     /// project's issues in full, as a GSI projecting everything would) and sorts.
-    pub async fn sort_in_memory(&self, env: &Env) -> Result<usize> {
+    pub(crate) async fn sort_in_memory(&self, env: &Env) -> Result<usize> {
         let client = env.store.client();
         let points = &env.seeded.fields["Points"];
         let project = AttributeValue::S(env.seeded.project_id.to_string());
@@ -399,7 +399,7 @@ impl Baselines {
 
     /// [`VALUES_TABLE`]: list the project's issues, one Query per issue for its field values,
     /// sort, then one BatchGetItem for the page's issues.
-    pub async fn values_table(&self, env: &Env) -> Result<usize> {
+    pub(crate) async fn values_table(&self, env: &Env) -> Result<usize> {
         let client = env.store.client();
         let points = &env.seeded.fields["Points"];
         let ids: Vec<(IssueId, u64)> = project_issues(client, env, Some("id, GSI1SK"))
@@ -462,17 +462,17 @@ impl Baselines {
 
     /// [`GSI_WITH_FILTER`], where it is weakest: a page of the issues without a value: a GSI cannot hold them (its key attribute is
     /// missing), so the base partition is read with a FilterExpression until 50 match.
-    pub async fn gsi_missing_page(&self, env: &Env) -> Result<usize> {
+    pub(crate) async fn gsi_missing_page(&self, env: &Env) -> Result<usize> {
         self.gsi_missing_page_of(env, "points").await
     }
 
     /// [`gsi_missing_row`]: the same page with `density` percent of the issues missing a value.
-    pub async fn gsi_missing_page_at(&self, env: &Env, density: u8) -> Result<usize> {
+    pub(crate) async fn gsi_missing_page_at(&self, env: &Env, density: u8) -> Result<usize> {
         self.gsi_missing_page_of(env, &density_attr(density)).await
     }
 
     /// [`GSI_VALUES`]: the first page of the GSI, highest values first.
-    pub async fn gsi_values_page(&self, env: &Env) -> Result<usize> {
+    pub(crate) async fn gsi_values_page(&self, env: &Env) -> Result<usize> {
         let out = env
             .store
             .client()
@@ -518,7 +518,7 @@ impl Baselines {
     }
 
     /// The grid's page at the same position: the first page of issues without a value.
-    pub async fn grid_missing_page(&self, env: &Env, samples: usize) -> Result<Stat> {
+    pub(crate) async fn grid_missing_page(&self, env: &Env, samples: usize) -> Result<Stat> {
         let base = ascending_by_points(env);
         let user = env.seeded.users[0].clone();
         let cursor = self.missing_cursor.clone().unwrap_or_default();

@@ -19,10 +19,10 @@ use aws_smithy_runtime_api::client::runtime_components::RuntimeComponents;
 /// The delay before each request, changeable while the client is in use (0: none), so a
 /// benchmark can set up at full speed and measure with the delay on.
 #[derive(Debug, Clone, Default)]
-pub struct Delay(Arc<AtomicU64>);
+pub(crate) struct Delay(Arc<AtomicU64>);
 
 impl Delay {
-    pub fn set(&self, delay: Duration) {
+    pub(crate) fn set(&self, delay: Duration) {
         let micros = u64::try_from(delay.as_micros()).unwrap_or(u64::MAX);
         self.0.store(micros, Ordering::Relaxed);
     }
@@ -33,7 +33,7 @@ impl Delay {
 
     /// `client` (its endpoint, interceptors, and HTTP client, the guard included) with every
     /// request held back by this delay before it is sent.
-    pub fn client(
+    pub(crate) fn client(
         &self,
         client: &aws_sdk_dynamodb::Client,
     ) -> anyhow::Result<aws_sdk_dynamodb::Client> {

@@ -18,33 +18,33 @@ use indicatif::ProgressBar;
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 
-use crate::report::{metered_indexer, patch, spec, stack};
+use crate::indexer::{metered_indexer, patch, spec, stack};
 
 /// The update rate the figures are scaled to.
-pub const UPDATES_PER_S: f64 = 2000.0;
+pub(crate) const UPDATES_PER_S: f64 = 2000.0;
 /// Issues of the simulated project.
-pub const ISSUES: u64 = 1000;
+pub(crate) const ISSUES: u64 = 1000;
 /// Updates simulated per shard count.
-pub const UPDATES: usize = 400;
+pub(crate) const UPDATES: usize = 400;
 
 /// The busiest partitions under the simulated load, at one shard count.
 #[derive(Debug, Clone, Default)]
-pub struct HotLoad {
-    pub shards: u16,
+pub(crate) struct HotLoad {
+    pub(crate) shards: u16,
     /// The busiest column partition: updates/s that write to it, and its writes/s (WCU/s).
-    pub column_updates_per_s: f64,
-    pub column_wcu_per_s: f64,
-    pub hottest_column: String,
+    pub(crate) column_updates_per_s: f64,
+    pub(crate) column_wcu_per_s: f64,
+    pub(crate) hottest_column: String,
     /// Column partitions written at all.
-    pub column_partitions: usize,
+    pub(crate) column_partitions: usize,
     /// The busiest inbox (team inboxes are not sharded): updates/s and WCU/s.
-    pub inbox_updates_per_s: f64,
-    pub inbox_wcu_per_s: f64,
-    pub hottest_inbox: String,
+    pub(crate) inbox_updates_per_s: f64,
+    pub(crate) inbox_wcu_per_s: f64,
+    pub(crate) hottest_inbox: String,
 }
 
 /// Simulates the load at each shard count.
-pub async fn hot_project(shard_counts: &[u16]) -> Result<Vec<HotLoad>> {
+pub(crate) async fn hot_project(shard_counts: &[u16]) -> Result<Vec<HotLoad>> {
     let mut out = Vec::new();
     for &shards in shard_counts {
         out.push(one(shards).await?);

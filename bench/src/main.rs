@@ -8,9 +8,12 @@
 //! runs). Not part of `make test`: it measures, it asserts nothing.
 
 mod baselines;
+mod binaries;
 mod delay;
 mod hot;
+mod indexer;
 mod meter;
+mod plot;
 mod report;
 mod results;
 
@@ -99,7 +102,7 @@ pub struct Stat {
     pub names_capacity: f64,
 }
 
-pub fn percentile(sorted: &[f64], p: f64) -> f64 {
+pub(crate) fn percentile(sorted: &[f64], p: f64) -> f64 {
     if sorted.is_empty() {
         return 0.0;
     }
@@ -107,7 +110,7 @@ pub fn percentile(sorted: &[f64], p: f64) -> f64 {
 }
 
 /// Runs `op` `samples` times, metering each run.
-pub async fn measure<F, Fut>(meter: &Meter, samples: usize, mut op: F) -> Result<Stat>
+pub(crate) async fn measure<F, Fut>(meter: &Meter, samples: usize, mut op: F) -> Result<Stat>
 where
     F: FnMut(usize) -> Fut,
     Fut: std::future::Future<Output = Result<usize>>,
@@ -155,21 +158,21 @@ where
 }
 
 /// The local stack with a metered client for the API, and the seeded project.
-pub struct Env {
-    pub stack: Stack,
-    pub meter: std::sync::Arc<Meter>,
-    pub store: Store,
-    pub app: axum::Router,
-    pub seeded: gridctl::seed::Seeded,
-    pub issue_ids: Vec<IssueId>,
-    pub index_seconds: f64,
-    pub stream_records: usize,
+pub(crate) struct Env {
+    pub(crate) stack: Stack,
+    pub(crate) meter: std::sync::Arc<Meter>,
+    pub(crate) store: Store,
+    pub(crate) app: axum::Router,
+    pub(crate) seeded: gridctl::seed::Seeded,
+    pub(crate) issue_ids: Vec<IssueId>,
+    pub(crate) index_seconds: f64,
+    pub(crate) stream_records: usize,
     /// The poller that indexed the seed, where it stopped.
-    pub poller: tokio::sync::Mutex<gridline_local::stream::Poller>,
+    pub(crate) poller: tokio::sync::Mutex<gridline_local::stream::Poller>,
 }
 
 impl Env {
-    pub async fn call(
+    pub(crate) async fn call(
         &self,
         user: &str,
         method: Method,
@@ -181,7 +184,7 @@ impl Env {
     }
 
     /// [`Env::call`] as a user of `tenant`.
-    pub async fn call_in(
+    pub(crate) async fn call_in(
         &self,
         tenant: &TenantId,
         user: &str,
@@ -301,7 +304,7 @@ fn remove_db(db: &std::path::Path) {
 }
 
 /// Follows a list's cursor page after page.
-pub async fn pages(env: &Env, user: &str, first: String, samples: usize) -> Result<Stat> {
+pub(crate) async fn pages(env: &Env, user: &str, first: String, samples: usize) -> Result<Stat> {
     pages_from(
         env,
         (&env.seeded.tenant, user),
@@ -313,7 +316,7 @@ pub async fn pages(env: &Env, user: &str, first: String, samples: usize) -> Resu
 }
 
 /// Follows a list's cursor from `start` (the base path, or the base path with a cursor).
-pub async fn pages_from(
+pub(crate) async fn pages_from(
     env: &Env,
     (tenant, user): (&TenantId, &str),
     first: String,
@@ -381,9 +384,31 @@ async fn main() -> Result<()> {
     let args = Args::parse();
     let mut results = report::Results::default();
     let engine_dir = engine_dir(&args);
-    let s = args.samples;
+    if only(&args).await? {
+        return Ok(());
+    }
+    // First: a binary that cannot start fails the run before the long measures.
+    (results.binaries, results.missing_binaries) = binaries::binaries(&args.binaries).await?;
+    for &n in &args.sizes {
+        measure_size(n, &engine_dir, args.samples, &mut results).await?;
+    }
+    indexer_figures(args.core_issues, &mut results).await?;
+    report::write(&results, &args.out, &args.plot)?;
+    results::write(&results, &args.sizes, args.samples, &args.results)?;
+    eprintln!(
+        "wrote {}, {} and {}",
+        args.out.display(),
+        args.plot.display(),
+        args.results.display()
+    );
+    Ok(())
+}
+
+/// The one measure `--core`, `--delayed`, `--summaries` or `--hot` asks for, printed; whether
+/// one was asked (then the run measures nothing else and writes no file).
+async fn only(args: &Args) -> Result<bool> {
     if args.core {
-        let core = report::indexer_core(args.core_issues).await?;
+        let core = indexer::pure_core::indexer_core(args.core_issues).await?;
         for (name, (n, secs)) in [
             ("index_core_records_per_s", core.decoded),
             ("index_core_with_json_records_per_s", core.with_json),
@@ -391,26 +416,26 @@ async fn main() -> Result<()> {
         ] {
             println!("{name} {:.0}", n as f64 / secs);
         }
-        return Ok(());
+        return Ok(true);
     }
     for &c in &args.delayed {
-        let (issues, secs) = report::indexer_delayed_at(c).await?;
+        let (issues, secs) = indexer::delayed::indexer_delayed_at(c).await?;
         println!(
             "indexer_issues_per_s_per_shard_5ms at concurrency {c}: {:.0}",
             issues as f64 / secs
         );
     }
     if !args.delayed.is_empty() {
-        return Ok(());
+        return Ok(true);
     }
     if args.summaries {
         println!(
             "| custom fields | update WCU | thin | page RCU | thin | page calls / thin | break-even |"
         );
         for fields in [0, 50] {
-            println!("{}", report::summary_cost(fields).await?.row());
+            println!("{}", indexer::updates::summary_cost(fields).await?.row());
         }
-        return Ok(());
+        return Ok(true);
     }
     if args.hot {
         for h in hot::hot_project(HOT_SHARDS).await? {
@@ -419,43 +444,56 @@ async fn main() -> Result<()> {
                 h.shards, h.column_updates_per_s, h.column_wcu_per_s
             );
         }
-        return Ok(());
+        return Ok(true);
     }
-    // First: a binary that cannot start fails the run in seconds, not after an hour of
-    // measures.
-    (results.binaries, results.missing_binaries) = report::binaries(&args.binaries).await?;
-    for &n in &args.sizes {
-        eprintln!("== {n} issues");
-        let db = engine_dir.join(format!("gridline-bench-{}-{n}.db", std::process::id()));
-        let env = setup(n, &db).await?;
-        results
-            .index_e2e
-            .push((n, env.stream_records, env.index_seconds));
-        let mut rows = list_patterns(&env, s).await?;
-        issue_patterns(&env, n, s, &mut rows).await?;
-        other_designs(&env, n, s, &mut rows).await?;
-        results.patterns.push((n, rows));
-        // Last: the new field changes every issue's entries.
-        let (calls, seconds) = field_add(&env).await?;
-        results.field_add.push((n, calls, seconds));
-        eprintln!(
-            "   index: {} records in {:.1} s",
-            env.stream_records, env.index_seconds
-        );
-        drop(env);
-        remove_db(&db);
-    }
-    let core = report::indexer_core(args.core_issues).await?;
+    Ok(false)
+}
+
+/// A project of `n` issues on an engine file in `engine_dir`: the indexer end to end, the
+/// access patterns and the other designs with `s` samples, then adding a field; the file is
+/// removed after.
+async fn measure_size(
+    n: u64,
+    engine_dir: &std::path::Path,
+    s: usize,
+    results: &mut report::Results,
+) -> Result<()> {
+    eprintln!("== {n} issues");
+    let db = engine_dir.join(format!("gridline-bench-{}-{n}.db", std::process::id()));
+    let env = setup(n, &db).await?;
+    results
+        .index_e2e
+        .push((n, env.stream_records, env.index_seconds));
+    let mut rows = list_patterns(&env, s).await?;
+    issue_patterns(&env, n, s, &mut rows).await?;
+    other_designs(&env, n, s, &mut rows).await?;
+    results.patterns.push((n, rows));
+    // Last: the new field changes every issue's entries.
+    let (calls, seconds) = field_add(&env).await?;
+    results.field_add.push((n, calls, seconds));
+    eprintln!(
+        "   index: {} records in {:.1} s",
+        env.stream_records, env.index_seconds
+    );
+    drop(env);
+    remove_db(&db);
+    Ok(())
+}
+
+/// The indexer's figures, each on a project of its own: the pure core on `core_issues`, what
+/// updates write and what summaries cost, the delayed throughput, and the hot project.
+async fn indexer_figures(core_issues: u64, results: &mut report::Results) -> Result<()> {
+    let core = indexer::pure_core::indexer_core(core_issues).await?;
     (
         results.indexer_core,
         results.indexer_core_json,
         results.indexer_core_streamed,
     ) = (core.decoded, core.with_json, core.streamed);
-    let amplification = report::write_amplification().await?;
-    let f5 = report::update_costs(0, &[1], true).await?;
+    let amplification = indexer::updates::write_amplification().await?;
+    let f5 = indexer::updates::update_costs(0, &[1], true).await?;
     results.summaries = vec![
-        report::summary_cost(0).await?,
-        report::summary_cost(50).await?,
+        indexer::updates::summary_cost(0).await?,
+        indexer::updates::summary_cost(50).await?,
     ];
     for (fields, costs) in [(5, &f5), (55, &amplification)] {
         if let Some(one) = costs.iter().find(|c| c.fields_changed == 1) {
@@ -468,16 +506,8 @@ async fn main() -> Result<()> {
         .iter()
         .map(|c| (c.fields_changed, c.index_write_requests, c.index_capacity))
         .collect();
-    results.indexer_delayed = report::indexer_delayed().await?;
+    results.indexer_delayed = indexer::delayed::indexer_delayed().await?;
     results.hot = hot::hot_project(HOT_SHARDS).await?;
-    report::write(&results, &args.out, &args.plot)?;
-    results::write(&results, &args.sizes, s, &args.results)?;
-    eprintln!(
-        "wrote {}, {} and {}",
-        args.out.display(),
-        args.plot.display(),
-        args.results.display()
-    );
     Ok(())
 }
 
@@ -577,10 +607,10 @@ async fn list_patterns(env: &Env, s: usize) -> Result<BTreeMap<&'static str, Sta
 }
 
 /// The row of a grid page of every state: the `open` and `closed` scopes merged.
-pub const ALL_STATES: &str = "grid page by custom field, every state";
+pub(crate) const ALL_STATES: &str = "grid page by custom field, every state";
 
 /// The row of a grid page whose issues involve a team of 12 people.
-pub const TEAM_OF_12: &str = "grid page by custom field, people from a team of 12";
+pub(crate) const TEAM_OF_12: &str = "grid page by custom field, people from a team of 12";
 
 /// A grid page of 50 by a custom field in a project of 1,000 issues whose people are a team
 /// of 12 and 2 teams (another tenant, seeded and indexed here), beside the seed's mix of 50
@@ -677,7 +707,7 @@ async fn other_designs(
         "   baselines built in {:.1} s",
         started.elapsed().as_secs_f64()
     );
-    // Reading every issue costs seconds per sample at 10k and more: fewer samples there.
+    // Reading every issue is slow at 10k issues and more: fewer samples there.
     let heavy = if n >= 100_000 {
         1
     } else if n >= 10_000 {

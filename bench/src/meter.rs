@@ -27,16 +27,16 @@ use gridline::keys;
 use serde_json::Value;
 
 #[derive(Debug, Default, Clone, Copy)]
-pub struct Counts {
-    pub calls: u64,
-    pub capacity: f64,
-    pub items: u64,
-    pub write_requests: u64,
+pub(crate) struct Counts {
+    pub(crate) calls: u64,
+    pub(crate) capacity: f64,
+    pub(crate) items: u64,
+    pub(crate) write_requests: u64,
     /// The part of `capacity` consumed by writes (PutItem, UpdateItem, DeleteItem,
     /// BatchWriteItem, TransactWriteItems): WCU.
-    pub write_capacity: f64,
+    pub(crate) write_capacity: f64,
     /// The part of `capacity` consumed by display-name reads.
-    pub names_capacity: f64,
+    pub(crate) names_capacity: f64,
 }
 
 impl std::ops::Sub for Counts {
@@ -54,23 +54,23 @@ impl std::ops::Sub for Counts {
 }
 
 #[derive(Debug, Default)]
-pub struct Meter {
+pub(crate) struct Meter {
     counts: Mutex<Counts>,
     /// Write requests sent per partition key (every table), for the partition-load figures.
     partitions: Mutex<HashMap<String, u64>>,
 }
 
 impl Meter {
-    pub fn new() -> Arc<Self> {
+    pub(crate) fn new() -> Arc<Self> {
         Arc::new(Self::default())
     }
 
-    pub fn now(&self) -> Counts {
+    pub(crate) fn now(&self) -> Counts {
         self.counts.lock().map(|c| *c).unwrap_or_default()
     }
 
     /// Write requests sent so far, per partition key.
-    pub fn partition_writes(&self) -> HashMap<String, u64> {
+    pub(crate) fn partition_writes(&self) -> HashMap<String, u64> {
         self.partitions
             .lock()
             .map(|p| p.clone())
@@ -78,7 +78,10 @@ impl Meter {
     }
 
     /// A client like `client` whose calls are counted here.
-    pub fn client(self: &Arc<Self>, client: &aws_sdk_dynamodb::Client) -> aws_sdk_dynamodb::Client {
+    pub(crate) fn client(
+        self: &Arc<Self>,
+        client: &aws_sdk_dynamodb::Client,
+    ) -> aws_sdk_dynamodb::Client {
         gridline_local::with_interceptor(client, Handle(self.clone()))
     }
 

@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub const NAMES: [(&str, &str); 30] = [
+pub(crate) const NAMES: [(&str, &str); 30] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -137,7 +137,7 @@ pub const NAMES: [(&str, &str); 30] = [
 ];
 
 /// How a project size appears in a name: 1000 → `1k`.
-pub fn size_label(n: u64) -> String {
+pub(crate) fn size_label(n: u64) -> String {
     if n >= 1000 && n.is_multiple_of(1000) {
         format!("{}k", n / 1000)
     } else {
@@ -164,10 +164,35 @@ fn per_second(count: usize, seconds: f64) -> f64 {
     count as f64 / seconds.max(1e-9)
 }
 
+/// The figures by name.
+type Figures = BTreeMap<String, f64>;
+
+/// The names left out, with the reason.
+type Omitted = BTreeMap<String, String>;
+
 /// The figures by name, and the names left out with the reason.
-pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>) {
+pub(crate) fn figures(r: &Results) -> (Figures, Omitted) {
     let mut f = BTreeMap::new();
     let mut omitted = BTreeMap::new();
+    update_figures(r, &mut f, &mut omitted);
+    indexer_figures(r, &mut f);
+    pattern_figures(r, &mut f);
+    field_add_figures(r, &mut f, &mut omitted);
+    hot_figures(r, &mut f);
+    binary_figures(r, &mut f, &mut omitted);
+    // JSON has no NaN or infinity; a figure that is one was not measured.
+    f.retain(|name, v| {
+        let keep = v.is_finite();
+        if !keep {
+            omitted.insert(name.clone(), "not a finite number".into());
+        }
+        keep
+    });
+    (f, omitted)
+}
+
+/// What an update writes, and what summaries in the index cost and save.
+fn update_figures(r: &Results, f: &mut Figures, omitted: &mut Omitted) {
     for (fields, request, index) in &r.update_wcu {
         f.insert(format!("update_1_field_wcu_f{fields}"), request + index);
     }
@@ -190,6 +215,10 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             }
         }
     }
+}
+
+/// The indexer's throughput: its pure core, delayed, and end to end.
+fn indexer_figures(r: &Results, f: &mut Figures) {
     let (records, seconds) = r.indexer_core;
     f.insert(
         "index_core_records_per_s".into(),
@@ -216,6 +245,10 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             per_second(*records, *seconds),
         );
     }
+}
+
+/// The lists' calls and read units, the GSI design's by density, and the names' read units.
+fn pattern_figures(r: &Results, f: &mut Figures) {
     let lists = [
         ("grid_page_custom_field", "grid page by custom field"),
         ("grid_page_all_states", crate::ALL_STATES),
@@ -250,6 +283,10 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             }
         }
     }
+}
+
+/// Adding a field: the request's calls, and the seconds until it is sortable.
+fn field_add_figures(r: &Results, f: &mut Figures, omitted: &mut Omitted) {
     for (n, calls, seconds) in &r.field_add {
         let size = size_label(*n);
         f.insert(format!("field_add_{size}_request_calls"), *calls);
@@ -267,6 +304,10 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             }
         }
     }
+}
+
+/// The hot project's busiest column partition, per shard count.
+fn hot_figures(r: &Results, f: &mut Figures) {
     for h in &r.hot {
         let n = h.shards;
         if n == 4 {
@@ -284,6 +325,10 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             h.column_wcu_per_s,
         );
     }
+}
+
+/// Each function's binary size and init time.
+fn binary_figures(r: &Results, f: &mut Figures, omitted: &mut Omitted) {
     for (function, bytes, _, init_ms) in &r.binaries {
         f.insert(format!("binary_{function}_bytes"), *bytes as f64);
         f.insert(format!("init_{function}_ms"), *init_ms);
@@ -294,15 +339,6 @@ pub fn figures(r: &Results) -> (BTreeMap<String, f64>, BTreeMap<String, String>)
             "its binary was not found".into(),
         );
     }
-    // JSON has no NaN or infinity; a figure that is one was not measured.
-    f.retain(|name, v| {
-        let keep = v.is_finite();
-        if !keep {
-            omitted.insert(name.clone(), "not a finite number".into());
-        }
-        keep
-    });
-    (f, omitted)
 }
 
 /// The output of `git args`, trimmed, if git ran and succeeded.
@@ -314,7 +350,7 @@ fn git(args: &[&str]) -> Option<String> {
 }
 
 /// Writes the figures and `_meta` to `path`.
-pub fn write(r: &Results, sizes: &[u64], samples: usize, path: &Path) -> Result<()> {
+pub(crate) fn write(r: &Results, sizes: &[u64], samples: usize, path: &Path) -> Result<()> {
     let (figures, omitted) = figures(r);
     let mut object: serde_json::Map<String, Value> = figures
         .into_iter()
@@ -329,7 +365,7 @@ pub fn write(r: &Results, sizes: &[u64], samples: usize, path: &Path) -> Result<
         "date": date,
         // A debug build's figures are not comparable with a release build's.
         "profile": if cfg!(debug_assertions) { "debug" } else { "release" },
-        "delay_ms": crate::report::DELAY.as_secs_f64() * 1000.0,
+        "delay_ms": crate::indexer::delayed::DELAY.as_secs_f64() * 1000.0,
         "omitted": omitted,
     });
     if let Some(commit) = git(&["rev-parse", "HEAD"]) {
@@ -394,7 +430,7 @@ mod tests {
             indexer_core_streamed: (10, 1.0),
             update_wcu: vec![(5, 1.0, 2.0), (55, 1.0, 2.0)],
             summaries: [5, 55]
-                .map(|fields| crate::report::SummaryCost {
+                .map(|fields| crate::indexer::updates::SummaryCost {
                     fields,
                     update_wcu: (24.0, 16.0),
                     page_rcu: (4.0, 26.0),
