@@ -54,7 +54,7 @@ async fn init_time(binary: &Path, engine: &str) -> Result<Duration> {
         .env("CURSOR_SIGNING_KEY", "bench-cursor-signing-key-0123456789")
         // The indexer and the job function send to the field-job queue (no call at init).
         .env(
-            gridline::index::field_job::QUEUE_URL_VAR,
+            gridline::runtime::QUEUE_URL_VAR,
             "https://sqs.us-east-1.amazonaws.com/123456789012/bench-field-jobs",
         )
         .env("LOG_LEVEL", "error")

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 
 use anyhow::Result;
-use gridline::index::indexer::Indexer;
+use gridline::indexer::Indexer;
 use gridline::keys;
 use gridline_local::testing::TestApi;
 use indicatif::ProgressBar;
@@ -66,7 +66,7 @@ async fn one(shards: u16) -> Result<HotLoad> {
         let store = &stack.state.store;
         let indexer = Indexer::new(store.clone());
         let at = (tenant, project);
-        gridline::index::reshard::reshard(&indexer, store, at, shards, Duration::ZERO, &|_, _| {})
+        gridline::ops::reshard::reshard(&indexer, store, at, shards, Duration::ZERO, &|_, _| {})
             .await?;
         poller.drain().await?;
     }

@@ -19,7 +19,7 @@ pub(crate) const DELAY: Duration = Duration::from_millis(5);
 /// waits [`DELAY`] first: a 1-field update of each of a project's first issues, indexed with
 /// the delay on (the seed is indexed before, at full speed). (issues, seconds).
 pub(crate) async fn indexer_delayed() -> Result<(usize, f64)> {
-    indexer_delayed_at(gridline::index::indexer::DEFAULT_CONCURRENCY).await
+    indexer_delayed_at(gridline::indexer::DEFAULT_CONCURRENCY).await
 }
 
 /// [`indexer_delayed`] with `concurrency` issues in flight.
@@ -34,7 +34,7 @@ pub(crate) async fn indexer_delayed_at(concurrency: usize) -> Result<(usize, f64
         &stack.tables.index,
     );
     let mut poller = stack
-        .poller(gridline::index::indexer::Indexer::new(delayed).with_concurrency(concurrency))
+        .poller(gridline::indexer::Indexer::new(delayed).with_concurrency(concurrency))
         .await;
     poller.emit_metrics = false;
     poller.drain().await?;

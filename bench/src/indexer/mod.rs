@@ -45,7 +45,7 @@ pub(crate) async fn metered_indexer(
         &stack.tables.records,
         &stack.tables.index,
     );
-    let mut indexer = gridline::index::indexer::Indexer::new(metered);
+    let mut indexer = gridline::indexer::Indexer::new(metered);
     if !summaries {
         indexer = indexer.without_summaries();
     }
