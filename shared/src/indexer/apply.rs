@@ -1,0 +1,255 @@
+//! One issue reconciled with its watermark: the entries it should have written, the ones it
+//! may have left deleted, from a step the model plans; catching up a watermark read under
+//! older field definitions.
+
+use crate::domain::ids::{IssueId, TenantId};
+use crate::indexer::field_job::JobKind;
+use crate::model::record::IssueRecord;
+use crate::model::watermark::{Basis, Layout, Pending, Watermark};
+
+use super::defs::Defs;
+use super::{DELETED, IndexError, Indexer, Metrics, Unit};
+
+/// What the index should look like for an issue, and at which version.
+#[derive(Clone, Copy)]
+pub(super) struct Target<'a> {
+    pub(super) version: u64,
+    pub(super) issue: Option<&'a IssueRecord<'a>>,
+}
+
+impl Indexer {
+    pub(super) async fn process(
+        &self,
+        unit: &Unit<'_>,
+        seq: &str,
+        defs: &Defs,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        match unit {
+            Unit::Issue {
+                tenant,
+                issue_id,
+                last,
+            } => {
+                let target = Target {
+                    version: last.as_ref().map_or(DELETED, |i| i.version),
+                    issue: last.as_deref(),
+                };
+                self.apply(tenant, issue_id, &target, false, defs, metrics)
+                    .await
+            }
+            // A field change starts its job: one message, whatever the project's size.
+            Unit::FieldAdded {
+                tenant,
+                project_id,
+                field_id,
+            } => {
+                self.start_job(tenant, project_id, field_id, JobKind::Add, seq, metrics)
+                    .await
+            }
+            Unit::FieldRemoved {
+                tenant,
+                project_id,
+                field_id,
+            } => {
+                self.start_job(tenant, project_id, field_id, JobKind::Remove, seq, metrics)
+                    .await
+            }
+            Unit::Malformed { reason, .. } => {
+                Err(IndexError::Malformed(seq.to_string(), reason.clone()))
+            }
+        }
+    }
+
+    /// Makes the index hold exactly `target`'s entries for the issue, writing only the
+    /// difference from its watermark. Skips a target older than the watermark (and an equal
+    /// one unless `allow_equal`, which re-indexing uses after a field change).
+    pub(super) async fn apply(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        target: &Target<'_>,
+        allow_equal: bool,
+        defs: &Defs,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let wm = self.store.get_watermark(tenant, issue_id).await?;
+        let behind = |wm: &Watermark, target: &Target<'_>| {
+            wm.version > target.version || (wm.version == target.version && !allow_equal)
+        };
+        let (reread, reread_record);
+        let mut target = *target;
+        if let Some(w) = &wm
+            && behind(w, &target)
+        {
+            // Re-indexing after a field change, from a read that lagged behind a newer write
+            // (a job's page reads issues eventually consistently). If that write used
+            // definitions older than these, it may lack the new column: index the record as
+            // it is now (a strongly consistent read), or the field would be marked sortable
+            // with this issue missing from it.
+            if allow_equal && let Some(issue) = target.issue {
+                let held = defs.get(&self.store, tenant, &issue.project_id).await?;
+                if w.fields_rev.unwrap_or(0) < held.rev {
+                    reread = self.store.get_issue_summary(tenant, issue_id).await?;
+                    reread_record = reread.as_ref().map(IssueRecord::of);
+                    target = Target {
+                        version: reread.as_ref().map_or(DELETED, |i| i.version),
+                        issue: reread_record.as_ref(),
+                    };
+                }
+            }
+            if behind(w, &target) {
+                metrics.skipped += 1;
+                return Ok(());
+            }
+        }
+        // A parked issue being indexed again: its marker goes first (the watermark write below
+        // drops the flag); if this fails for good too, it is parked again.
+        if wm.as_ref().is_some_and(|w| w.parked) {
+            self.store.unpark(tenant, issue_id).await?;
+        }
+        let wm = wm.unwrap_or_default();
+        let (desired, fields_rev) = defs
+            .basis(
+                &self.store,
+                tenant,
+                target.issue,
+                wm.fields_rev.unwrap_or(0),
+            )
+            .await?;
+        let desired = self.shaped(desired);
+        let done = self
+            .reconcile(
+                tenant,
+                issue_id,
+                (target.version, desired.as_ref(), fields_rev),
+                wm,
+                &Pending::default(),
+                allow_equal,
+                metrics,
+            )
+            .await?;
+        if let Err(written) = done {
+            self.catch_up(tenant, issue_id, written, metrics).await?;
+        }
+        Ok(())
+    }
+
+    /// After a newer version was recorded while `written` was being written: what this wrote
+    /// may be stale, so re-index from the issue as it is now, counting those writes as
+    /// entries that may be in the index. The field definitions are read again too: the newer
+    /// write may have come from a field change (another shard's, with a parallelization
+    /// factor above 1) that this unit's definitions predate.
+    pub(super) async fn catch_up(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        written: Pending,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let defs = Defs::default();
+        let now = self.store.get_issue_summary(tenant, issue_id).await?;
+        let wm = self
+            .store
+            .get_watermark(tenant, issue_id)
+            .await?
+            .unwrap_or_default();
+        let version = now.as_ref().map_or(DELETED, |i| i.version.max(wm.version));
+        let (desired, fields_rev) = defs
+            .basis(
+                &self.store,
+                tenant,
+                now.as_ref().map(IssueRecord::of).as_ref(),
+                wm.fields_rev.unwrap_or(0),
+            )
+            .await?;
+        let desired = self.shaped(desired);
+        // Whatever this finds, it does not start over: the stream redelivers what it misses.
+        let _ = self
+            .reconcile(
+                tenant,
+                issue_id,
+                (version, desired.as_ref(), fields_rev),
+                wm,
+                &written,
+                true,
+                metrics,
+            )
+            .await?;
+        Ok(())
+    }
+
+    /// Reads the watermark's buckets the change needs, writes the desired entries not known
+    /// to be written, deletes every entry that may be in the index but is not desired (with
+    /// `extra`: what an earlier attempt may have written), then commits the watermark with the
+    /// field-definition revision `desired` was derived under. On `Err`, a newer watermark was
+    /// recorded meanwhile: what this may have written, as pending.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) async fn reconcile(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        (version, desired, fields_rev): (u64, Option<&Basis>, u64),
+        mut wm: Watermark,
+        extra: &Pending,
+        allow_equal: bool,
+        metrics: &mut Metrics,
+    ) -> Result<Result<(), Pending>, IndexError> {
+        let buckets = desired.map_or(0, |d| Layout::choose(wm.layout.buckets, d));
+        let read = wm.buckets_to_read(desired, buckets, extra);
+        self.store
+            .read_buckets(tenant, issue_id, &mut wm, &read)
+            .await?;
+        // Buckets not read hold no change: their fields are left out of the comparison.
+        let mut compared = desired.cloned();
+        if let Some(d) = compared.as_mut() {
+            d.retain_columns(|c| wm.has_read(c));
+        }
+        let step = wm.step(tenant, issue_id, compared.as_ref(), extra);
+        let converts = wm.legacy.is_some() || buckets != wm.layout.buckets;
+        if step.puts.is_empty() && step.deletes.is_empty() && allow_equal && !converts {
+            return Ok(Ok(()));
+        }
+        let written = || compared.as_ref().map(Pending::all_of).unwrap_or_default();
+        // The pending set as this attempt leaves it: as read, and its own intent (a compact
+        // head's; a previous layout's intent goes elsewhere).
+        let mut pending = if wm.legacy.is_some() {
+            0
+        } else {
+            wm.pending_count
+        };
+        // The watermark learns what this write may change before it happens (see
+        // `record_intent`), so a write cut short never leaves it wrong.
+        if !(step.puts.is_empty() && step.deletes.is_empty()) {
+            if wm.legacy.is_none() {
+                let had = wm.pending.tokens();
+                pending += step.intent.tokens().difference(&had).count();
+            }
+            metrics.writes += 1;
+            if !self
+                .store
+                .record_intent(tenant, issue_id, &wm, &step, version, allow_equal)
+                .await?
+            {
+                return Ok(Err(Pending::default()));
+            }
+        }
+        metrics.writes += self
+            .store
+            .write_entries(step.puts.iter(), step.deletes.iter())
+            .await?;
+        let (held, writes) = self
+            .store
+            .commit_watermark(
+                tenant,
+                issue_id,
+                &wm,
+                desired,
+                (version, buckets, fields_rev, pending),
+                allow_equal,
+            )
+            .await?;
+        metrics.writes += writes;
+        Ok(if held { Ok(()) } else { Err(written()) })
+    }
+}

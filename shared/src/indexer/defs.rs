@@ -1,0 +1,134 @@
+//! Field definitions per project, read once per batch segment and again after a field
+//! change.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use crate::domain::ids::{ProjectId, TenantId};
+use crate::domain::values::FieldDef;
+use crate::keys::index::Shards;
+use crate::model::record::IssueRecord;
+use crate::model::watermark::Basis;
+use crate::store::{Store, StoreError};
+
+/// Field definitions per project, read once per segment of a batch by whichever unit needs
+/// them first (the others wait for that read), and again after a field change.
+#[derive(Default)]
+pub(super) struct Defs(Mutex<HashMap<(TenantId, ProjectId), Arc<DefsCell>>>);
+
+/// One project's field definitions and their revision (the project's `fields_rev`, which a
+/// reshard advances too), and its shard layouts.
+#[derive(Clone)]
+pub(super) struct Fields {
+    pub(super) rev: u64,
+    pub(super) defs: Arc<[FieldDef]>,
+    pub(super) shards: Shards,
+}
+
+/// One project's definitions, read once.
+type DefsCell = tokio::sync::OnceCell<Fields>;
+
+impl Defs {
+    pub(super) fn cell(&self, tenant: &TenantId, project_id: &ProjectId) -> Arc<DefsCell> {
+        let mut cells = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        cells
+            .entry((tenant.clone(), project_id.clone()))
+            .or_default()
+            .clone()
+    }
+
+    pub(super) async fn get(
+        &self,
+        store: &Store,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+    ) -> Result<Fields, StoreError> {
+        let cell = self.cell(tenant, project_id);
+        // A failed read leaves the cell empty: the next unit that needs it reads again. The
+        // project item sorts first in the Query, so the revision read is never newer than
+        // the definitions read with it.
+        let fields = cell
+            .get_or_try_init(|| async {
+                Ok::<_, StoreError>(match store.project_with_fields(tenant, project_id).await? {
+                    Some((project, defs)) => Fields {
+                        rev: project.fields_rev.unwrap_or(0),
+                        shards: project.layouts(),
+                        defs: Arc::from(defs),
+                    },
+                    None => Fields {
+                        rev: 0,
+                        defs: Arc::from(Vec::new()),
+                        shards: Shards::ONE,
+                    },
+                })
+            })
+            .await?;
+        Ok(fields.clone())
+    }
+
+    /// The project's definitions, read again (for every unit of the segment) when the ones
+    /// held are older than revision `rev`: an issue's watermark recorded under a newer one
+    /// means a field changed after they were read, and the field's job has already been
+    /// here; indexing with the old ones would undo its work.
+    pub(super) async fn at_least(
+        &self,
+        store: &Store,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        rev: u64,
+    ) -> Result<Fields, StoreError> {
+        let held = self.get(store, tenant, project_id).await?;
+        if held.rev >= rev {
+            return Ok(held);
+        }
+        tracing::debug!(
+            held = held.rev,
+            seen = rev,
+            "field definitions changed meanwhile; reading them again"
+        );
+        {
+            let mut cells = self
+                .0
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            let key = (tenant.clone(), project_id.clone());
+            // Unless another unit has already replaced them.
+            if cells
+                .get(&key)
+                .and_then(|c| c.get())
+                .is_none_or(|f| f.rev < rev)
+            {
+                cells.insert(key, Arc::default());
+            }
+        }
+        // Read after the watermark, so at least as new as its revision (unless the project is
+        // gone, and then there is nothing newer to read).
+        self.get(store, tenant, project_id).await
+    }
+
+    /// What `issue`'s entries derive from under its project's fields (none when deleted), with
+    /// definitions at least as new as revision `min_rev`, and their revision.
+    pub(super) async fn basis(
+        &self,
+        store: &Store,
+        tenant: &TenantId,
+        issue: Option<&IssueRecord<'_>>,
+        min_rev: u64,
+    ) -> Result<(Option<Basis>, u64), StoreError> {
+        Ok(match issue {
+            Some(issue) => {
+                let fields = self
+                    .at_least(store, tenant, &issue.project_id, min_rev)
+                    .await?;
+                (
+                    Some(Basis::of_record(issue, &fields.defs, fields.shards)),
+                    fields.rev,
+                )
+            }
+            None => (None, 0),
+        })
+    }
+}

@@ -1,0 +1,39 @@
+//! Why indexing a unit failed, and whether a retry can fix it.
+
+use crate::indexer::field_job::QueueError;
+use crate::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum IndexError {
+    #[error("stream record {0} is malformed: {1}")]
+    Malformed(String, String),
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    #[error(transparent)]
+    Queue(QueueError),
+}
+
+impl IndexError {
+    /// Whether retrying cannot fix it: a DynamoDB limit or validation error (an item over
+    /// 400 KB, a key too long), an item or record that cannot be read. Throttling, timeouts,
+    /// 5xx, network errors and denied permissions (fixed by a deploy) are transient.
+    pub fn is_permanent(&self) -> bool {
+        use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+        match self {
+            Self::Malformed(..) => true,
+            Self::Store(StoreError::Dynamo { source, .. }) => {
+                matches!(
+                    source.as_ref(),
+                    aws_sdk_dynamodb::Error::ItemCollectionSizeLimitExceededException(_)
+                ) || matches!(
+                    source.code(),
+                    Some("ValidationException" | "SerializationException")
+                )
+            }
+            Self::Store(StoreError::Mapping(_) | StoreError::Corrupt(_) | StoreError::Build(_)) => {
+                true
+            }
+            Self::Store(StoreError::Contention(_)) | Self::Queue(_) => false,
+        }
+    }
+}

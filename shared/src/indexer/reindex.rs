@@ -1,0 +1,222 @@
+//! Re-indexing from the records table: one issue (`gridctl replay`), a page of a project
+//! (field jobs, reshard), a whole project.
+
+use futures::StreamExt;
+
+use crate::cursor::Position;
+use crate::domain::Issue;
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::model::record::IssueRecord;
+
+use super::apply::Target;
+use super::defs::Defs;
+use super::{DELETED, IndexError, Indexer, Metrics};
+
+/// Issues per page when a project is re-indexed: one BatchGetItem's worth, so a page takes
+/// well under a second at the default concurrency and a field job checkpoints often.
+pub const REINDEX_PAGE: i32 = 100;
+
+/// What one page of a project's re-index did.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ReindexPage {
+    /// Issues read (and re-indexed, or parked).
+    pub issues: usize,
+    /// Where the next page starts; `None` after the last.
+    pub next: Option<Position>,
+}
+
+impl Indexer {
+    /// Re-indexes one issue from its current record (or its absence), whatever the watermark
+    /// says about versions: what `gridctl replay` does for the issues a failed batch named.
+    pub async fn reindex_issue(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+    ) -> Result<Metrics, IndexError> {
+        let mut metrics = Metrics::default();
+        let issue = self.store.get_issue_summary(tenant, issue_id).await?;
+        let record = issue.as_ref().map(IssueRecord::of);
+        let target = Target {
+            version: issue.as_ref().map_or(DELETED, |i| i.version),
+            issue: record.as_ref(),
+        };
+        self.apply(
+            tenant,
+            issue_id,
+            &target,
+            true,
+            &Defs::default(),
+            &mut metrics,
+        )
+        .await?;
+        // Whatever parked it is behind it now.
+        self.store.unpark(tenant, issue_id).await?;
+        Ok(metrics)
+    }
+
+    /// Re-indexes every issue of a project with its current fields (after a field change
+    /// whose record failed, so no field job was sent), completing its columns.
+    pub async fn reindex_whole_project(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+    ) -> Result<Metrics, IndexError> {
+        let mut metrics = Metrics::default();
+        self.reindex_completing(tenant, project_id, None, "replay", &mut metrics)
+            .await?;
+        Ok(metrics)
+    }
+
+    /// The whole project re-indexed, then the fields that were not sortable when it began
+    /// marked sortable: every issue has been indexed with them since, as a field job's last
+    /// page would have left them. (Read first: a field added while it runs is not built.)
+    pub(super) async fn reindex_completing(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        removed: Option<&FieldId>,
+        seq: &str,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let pending: Vec<FieldId> = self
+            .store
+            .project_with_fields(tenant, project_id)
+            .await?
+            .map(|(_, defs)| defs.into_iter().filter(|d| !d.sortable).map(|d| d.id))
+            .into_iter()
+            .flatten()
+            .collect();
+        self.reindex_project(tenant, project_id, removed, seq, metrics)
+            .await?;
+        for field in &pending {
+            // A field deleted meanwhile is simply gone.
+            self.store.mark_sortable(tenant, project_id, field).await?;
+        }
+        Ok(())
+    }
+
+    /// Re-indexes every issue of a project with its current fields; when a field was
+    /// removed, first removes that field's value from each issue that has one.
+    /// An issue that fails for good is parked (at `seq`) and the others go on.
+    pub(super) async fn reindex_project(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        removed_field: Option<&FieldId>,
+        seq: &str,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let mut start = None;
+        loop {
+            let page = self
+                .reindex_page(
+                    tenant,
+                    project_id,
+                    removed_field,
+                    (start.as_ref(), REINDEX_PAGE),
+                    seq,
+                    metrics,
+                )
+                .await?;
+            start = page.next;
+            if start.is_none() {
+                return Ok(());
+            }
+        }
+    }
+
+    /// One page of [`Indexer::reindex_project`]: at most `limit` of the project's issues after
+    /// `start` by number, re-indexed with the fields as they are now. Returns how many issues
+    /// it read and where the next page starts. The field job's unit of work.
+    pub async fn reindex_page(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        removed_field: Option<&FieldId>,
+        (start, limit): (Option<&Position>, i32),
+        seq: &str,
+        metrics: &mut Metrics,
+    ) -> Result<ReindexPage, IndexError> {
+        // Read after the change, so every issue is indexed with the project's fields as they are.
+        let defs = Defs::default();
+        let page = self
+            .store
+            .issues_of_project(tenant, project_id, start, limit)
+            .await?;
+        let issues = page.items.len();
+        let runs: Vec<_> = page
+            .items
+            .into_iter()
+            .map(|issue| self.reindex_counted(tenant, issue, removed_field, seq, &defs))
+            .collect();
+        let outcomes: Vec<(Result<(), IndexError>, Metrics)> = futures::stream::iter(runs)
+            .buffer_unordered(self.concurrency)
+            .collect()
+            .await;
+        // Every issue's counters first: the ones that wrote count even if another failed.
+        let mut first_error = None;
+        for (outcome, issue_metrics) in outcomes {
+            metrics.absorb(&issue_metrics);
+            if let Err(e) = outcome {
+                first_error.get_or_insert(e);
+            }
+        }
+        match first_error {
+            Some(e) => Err(e),
+            None => Ok(ReindexPage {
+                issues,
+                next: page.next,
+            }),
+        }
+    }
+
+    /// [`Indexer::reindex_one`] with the issue's own counters.
+    pub(super) async fn reindex_counted(
+        &self,
+        tenant: &TenantId,
+        issue: Issue,
+        removed_field: Option<&FieldId>,
+        seq: &str,
+        defs: &Defs,
+    ) -> (Result<(), IndexError>, Metrics) {
+        let mut metrics = Metrics::default();
+        let outcome =
+            Box::pin(self.reindex_one(tenant, issue, removed_field, seq, defs, &mut metrics)).await;
+        (outcome, metrics)
+    }
+
+    /// One issue of a project being re-indexed: without the removed field's value, if any,
+    /// and with the project's current fields; parked at `seq` if that fails for good.
+    pub(super) async fn reindex_one(
+        &self,
+        tenant: &TenantId,
+        mut issue: Issue,
+        removed_field: Option<&FieldId>,
+        seq: &str,
+        defs: &Defs,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        if let Some(field) = removed_field
+            && issue.fields.remove(field.as_str()).is_some()
+        {
+            self.store
+                .remove_field_value(tenant, &issue.id, field)
+                .await?;
+            metrics.writes += 1;
+        }
+        let record = IssueRecord::of(&issue);
+        let target = Target {
+            version: issue.version,
+            issue: Some(&record),
+        };
+        match self
+            .apply(tenant, &issue.id, &target, true, defs, metrics)
+            .await
+        {
+            Err(e) if e.is_permanent() => {
+                self.park(tenant, &issue.id, true, &e, seq, metrics).await
+            }
+            other => other,
+        }
+    }
+}
