@@ -109,37 +109,17 @@ pub async fn reshard(
         .await?
         .ok_or(ReshardError::NotFound)?;
     let (read, also) = (project.read_shards(), project.shards_also);
-    // The run under way, adopted; or a new one.
-    let run = project
-        .reshard_run
-        .clone()
-        .unwrap_or_else(|| ulid::Ulid::new().to_string());
-    let moved = |held: bool| {
-        if held {
-            Ok(())
-        } else {
-            Err(ReshardError::Moved)
-        }
+    let mover = Mover {
+        store,
+        tenant,
+        project_id,
+        // The run under way, adopted; or a new one.
+        run: project
+            .reshard_run
+            .clone()
+            .unwrap_or_else(|| ulid::Ulid::new().to_string()),
     };
-    let stage = match also {
-        // Nothing under way: start, unless already there (then only the last pass, which
-        // finds nothing to do on a project that was never anything else).
-        None if read == to => Stage::Retire,
-        None => {
-            moved(
-                store
-                    .move_shards(tenant, project_id, (read, None), (read, Some(to)), &run)
-                    .await?,
-            )?;
-            Stage::Build
-        }
-        Some(building) if building == to => Stage::Build,
-        // Switched already: the old layout is being retired.
-        Some(_) if read == to => Stage::Switch,
-        Some(other) => {
-            return Err(ReshardError::InProgress { reads: read, other });
-        }
-    };
+    let stage = mover.start(read, also, to).await?;
     // The count the project comes from (or, turned back, the one it drops).
     let old = if read == to { also.unwrap_or(to) } else { read };
     let mut report = Report {
@@ -161,22 +141,14 @@ pub async fn reshard(
         if parked > 0 {
             return Err(ReshardError::Parked(parked));
         }
-        moved(
-            store
-                .move_shards(tenant, project_id, (old, Some(to)), (to, Some(old)), &run)
-                .await?,
-        )?;
+        mover.step((old, Some(to)), (to, Some(old))).await?;
     }
     if stage != Stage::Retire {
         report.stages.push(Stage::Switch);
         // Retiring deletes the old layout's entries at once (every write after the move does):
         // no grid instance may still be reading it.
         tokio::time::sleep(settle.max(READS_MOVED)).await;
-        moved(
-            store
-                .move_shards(tenant, project_id, (to, Some(old)), (to, None), &run)
-                .await?,
-        )?;
+        mover.step((to, Some(old)), (to, None)).await?;
         tokio::time::sleep(settle).await;
     }
     // An issue parked here keeps entries of the old layout too: `gridctl verify` lists it.
@@ -189,6 +161,52 @@ pub async fn reshard(
     )
     .await?;
     Ok(report)
+}
+
+/// Moves one project's layouts, each move naming the run, so a run another one overtook
+/// stops instead of moving the project again.
+struct Mover<'a> {
+    store: &'a Store,
+    tenant: &'a TenantId,
+    project_id: &'a ProjectId,
+    run: String,
+}
+
+impl Mover<'_> {
+    /// `(read, also)` from one pair to the next, unless another run moved the project.
+    async fn step(
+        &self,
+        from: (u16, Option<u16>),
+        to: (u16, Option<u16>),
+    ) -> Result<(), ReshardError> {
+        let held = self
+            .store
+            .move_shards(self.tenant, self.project_id, from, to, &self.run)
+            .await?;
+        if held {
+            Ok(())
+        } else {
+            Err(ReshardError::Moved)
+        }
+    }
+
+    /// The stage a reshard to `to` starts at, from the layouts the project has: a new one
+    /// starts building (after its first move), one cut short goes on where it stood.
+    async fn start(&self, read: u16, also: Option<u16>, to: u16) -> Result<Stage, ReshardError> {
+        match also {
+            // Nothing under way: start, unless already there (then only the last pass, which
+            // finds nothing to do on a project that was never anything else).
+            None if read == to => Ok(Stage::Retire),
+            None => {
+                self.step((read, None), (read, Some(to))).await?;
+                Ok(Stage::Build)
+            }
+            Some(building) if building == to => Ok(Stage::Build),
+            // Switched already: the old layout is being retired.
+            Some(_) if read == to => Ok(Stage::Switch),
+            Some(other) => Err(ReshardError::InProgress { reads: read, other }),
+        }
+    }
 }
 
 /// Re-indexes every issue of the project with its layouts as they are now; returns how many

@@ -4,6 +4,7 @@
 
 use aws_sdk_dynamodb::types::AttributeValue;
 
+use aws_sdk_dynamodb::types::builders::PutBuilder;
 use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 
 use crate::domain::ids::{IssueId, TenantId};
@@ -140,37 +141,10 @@ impl Store {
         if desired.is_some() {
             watermark_item::set_fields_revision(&mut head, fields_rev);
         }
-        let mut head_put = Put::builder().table_name(&self.index).set_item(Some(head));
-        // Still the head read: its version and revision, and no intent recorded since (the
-        // pending set only ever grows until a head put replaces it).
-        head_put = match read {
-            Some(w) => {
-                let pending = if w.legacy.is_some() {
-                    "pending"
-                } else {
-                    "pend"
-                };
-                let put = head_put
-                    .condition_expression(format!(
-                        "version = :v AND {} AND (attribute_not_exists(#p) OR size(#p) = :n)",
-                        revision_condition(w.rev)
-                    ))
-                    .expression_attribute_names("#rev", watermark_item::REVISION)
-                    .expression_attribute_names("#p", pending)
-                    .expression_attribute_values(":v", AttributeValue::N(w.version.to_string()))
-                    .expression_attribute_values(
-                        ":n",
-                        AttributeValue::N(w.pending_count.to_string()),
-                    );
-                match w.rev {
-                    Some(rev) => {
-                        put.expression_attribute_values(":rev", AttributeValue::N(rev.to_string()))
-                    }
-                    None => put,
-                }
-            }
-            None => head_put.condition_expression("attribute_not_exists(version)"),
-        };
+        let head_put = replacing(
+            Put::builder().table_name(&self.index).set_item(Some(head)),
+            read,
+        );
         let mut items = vec![
             TransactWriteItem::builder()
                 .put(head_put.build().map_err(build_err)?)
@@ -208,5 +182,32 @@ impl Store {
             self.delete_index_keys(stale).await?;
         }
         Ok(true)
+    }
+}
+
+/// A head put conditioned on still replacing the head read: its version and revision, and no
+/// intent recorded since (the pending set only ever grows until a head put replaces it); or,
+/// with none read, on there being none.
+fn replacing(head_put: PutBuilder, read: Option<&Watermark>) -> PutBuilder {
+    let Some(w) = read else {
+        return head_put.condition_expression("attribute_not_exists(version)");
+    };
+    let pending = if w.legacy.is_some() {
+        watermark_item::attr::LEGACY_PENDING
+    } else {
+        watermark_item::attr::PENDING
+    };
+    let put = head_put
+        .condition_expression(format!(
+            "version = :v AND {} AND (attribute_not_exists(#p) OR size(#p) = :n)",
+            revision_condition(w.rev)
+        ))
+        .expression_attribute_names("#rev", watermark_item::REVISION)
+        .expression_attribute_names("#p", pending)
+        .expression_attribute_values(":v", AttributeValue::N(w.version.to_string()))
+        .expression_attribute_values(":n", AttributeValue::N(w.pending_count.to_string()));
+    match w.rev {
+        Some(rev) => put.expression_attribute_values(":rev", AttributeValue::N(rev.to_string())),
+        None => put,
     }
 }

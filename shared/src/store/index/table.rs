@@ -10,7 +10,7 @@ use crate::domain::ids::{IssueId, TenantId};
 use crate::keys;
 use crate::model::EntryRef;
 use crate::model::watermark::{Basis, Pending, Step, Watermark};
-use crate::store::index::watermark_item::{self, head_item};
+use crate::store::index::watermark_item::{self, attr, head_item};
 use crate::store::query::Query;
 use crate::store::records::items::{key, string};
 use crate::store::retry::Backoff;
@@ -90,7 +90,7 @@ pub fn intent_head_item(
     tokens.extend(intent.tokens());
     if !tokens.is_empty() {
         item.insert(
-            PENDING.into(),
+            attr::PENDING.into(),
             AttributeValue::Ss(tokens.into_iter().collect()),
         );
     }
@@ -119,9 +119,6 @@ pub(crate) fn revision_condition(read: Option<u64>) -> &'static str {
     }
 }
 
-/// The head's pending tokens (see [`Pending::tokens`]).
-const PENDING: &str = "pend";
-
 /// A unit the indexer parked: a reason no retry fixes stopped it, and the batch went on.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct Parked {
@@ -148,10 +145,6 @@ pub fn parked_from_item(item: &Item) -> Option<Parked> {
         parked_at: text("parked_at").unwrap_or_default(),
     })
 }
-
-/// Attribute on a watermark's head whose issue has a parked marker, so the next successful indexing
-/// knows to remove the marker without reading it.
-const PARKED_FLAG: &str = "parked";
 
 impl Store {
     /// The head of the issue's watermark (strongly consistent): everything but the fields of
@@ -269,7 +262,7 @@ impl Store {
                 return Ok(true);
             }
             update = update
-                .expression_attribute_names("#p", PENDING)
+                .expression_attribute_names("#p", attr::PENDING)
                 .expression_attribute_values(":tokens", AttributeValue::Ss(tokens))
                 .expression_attribute_values(
                     ":fmt",
@@ -341,7 +334,7 @@ impl Store {
                 revision_condition(wm.rev)
             ))
             .expression_attribute_names("#rev", watermark_item::REVISION)
-            .expression_attribute_names("#pend", PENDING)
+            .expression_attribute_names("#pend", attr::PENDING)
             .expression_attribute_values(":pending", AttributeValue::N(pending.to_string()))
             .expression_attribute_values(":v", AttributeValue::N(version.to_string()));
         if let Some(rev) = wm.rev {
@@ -425,7 +418,7 @@ impl Store {
                     keys::index::WATERMARK_SK,
                 )))
                 .update_expression("SET #p = :t")
-                .expression_attribute_names("#p", PARKED_FLAG)
+                .expression_attribute_names("#p", attr::PARKED)
                 .expression_attribute_values(":t", AttributeValue::Bool(true))
                 .send()
                 .await;

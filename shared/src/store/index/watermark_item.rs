@@ -47,7 +47,8 @@ pub mod attr {
     /// The previous layout's entry keys, certain and pending.
     pub const LEGACY_ENTRIES: &str = "entries";
     pub const LEGACY_PENDING: &str = "pending";
-    /// Set on a head whose issue is parked.
+    /// Set on a head whose issue has a parked marker, so the next successful indexing knows
+    /// to remove the marker without reading it.
     pub const PARKED: &str = "parked";
     /// A tombstone's expiry (DynamoDB TTL).
     pub const EXPIRES_AT: &str = "expires_at";
