@@ -257,7 +257,7 @@ fn random_issue(
     let mut fields = BTreeMap::new();
     for d in defs {
         if let Some(v) = value(d, rng)? {
-            fields.insert(d.id.to_string(), v);
+            fields.insert(d.id.clone(), v);
         }
     }
     let (users, teams) = (people.users, people.teams);

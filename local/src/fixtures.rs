@@ -62,7 +62,7 @@ pub async fn seed(store: &Store) -> Result<()> {
             title: "Seeded".into(),
             state: IssueState::Open,
             description: Some("seeded description".into()),
-            fields: BTreeMap::from([(field_id.to_string(), StoredValue::N("5".parse()?))]),
+            fields: BTreeMap::from([(field_id.clone(), StoredValue::N("5".parse()?))]),
             participants: vec![Participant {
                 kind: ParticipantKind::User,
                 id: sub.to_string(),

@@ -290,11 +290,21 @@ async fn a_deleted_fields_values_and_entries_are_removed_by_its_job() {
                 .unwrap()
         }
     };
-    assert!(stored(&api, ids[1].clone()).await.fields.contains_key(&f));
+    assert!(
+        stored(&api, ids[1].clone())
+            .await
+            .fields
+            .contains_key(f.as_str())
+    );
 
     api.sync().await;
     for id in &ids {
-        assert!(!stored(&api, id.clone()).await.fields.contains_key(&f));
+        assert!(
+            !stored(&api, id.clone())
+                .await
+                .fields
+                .contains_key(f.as_str())
+        );
     }
     api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
         .await;

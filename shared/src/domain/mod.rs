@@ -129,7 +129,7 @@ pub struct Issue {
     pub title: String,
     pub state: IssueState,
     pub description: Option<String>,
-    pub fields: BTreeMap<String, StoredValue>,
+    pub fields: BTreeMap<FieldId, StoredValue>,
     pub participants: Vec<Participant>,
     pub version: u64,
     pub created_at: String,
@@ -201,7 +201,7 @@ pub struct NewIssue {
     pub title: String,
     pub state: IssueState,
     pub description: Option<String>,
-    pub fields: BTreeMap<String, StoredValue>,
+    pub fields: BTreeMap<FieldId, StoredValue>,
     pub participants: Vec<Participant>,
 }
 
@@ -220,7 +220,7 @@ impl NewIssueBody {
                 continue; // Nothing to set: null means "no value".
             }
             match parse_field(defs, &id, &raw) {
-                Ok(v) => {
+                Ok((id, v)) => {
                     fields.insert(id, v);
                 }
                 Err(e) => errors.push(e),
@@ -280,12 +280,12 @@ pub struct IssuePatch {
     pub description: Option<Option<String>>,
     /// `fields: null`: every value is removed before `set_fields` apply.
     pub clear_fields: bool,
-    pub set_fields: BTreeMap<String, StoredValue>,
-    pub remove_fields: BTreeSet<String>,
+    pub set_fields: BTreeMap<FieldId, StoredValue>,
+    pub remove_fields: BTreeSet<FieldId>,
     /// The project's field ids the patch was validated against. A write of the whole `fields`
     /// map (a patch too large for per-key updates) keeps only these, so a value of a field
     /// deleted since — which the indexer may already have removed — is not written back.
-    pub project_fields: Option<BTreeSet<String>>,
+    pub project_fields: Option<BTreeSet<FieldId>>,
 }
 
 impl IssuePatch {
@@ -304,7 +304,7 @@ impl IssuePatchBody {
     pub fn validate(self, defs: &[FieldDef]) -> Result<IssuePatch, ValidationError> {
         let mut errors = Vec::new();
         let mut patch = IssuePatch {
-            project_fields: Some(defs.iter().map(|d| d.id.to_string()).collect()),
+            project_fields: Some(defs.iter().map(|d| d.id.clone()).collect()),
             ..IssuePatch::default()
         };
         match self.title {
@@ -329,15 +329,16 @@ impl IssuePatchBody {
             Some(Some(map)) => {
                 for (id, raw) in map {
                     if raw.get().trim() == "null" {
-                        if defs.iter().any(|d| d.id == id) {
-                            patch.remove_fields.insert(id);
-                        } else {
-                            errors.push(unknown_field(&id));
+                        match defs.iter().find(|d| d.id == id) {
+                            Some(def) => {
+                                patch.remove_fields.insert(def.id.clone());
+                            }
+                            None => errors.push(unknown_field(&id)),
                         }
                         continue;
                     }
                     match parse_field(defs, &id, &raw) {
-                        Ok(v) => {
+                        Ok((id, v)) => {
                             patch.set_fields.insert(id, v);
                         }
                         Err(e) => errors.push(e),
@@ -397,12 +398,18 @@ fn unknown_field(id: &str) -> FieldError {
     FieldError::new(format!("fields.{id}"), "is not a field of this project")
 }
 
-fn parse_field(defs: &[FieldDef], id: &str, raw: &RawValue) -> Result<StoredValue, FieldError> {
+/// A value for the field `id` names, keyed by the field's own id.
+fn parse_field(
+    defs: &[FieldDef],
+    id: &str,
+    raw: &RawValue,
+) -> Result<(FieldId, StoredValue), FieldError> {
     let def = defs
         .iter()
         .find(|d| d.id == id)
         .ok_or_else(|| unknown_field(id))?;
-    parse_value(def, raw).map_err(|m| FieldError::new(format!("fields.{id}"), m))
+    let value = parse_value(def, raw).map_err(|m| FieldError::new(format!("fields.{id}"), m))?;
+    Ok((def.id.clone(), value))
 }
 
 pub fn check_participant_id(kind: ParticipantKind, id: &str) -> Result<(), String> {

@@ -1,6 +1,6 @@
 //! Response bodies.
 
-use crate::domain::ids::{IssueId, ProjectId};
+use crate::domain::ids::{FieldId, IssueId, ProjectId};
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::Serialize;
@@ -46,7 +46,7 @@ pub struct IssueView {
     /// `None` in list views, which omit the description; `Some(None)` is an issue without one.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<Option<String>>,
-    pub fields: BTreeMap<String, Box<RawValue>>,
+    pub fields: BTreeMap<FieldId, Box<RawValue>>,
     pub participants: Vec<ParticipantView>,
     pub version: u64,
     pub created_at: String,

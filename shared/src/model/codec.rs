@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hash};
 
 use crate::domain::decimal::DynNumber;
-use crate::domain::ids::{IssueId, ProjectId};
+use crate::domain::ids::{FieldId, IssueId, ProjectId};
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssueState, Participant, Role};
 use crate::keys;
@@ -121,7 +121,11 @@ pub fn issue_from_attrs<A: AttrView>(
     let fields = match item.get(attr::FIELDS).and_then(A::m) {
         Some(m) => m
             .iter()
-            .map(|(k, v)| Ok((k.borrow().to_string(), stored_value(v)?)))
+            .map(|(k, v)| {
+                let id = FieldId::parse(k.borrow())
+                    .ok_or_else(|| Malformed(format!("field id {}", k.borrow())))?;
+                Ok((id, stored_value(v)?))
+            })
             .collect::<Result<BTreeMap<_, _>, Malformed>>()?,
         None => BTreeMap::new(),
     };

@@ -331,7 +331,10 @@ mod tests {
             title: "Title".into(),
             state: IssueState::Open,
             description: None,
-            fields,
+            fields: fields
+                .into_iter()
+                .map(|(k, v)| (FieldId::parse(&k).expect("a field id"), v))
+                .collect(),
             participants: vec![],
             version: 1,
             created_at: "2026-11-21T20:42:03.123Z".into(),

@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::domain::decimal::DynNumber;
-use crate::domain::ids::ProjectId;
+use crate::domain::ids::{FieldId, ProjectId};
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::keys;
@@ -26,7 +26,7 @@ pub enum FieldValues<'a> {
     /// The image's `fields` map (every value checked to be a string or a number).
     Image(&'a Image<'a>),
     /// An issue read from the table.
-    Stored(&'a BTreeMap<String, StoredValue>),
+    Stored(&'a BTreeMap<FieldId, StoredValue>),
     None,
 }
 

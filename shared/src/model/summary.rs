@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::domain::decimal::DynNumber;
-use crate::domain::ids::{IssueId, ProjectId};
+use crate::domain::ids::{FieldId, IssueId, ProjectId};
 use crate::domain::values::{FieldDef, StoredValue};
 use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Role};
 use crate::model::record::{IssueRecord, ValueRef};
@@ -245,7 +245,7 @@ pub fn issue_of(issue_id: &str, text: &str) -> Option<Issue> {
                 } else {
                     StoredValue::N(DynNumber::parse(raw).ok()?)
                 };
-                Some((id, value))
+                Some((FieldId::parse(&id)?, value))
             })
             .collect::<Option<_>>()?;
     let participants =
@@ -300,7 +300,7 @@ mod tests {
             undefined in prop::collection::btree_set(0usize..8, 0..3),
         ) {
             // The project defines every field the issue has a value for but `undefined`.
-            let ids: Vec<String> = issue.fields.keys().cloned().collect();
+            let ids: Vec<String> = issue.fields.keys().map(|id| id.to_string()).collect();
             let defs: Vec<FieldDef> = ids
                 .iter()
                 .enumerate()
@@ -309,7 +309,7 @@ mod tests {
                 .collect();
             let text = text_of(&IssueRecord::of(&issue), &defs);
             let mut shown = issue.clone();
-            shown.fields.retain(|id, _| defs.iter().any(|d| d.id.as_str() == id));
+            shown.fields.retain(|id, _| defs.iter().any(|d| d.id == *id));
             prop_assert_eq!(issue_of(issue.id.as_str(), &text), Some(shown));
             let item = issue_item(&TenantId::parse("acme").unwrap(), &issue).unwrap();
             let image: serde_dynamo::Item = item.into();

@@ -120,7 +120,7 @@ impl TextBounds {
 fn text_of<'a>(issue: &'a Issue, column: &Column) -> Option<&'a str> {
     match column {
         Column::Title => Some(&issue.title),
-        Column::Field(id) => match issue.fields.get(id) {
+        Column::Field(id) => match issue.fields.get(id.as_str()) {
             Some(StoredValue::S(s)) => Some(s),
             _ => None,
         },

@@ -329,7 +329,7 @@ fn wide_issue(fields: usize, participants: usize) -> (Issue, Vec<FieldDef>) {
                 FieldType::Date => StoredValue::S("2026-11-21".into()),
                 _ => StoredValue::S(format!("value {n}")),
             };
-            (d.id.to_string(), v)
+            (d.id.clone(), v)
         })
         .collect();
     let participants = (0..participants)
@@ -374,7 +374,7 @@ fn an_update_of_one_field_reads_and_writes_about_one_kilobyte_at_5_fields_or_400
         // One field changes, and `updated_at` with it.
         let mut next = issue.clone();
         next.fields
-            .insert(defs[1].id.to_string(), StoredValue::S("2026-12-01".into()));
+            .insert(defs[1].id.clone(), StoredValue::S("2026-12-01".into()));
         next.updated_at = "2026-11-23T20:42:03.123Z".into();
         let d = Basis::of(&next, &defs, Shards::ONE);
         let buckets = Layout::choose(wm.layout.buckets, &d);
@@ -465,7 +465,7 @@ fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
         description: None,
         fields: defs
             .iter()
-            .map(|d| (d.id.to_string(), StoredValue::S(c.to_string().repeat(1024))))
+            .map(|d| (d.id.clone(), StoredValue::S(c.to_string().repeat(1024))))
             .collect(),
         participants: (0..100)
             .map(|n| Participant {
@@ -646,7 +646,7 @@ proptest! {
         for (v, change) in changes.iter().enumerate() {
             for (f, value) in change {
                 current.fields.insert(
-                    defs[*f].id.to_string(),
+                    defs[*f].id.clone(),
                     StoredValue::S(format!("v{value}")),
                 );
             }
@@ -674,7 +674,7 @@ fn updates_of_the_same_few_fields_write_no_bucket() {
         for f in [1, 7, 30] {
             issue
                 .fields
-                .insert(defs[f].id.to_string(), StoredValue::S(format!("{v}-{f}")));
+                .insert(defs[f].id.clone(), StoredValue::S(format!("{v}-{f}")));
         }
         bucket_writes += stored.commit(&Basis::of(&issue, &defs, Shards::ONE), v + 2);
     }

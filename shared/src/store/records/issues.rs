@@ -198,7 +198,7 @@ fn whole_map(
     mut condition: String,
     base: &Issue,
 ) -> UpdateParts {
-    let mut fields: BTreeMap<String, StoredValue> = base.fields.clone();
+    let mut fields: BTreeMap<FieldId, StoredValue> = base.fields.clone();
     fields.retain(|k, _| {
         !patch.remove_fields.contains(k)
             && patch
@@ -721,7 +721,7 @@ mod tests {
     use super::*;
     use crate::domain::IssueState;
 
-    fn issue(fields: BTreeMap<String, StoredValue>) -> Issue {
+    fn issue(fields: BTreeMap<FieldId, StoredValue>) -> Issue {
         Issue {
             id: IssueId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap(),
             project_id: ProjectId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAW").unwrap(),
@@ -737,9 +737,9 @@ mod tests {
         }
     }
 
-    fn ids(n: usize) -> Vec<String> {
+    fn ids(n: usize) -> Vec<FieldId> {
         (0..n)
-            .map(|i| format!("01ARZ3NDEKTSV4RRFFQ69G{i:04}"))
+            .filter_map(|i| FieldId::parse(&format!("01ARZ3NDEKTSV4RRFFQ69G{i:04}")))
             .collect()
     }
 
@@ -820,8 +820,8 @@ mod tests {
     #[test]
     fn a_whole_map_write_drops_values_of_fields_the_project_no_longer_has() {
         // `gone` was deleted after the issue was read; the indexer may already have swept it.
-        let gone = "01ARZ3NDEKTSV4RRFFQ69GGONE".to_string();
-        let mut fields: BTreeMap<String, StoredValue> = ids(3)
+        let gone = FieldId::parse("01ARZ3NDEKTSV4RRFFQ69GG0NE").unwrap();
+        let mut fields: BTreeMap<FieldId, StoredValue> = ids(3)
             .into_iter()
             .map(|k| (k, StoredValue::S("x".into())))
             .collect();
@@ -840,6 +840,6 @@ mod tests {
             panic!("a map")
         };
         assert_eq!(m.len(), 400);
-        assert!(!m.contains_key(&gone));
+        assert!(!m.contains_key(gone.as_str()));
     }
 }

@@ -164,11 +164,11 @@ pub fn value_to_attr(v: &StoredValue) -> AttributeValue {
     }
 }
 
-pub fn fields_attr(fields: &BTreeMap<String, StoredValue>) -> AttributeValue {
+pub fn fields_attr(fields: &BTreeMap<FieldId, StoredValue>) -> AttributeValue {
     AttributeValue::M(
         fields
             .iter()
-            .map(|(k, v)| (k.clone(), value_to_attr(v)))
+            .map(|(k, v)| (k.to_string(), value_to_attr(v)))
             .collect(),
     )
 }
@@ -376,7 +376,7 @@ pub(crate) mod tests {
                 description: None,
                 fields: fields
                     .into_iter()
-                    .map(|(k, v)| (FieldId::numbered(k).to_string(), v))
+                    .map(|(k, v)| (FieldId::numbered(k), v))
                     .collect(),
                 participants,
                 version,
