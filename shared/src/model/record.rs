@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::domain::decimal::DynNumber;
-use crate::domain::ids::{FieldId, ProjectId};
+use crate::domain::ids::{FieldId, ProjectId, is_server_id};
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::keys;
@@ -93,7 +93,10 @@ impl<'a> IssueRecord<'a> {
         }
         let fields = match image.get(attr::FIELDS).and_then(Attr::m) {
             Some(m) => {
-                for v in m.values() {
+                for (k, v) in m {
+                    if !is_server_id(k.as_str()) {
+                        return Err(Malformed(format!("field id {}", k.as_str())));
+                    }
                     check_value(v)?;
                 }
                 FieldValues::Image(m)
@@ -195,11 +198,15 @@ mod tests {
         .to_string()
     }
 
+    const F1: &str = "01ARZ3NDEKTSV4RRFFQ69G0001";
+    const F2: &str = "01ARZ3NDEKTSV4RRFFQ69G0002";
+    const F3: &str = "01ARZ3NDEKTSV4RRFFQ69G0003";
+
     /// The record decoded from an image says what the owned issue decoded from it says.
     #[test]
     fn an_image_reads_as_the_issue_it_holds() {
         let text = image_json(
-            json!({"M": {"f1": {"S": "a"}, "f2": {"N": "-1.50"}}}),
+            json!({"M": {F1: {"S": "a"}, F2: {"N": "-1.50"}}}),
             json!({"SS": ["user#ann", "team#01ARZ3NDEKTSV4RRFFQ69G5FAX"]}),
         );
         let event = StreamEvent::from_json(&text).unwrap();
@@ -218,10 +225,10 @@ mod tests {
             (record.created_at, record.updated_at, &record.project_id),
             (owned.created_at, owned.updated_at, &owned.project_id)
         );
-        assert_eq!(record.fields.get("f1"), Some(ValueRef::S("a")));
-        assert_eq!(record.fields.get("f2"), Some(ValueRef::N("-1.50")));
-        assert!(matches!(owned.fields.get("f2"), Some(ValueRef::Number(_))));
-        assert_eq!(record.fields.get("f3"), None);
+        assert_eq!(record.fields.get(F1), Some(ValueRef::S("a")));
+        assert_eq!(record.fields.get(F2), Some(ValueRef::N("-1.50")));
+        assert!(matches!(owned.fields.get(F2), Some(ValueRef::Number(_))));
+        assert_eq!(record.fields.get(F3), None);
     }
 
     /// Whatever the owned decoding refuses, this refuses too.
