@@ -22,10 +22,11 @@ use crate::domain::ids::ProjectId;
 use crate::domain::values::{FieldDef, StoredValue};
 use crate::domain::{Issue, IssueState};
 use crate::encoding::text::{fold, prefix_key};
-use crate::model::{Column, Kind, encode_bound};
-use crate::store::index::ColumnQuery;
 use crate::keys;
+use crate::model::{Column, Kind, encode_bound};
 use crate::store::Page;
+use crate::store::index::ColumnQuery;
+use crate::store::index::table::ColumnHit;
 
 /// The cursor member naming the [`Phase`] a position is in, beside the last sort key taken
 /// ([`keys::SK`]). Its `~` keeps it apart from DynamoDB's key attributes (cursors issued before
@@ -306,9 +307,6 @@ pub struct ColumnEntry {
     pub summary: Option<String>,
 }
 
-/// An entry as a Query returns it: `(issue id, sort key, summary)`.
-pub type Hit = (String, String, Option<String>);
-
 impl ColumnEntry {
     /// The position that resumes right after this entry, in every shard: its sort key and
     /// its phase.
@@ -342,7 +340,7 @@ pub async fn read_entries<F, Fut, E>(
 ) -> Result<EntryPage, E>
 where
     F: FnMut(ColumnQuery, Option<Position>) -> Fut,
-    Fut: Future<Output = Result<Page<Hit>, E>>,
+    Fut: Future<Output = Result<Page<ColumnHit>, E>>,
 {
     let ranges = query.ranges();
     let mut position = start.unwrap_or_default();
@@ -392,7 +390,7 @@ where
             fetch(column_query, start_key)
         });
         let pages = futures::future::join_all(reads).await;
-        let mut candidates: Vec<(usize, Hit)> = Vec::new();
+        let mut candidates: Vec<(usize, ColumnHit)> = Vec::new();
         // The nearest key a shard with more to read was read through: nothing beyond it may
         // be taken yet (that shard may hold keys before it that it has not returned).
         let mut bound: Option<String> = None;
@@ -402,7 +400,7 @@ where
             live[i] = page.next.is_some();
             if let Some(next) = &page.next {
                 more = true;
-                let last = page.items.last().map(|(_, sk, _)| sk.as_str());
+                let last = page.items.last().map(|hit| hit.sk.as_str());
                 let through = match (last, next.get(keys::SK).map(String::as_str)) {
                     (Some(l), Some(n)) if further(n, l) => n,
                     (Some(l), _) => l,
@@ -421,29 +419,34 @@ where
         }
         // Sort keys are unique across shards (they end with the issue number), and across
         // scopes but while the indexer moves an issue between them (the page shows it once).
-        candidates.sort_by(
-            |(_, (_, a, _)), (_, (_, b, _))| {
-                if query.descending { b.cmp(a) } else { a.cmp(b) }
-            },
-        );
+        candidates.sort_by(|(_, a), (_, b)| {
+            if query.descending {
+                b.sk.cmp(&a.sk)
+            } else {
+                a.sk.cmp(&b.sk)
+            }
+        });
         let fetched = candidates.len();
         let within = candidates
             .iter()
-            .take_while(|(_, (_, sk, _))| bound.as_deref().is_none_or(|b| !further(sk, b)))
+            .take_while(|(_, hit)| bound.as_deref().is_none_or(|b| !further(&hit.sk, b)))
             .count();
         let take = within.min(usize::try_from(remaining).unwrap_or(0));
         // A partition whose candidates were not all taken is read again from the last taken.
         for (i, _) in &candidates[take..] {
             live[*i] = true;
         }
-        out.entries.extend(candidates.into_iter().take(take).map(
-            |(_, (issue_id, sk, summary))| ColumnEntry {
-                issue_id,
-                sk,
-                phase: range.phase,
-                summary,
-            },
-        ));
+        out.entries.extend(
+            candidates
+                .into_iter()
+                .take(take)
+                .map(|(_, hit)| ColumnEntry {
+                    issue_id: hit.issue_id,
+                    sk: hit.sk,
+                    phase: range.phase,
+                    summary: hit.summary,
+                }),
+        );
         if !(take < fetched || more) {
             // This range is read to its end.
             at += 1;
@@ -545,7 +548,7 @@ mod tests {
         partition: &[(String, String, String)],
         q: &ColumnQuery,
         start: Option<&Position>,
-    ) -> Page<Hit> {
+    ) -> Page<ColumnHit> {
         if let Some(p) = start {
             assert_eq!(
                 p.get(keys::PK),
@@ -556,10 +559,14 @@ mod tests {
         let after = start.and_then(|p| p.get(keys::SK));
         let in_range = |sk: &String| *sk >= q.from && *sk <= q.to;
         let past = |sk: &String| after.is_none_or(|a| if q.forward { sk > a } else { sk < a });
-        let mut items: Vec<Hit> = partition
+        let mut items: Vec<ColumnHit> = partition
             .iter()
             .filter(|(sk, _, pk)| *pk == q.pk && in_range(sk) && past(sk))
-            .map(|(sk, id, _)| (id.clone(), sk.clone(), None))
+            .map(|(sk, id, _)| ColumnHit {
+                issue_id: id.clone(),
+                sk: sk.clone(),
+                summary: None,
+            })
             .collect();
         if !q.forward {
             items.reverse();
@@ -568,7 +575,7 @@ mod tests {
         let next = (items.len() == q.limit as usize).then(|| {
             Position::from([
                 (keys::PK.to_string(), q.pk.clone()),
-                (keys::SK.to_string(), items[items.len() - 1].1.clone()),
+                (keys::SK.to_string(), items[items.len() - 1].sk.clone()),
             ])
         });
         Page { items, next }
@@ -597,7 +604,7 @@ mod tests {
                     page.items.truncate(short);
                     page.next = Some(Position::from([
                         (keys::PK.to_string(), q.pk.clone()),
-                        (keys::SK.to_string(), page.items[short - 1].1.clone()),
+                        (keys::SK.to_string(), page.items[short - 1].sk.clone()),
                     ]));
                 }
                 async move { Ok::<_, Infallible>(page) }
