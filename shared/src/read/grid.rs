@@ -308,6 +308,15 @@ pub struct ColumnEntry {
 }
 
 impl ColumnEntry {
+    fn new(hit: ColumnHit, phase: Phase) -> Self {
+        Self {
+            issue_id: hit.issue_id,
+            sk: hit.sk,
+            phase,
+            summary: hit.summary,
+        }
+    }
+
     /// The position that resumes right after this entry, in every shard: its sort key and
     /// its phase.
     pub fn position_after(&self) -> Position {
@@ -348,15 +357,8 @@ where
         .remove(PHASE_MEMBER)
         .and_then(|name| ranges.iter().position(|r| r.phase.as_str() == name))
         .unwrap_or(0);
-    // The last sort key taken: every shard resumes after it.
-    let mut after = position.remove(keys::SK);
+    let mut partitions = Partitions::new(pks, query.descending, position.remove(keys::SK));
     let mut out = EntryPage::default();
-    // Within this page, where each shard resumes: after `after`, or further where a shard
-    // said it had read further than anything it returned.
-    let mut starts: Vec<Option<String>> = vec![after.clone(); pks.len()];
-    // Partitions that may hold more of the current range after where they stand.
-    let mut live = vec![true; pks.len()];
-    let further = |a: &str, b: &str| if query.descending { a < b } else { a > b };
     while let Some(range) = ranges.get(at) {
         let remaining = limit - out.entries.len() as i32;
         if remaining <= 0 {
@@ -369,94 +371,22 @@ where
         }
         // A share of the page from each partition (see `inbox::share`): merged partitions read
         // about 1.5 pages between them, not a page each.
-        let reading: Vec<usize> = (0..pks.len()).filter(|&i| live[i]).collect();
+        let reading = partitions.reading();
         let per = crate::read::inbox::share(usize::try_from(remaining).unwrap_or(0), reading.len());
         let per = i32::try_from(per).unwrap_or(remaining);
         let reads = reading.iter().map(|&i| {
-            let (pk, start) = (&pks[i], &starts[i]);
-            let column_query = ColumnQuery {
-                pk: pk.clone(),
-                from: range.from.clone(),
-                to: range.to.clone(),
-                forward: !query.descending,
-                limit: per,
-            };
-            let start_key = start.as_ref().map(|sk| {
-                Position::from([
-                    (keys::PK.to_string(), pk.clone()),
-                    (keys::SK.to_string(), sk.clone()),
-                ])
-            });
+            let (column_query, start_key) = partitions.query(i, range, per);
             fetch(column_query, start_key)
         });
         let pages = futures::future::join_all(reads).await;
-        let mut candidates: Vec<(usize, ColumnHit)> = Vec::new();
-        // The nearest key a shard with more to read was read through: nothing beyond it may
-        // be taken yet (that shard may hold keys before it that it has not returned).
-        let mut bound: Option<String> = None;
-        let mut more = false;
-        for (&i, page) in reading.iter().zip(pages) {
-            let page = page?;
-            live[i] = page.next.is_some();
-            if let Some(next) = &page.next {
-                more = true;
-                let last = page.items.last().map(|hit| hit.sk.as_str());
-                let through = match (last, next.get(keys::SK).map(String::as_str)) {
-                    (Some(l), Some(n)) if further(n, l) => n,
-                    (Some(l), _) => l,
-                    (None, Some(n)) => n,
-                    (None, None) => continue,
-                };
-                if bound.as_deref().is_none_or(|b| further(b, through)) {
-                    bound = Some(through.to_string());
-                }
-                if page.items.is_empty() {
-                    // Read through keys it did not return: resume after them.
-                    starts[i] = Some(through.to_string());
-                }
-            }
-            candidates.extend(page.items.into_iter().map(|hit| (i, hit)));
-        }
-        // Sort keys are unique across shards (they end with the issue number), and across
-        // scopes but while the indexer moves an issue between them (the page shows it once).
-        candidates.sort_by(|(_, a), (_, b)| {
-            if query.descending {
-                b.sk.cmp(&a.sk)
-            } else {
-                a.sk.cmp(&b.sk)
-            }
-        });
-        let fetched = candidates.len();
-        let within = candidates
-            .iter()
-            .take_while(|(_, hit)| bound.as_deref().is_none_or(|b| !further(&hit.sk, b)))
-            .count();
-        let take = within.min(usize::try_from(remaining).unwrap_or(0));
-        // A partition whose candidates were not all taken is read again from the last taken.
-        for (i, _) in &candidates[take..] {
-            live[*i] = true;
-        }
-        out.entries.extend(
-            candidates
-                .into_iter()
-                .take(take)
-                .map(|(_, hit)| ColumnEntry {
-                    issue_id: hit.issue_id,
-                    sk: hit.sk,
-                    phase: range.phase,
-                    summary: hit.summary,
-                }),
-        );
-        if !(take < fetched || more) {
+        let round = partitions.absorb(&reading, pages)?;
+        let taken = partitions.take(round, usize::try_from(remaining).unwrap_or(0), range.phase);
+        out.entries.extend(taken.entries);
+        if taken.range_ended {
             // This range is read to its end.
             at += 1;
-            after = None;
-            starts = vec![None; pks.len()];
-            live = vec![true; pks.len()];
+            partitions.restart();
             continue;
-        }
-        if take > 0 {
-            after = out.entries.last().map(|e| e.sk.clone());
         }
         if out.entries.len() as i32 >= limit {
             out.next = out.entries.last().map(ColumnEntry::position_after);
@@ -464,15 +394,193 @@ where
         }
         // Short: a partition's share ran out first (or DynamoDB's 1 MB ended a read): read on
         // from where each partition stands.
-        for start in &mut starts {
-            if let Some(a) = &after
-                && start.as_deref().is_none_or(|s| further(a, s))
+        partitions.read_on();
+    }
+    Ok(out)
+}
+
+/// Where each partition of a page stands in the range being read.
+struct Partitions<'a> {
+    pks: &'a [String],
+    descending: bool,
+    /// The last sort key taken: every partition resumes after it.
+    after: Option<String>,
+    /// Within this page, where each partition resumes: after `after`, or further where a
+    /// partition said it had read further than anything it returned.
+    starts: Vec<Option<String>>,
+    /// Partitions that may hold more of the current range after where they stand.
+    live: Vec<bool>,
+}
+
+/// What one round's reads returned, merged.
+#[derive(Default)]
+struct Round {
+    /// Every entry fetched, with its partition (by index), in the read's key order.
+    candidates: Vec<(usize, ColumnHit)>,
+    /// The nearest key a partition with more to read was read through: nothing beyond it may
+    /// be taken yet (that partition may hold keys before it that it has not returned).
+    bound: Option<String>,
+    /// Whether any partition read has more of the range.
+    more: bool,
+}
+
+/// The entries a round took, in key order, and whether that read its range to the end.
+struct RoundTaken {
+    entries: Vec<ColumnEntry>,
+    range_ended: bool,
+}
+
+/// Whether sort key `a` comes after `b` in the read's direction.
+fn further(descending: bool, a: &str, b: &str) -> bool {
+    if descending { a < b } else { a > b }
+}
+
+impl<'a> Partitions<'a> {
+    fn new(pks: &'a [String], descending: bool, after: Option<String>) -> Self {
+        Self {
+            pks,
+            descending,
+            starts: vec![after.clone(); pks.len()],
+            live: vec![true; pks.len()],
+            after,
+        }
+    }
+
+    /// The partitions a round reads: those that may hold more.
+    fn reading(&self) -> Vec<usize> {
+        (0..self.pks.len()).filter(|&i| self.live[i]).collect()
+    }
+
+    /// Partition `i`'s Query of `range` for `limit` entries, and its start key.
+    fn query(&self, i: usize, range: &Range, limit: i32) -> (ColumnQuery, Option<Position>) {
+        let pk = &self.pks[i];
+        let column_query = ColumnQuery {
+            pk: pk.clone(),
+            from: range.from.clone(),
+            to: range.to.clone(),
+            forward: !self.descending,
+            limit,
+        };
+        let start_key = self.starts[i].as_ref().map(|sk| {
+            Position::from([
+                (keys::PK.to_string(), pk.clone()),
+                (keys::SK.to_string(), sk.clone()),
+            ])
+        });
+        (column_query, start_key)
+    }
+
+    /// Merges the pages the partitions `reading` returned into a [`Round`], noting which
+    /// partitions may hold more and where one read through keys it did not return.
+    fn absorb<E>(
+        &mut self,
+        reading: &[usize],
+        pages: Vec<Result<Page<ColumnHit>, E>>,
+    ) -> Result<Round, E> {
+        let mut round = Round::default();
+        for (&i, page) in reading.iter().zip(pages) {
+            let page = page?;
+            self.live[i] = page.next.is_some();
+            if let Some(next) = &page.next {
+                round.more = true;
+                if let Some(through) = self.through(&page.items, next) {
+                    if round
+                        .bound
+                        .as_deref()
+                        .is_none_or(|b| further(self.descending, b, through))
+                    {
+                        round.bound = Some(through.to_string());
+                    }
+                    if page.items.is_empty() {
+                        // Read through keys it did not return: resume after them.
+                        self.starts[i] = Some(through.to_string());
+                    }
+                }
+            }
+            round
+                .candidates
+                .extend(page.items.into_iter().map(|hit| (i, hit)));
+        }
+        // Sort keys are unique across shards (they end with the issue number), and across
+        // scopes but while the indexer moves an issue between them (the page shows it once).
+        let descending = self.descending;
+        round.candidates.sort_by(|(_, a), (_, b)| {
+            if descending {
+                b.sk.cmp(&a.sk)
+            } else {
+                a.sk.cmp(&b.sk)
+            }
+        });
+        Ok(round)
+    }
+
+    /// The key a partition with more to read (`next`) was read through: its last entry's, or
+    /// the further one DynamoDB ended its read at.
+    fn through<'p>(&self, items: &'p [ColumnHit], next: &'p Position) -> Option<&'p str> {
+        let last = items.last().map(|hit| hit.sk.as_str());
+        match (last, next.get(keys::SK).map(String::as_str)) {
+            (Some(l), Some(n)) if further(self.descending, n, l) => Some(n),
+            (Some(l), _) => Some(l),
+            (None, n) => n,
+        }
+    }
+
+    /// Takes the round's entries (of `phase`) up to its bound, at most `room`. A partition
+    /// whose entries were not all taken is read again from the last one taken.
+    fn take(&mut self, round: Round, room: usize, phase: Phase) -> RoundTaken {
+        let Round {
+            mut candidates,
+            bound,
+            more,
+        } = round;
+        let fetched = candidates.len();
+        let within = candidates
+            .iter()
+            .take_while(|(_, hit)| {
+                bound
+                    .as_deref()
+                    .is_none_or(|b| !further(self.descending, &hit.sk, b))
+            })
+            .count();
+        let take = within.min(room);
+        for (i, _) in &candidates[take..] {
+            self.live[*i] = true;
+        }
+        candidates.truncate(take);
+        if let Some((_, last)) = candidates.last() {
+            self.after = Some(last.sk.clone());
+        }
+        RoundTaken {
+            entries: candidates
+                .into_iter()
+                .map(|(_, hit)| ColumnEntry::new(hit, phase))
+                .collect(),
+            range_ended: !(take < fetched || more),
+        }
+    }
+
+    /// Moves on to the next range, read from its start.
+    fn restart(&mut self) {
+        self.after = None;
+        self.starts = vec![None; self.pks.len()];
+        self.live = vec![true; self.pks.len()];
+    }
+
+    /// After a short round: every partition resumes after the last key taken, unless it
+    /// stands further already.
+    fn read_on(&mut self) {
+        let Some(after) = &self.after else {
+            return;
+        };
+        for start in &mut self.starts {
+            if start
+                .as_deref()
+                .is_none_or(|s| further(self.descending, after, s))
             {
-                *start = Some(a.clone());
+                *start = Some(after.clone());
             }
         }
     }
-    Ok(out)
 }
 
 /// The position at the start of a phase: no key yet.
