@@ -10,7 +10,7 @@ use axum::extract::{Path, Query, State};
 
 use super::AppState;
 use super::extract::{BoundCursor, Paging, path_id, unknown_params};
-use super::views::{InboxItem, IssueView, List, names_fit, participants_of};
+use super::views::{InboxItem, IssueView, List, participants_of};
 use crate::auth::Caller;
 use crate::cursor::Position;
 use crate::domain::FieldError;
@@ -19,6 +19,7 @@ use crate::domain::{IssueState, Participant, ParticipantKind, Role};
 use crate::http::error::{ApiError, ApiResult};
 use crate::keys;
 use crate::read::inbox;
+use crate::read::names::names_fit;
 
 /// One partition of a merged list.
 struct Source {

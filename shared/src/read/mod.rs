@@ -4,9 +4,11 @@
 //!
 //! - [`grid`]: a project's issues sorted by any column, phase by phase (values, then missing).
 //! - [`inbox`]: a participant's issues, newest first, merged over several partitions.
+//! - [`names`]: the bound on the people one page shows, which both lists end a page at.
 
 pub mod grid;
 pub mod inbox;
+pub mod names;
 
 /// How long a grid function instance serves a project's field definitions and shard layout
 /// from memory (`http::fields_cache`) before reading them again. A reshard waits longer than
