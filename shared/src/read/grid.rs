@@ -4,7 +4,9 @@
 //! ranges of the column's partitions it reads, in order; [`read_entries`] pages across them
 //! (values, then issues without a value) with any Query function, and returns the entries read
 //! and the position to resume at. Only the Query itself is I/O, so all of it is tested here
-//! against in-memory partitions.
+//! against in-memory partitions. [`page`] is the whole query against the store: the
+//! partitions, their entries, the issues behind them that the query admits, up to the names
+//! bound.
 //!
 //! A column of a sharded project is several partitions (one per shard, each issue in one):
 //! a page reads each shard's next `limit` entries at once and merges them by sort key, as the
@@ -27,6 +29,10 @@ use crate::model::{Column, Kind, encode_bound};
 use crate::store::Page;
 use crate::store::index::ColumnQuery;
 use crate::store::index::table::ColumnHit;
+
+mod page;
+
+pub use page::{GridPage, PageRequest, page, partitions};
 
 /// The cursor member naming the [`Phase`] a position is in, beside the last sort key taken
 /// ([`keys::SK`]). Its `~` keeps it apart from DynamoDB's key attributes (cursors issued before
