@@ -6,6 +6,11 @@
 //! `limit` issues), so every partition resumes "after that key" — DynamoDB takes a start key
 //! with any sort key — and the cursor stays the same size whatever the caller's teams (under
 //! 2 KB with 50 of them).
+//!
+//! [`read_merged`] merges the partitions with any Query function, so it is tested here
+//! against in-memory partitions; [`page`] is the whole read against the store: the
+//! [`Source`]s' partitions, the merge, the issues behind the copies taken, up to the names
+//! bound.
 
 use std::future::Future;
 
@@ -13,6 +18,10 @@ use crate::cursor::Position;
 use crate::domain::Role;
 use crate::store::Page;
 use crate::store::index::InboxCopy;
+
+mod page;
+
+pub use page::{InboxIssue, InboxPage, InboxRequest, Source, page};
 
 /// The cursor's member: the last sort key a page consumed.
 pub const AFTER_MEMBER: &str = "after";
