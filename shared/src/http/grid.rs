@@ -5,7 +5,7 @@
 //! of the names on the page (and one of the issues whose entries are thin), whatever the
 //! project's size; the project's field definitions are read when the instance has not read
 //! them in the last seconds ([`FieldsCache`]). The query, from its partitions to the page's
-//! issues, is [`crate::read::grid::page`]; this interprets the request, calls it, reads the
+//! issues, is [`crate::read::grid::page()`]; this interprets the request, calls it, reads the
 //! names and renders.
 //!
 //! [`FieldsCache`]: super::fields_cache::FieldsCache

@@ -2,7 +2,7 @@
 //! copies. A list over several partitions (roles, or the caller's teams) queries them in
 //! parallel, merges by sort key and shows each issue once: [`crate::read::inbox`] is that
 //! merge, its partitions and its cursor; this parses the request, calls
-//! [`crate::read::inbox::page`], reads the names and renders.
+//! [`crate::read::inbox::page()`], reads the names and renders.
 
 use std::collections::{BTreeMap, HashMap};
 

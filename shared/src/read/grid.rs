@@ -3,14 +3,14 @@
 //! [`parse`] interprets a request into a [`GridQuery`]; [`GridQuery::ranges`] plans the sort-key
 //! ranges of the column's partitions it reads, in order; [`read_entries`] pages across them
 //! (values, then issues without a value) with any Query function, and returns the entries read
-//! and the position to resume at. Only the Query itself is I/O, so all of it is tested here
-//! against in-memory partitions. [`page`] is the whole query against the store: the
+//! and the position to resume at. Only the Query itself is I/O there, so the paging is tested
+//! here against in-memory partitions. [`page()`] is the whole query against the store: the
 //! partitions, their entries, the issues behind them that the query admits, up to the names
 //! bound.
 //!
 //! A column of a sharded project is several partitions (one per shard, each issue in one):
-//! a page reads each shard's next `limit` entries at once and merges them by sort key, as the
-//! inbox merges its partitions. Sort keys end with the issue number, so no two shards share
+//! a page reads a share of its entries from each shard at once and merges them by sort key,
+//! as the inbox merges its partitions. Sort keys end with the issue number, so no two shards share
 //! one, and the position is one sort key (the last one the page took) and the phase: every
 //! shard resumes after it (DynamoDB takes a start key with any sort key). The cursor is the
 //! same size whatever the shard count, and a cursor issued before a reshard resumes in the new
@@ -39,7 +39,8 @@ pub use page::{GridPage, PageRequest, page, partitions};
 /// shards also hold the partition, `PK`, which is not needed and is ignored).
 pub const PHASE_MEMBER: &str = "~phase";
 
-/// Longest `prefix`, in characters (API.md): its key stays well under DynamoDB's 1 KB sort key.
+/// Longest `prefix`, in characters (as `openapi.yaml` documents it): its key stays well under
+/// DynamoDB's 1 KB sort key.
 pub const MAX_PREFIX_CHARS: usize = 256;
 
 /// The part of a column partition a range reads. On the wire (a cursor's [`PHASE_MEMBER`]) it

@@ -2,13 +2,13 @@
 //! over several participation partitions (roles, or the caller's teams), each issue once.
 //!
 //! Its cursor is one sort key: the last one the page consumed. Every copy ahead of it in any
-//! partition was fetched (each partition's first `limit` copies, and a page holds at most
-//! `limit` issues), so every partition resumes "after that key" — DynamoDB takes a start key
-//! with any sort key — and the cursor stays the same size whatever the caller's teams (under
-//! 2 KB with 50 of them).
+//! partition was fetched (a copy is taken only once every partition with more to read has
+//! been read past it), so every partition resumes "after that key" — DynamoDB takes a start
+//! key with any sort key — and the cursor stays the same size whatever the caller's teams
+//! (under 2 KB with 50 of them).
 //!
 //! [`read_merged`] merges the partitions with any Query function, so it is tested here
-//! against in-memory partitions; [`page`] is the whole read against the store: the
+//! against in-memory partitions; [`page()`] is the whole read against the store: the
 //! [`Source`]s' partitions, the merge, the issues behind the copies taken, up to the names
 //! bound.
 
