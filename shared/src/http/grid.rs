@@ -3,9 +3,10 @@
 //! to issues without one; one per shard and per state scope: a page of every state merges the
 //! `open` and `closed` ones), whose entries carry the issues' summaries, and one BatchGetItem
 //! of the names on the page (and one of the issues whose entries are thin), whatever the
-//! project's size; the project's field definitions are read when the
-//! instance has not read them in the last seconds ([`FieldsCache`]). The query algorithm is
-//! [`crate::read::grid`]; this parses, calls it and renders.
+//! project's size; the project's field definitions are read when the instance has not read
+//! them in the last seconds ([`FieldsCache`]). The query, from its partitions to the page's
+//! issues, is [`crate::read::grid::page()`]; this interprets the request, calls it, reads the
+//! names and renders.
 //!
 //! [`FieldsCache`]: super::fields_cache::FieldsCache
 
@@ -18,15 +19,13 @@ use axum::extract::{Query, State};
 use super::AppState;
 use super::extract::{Id, Paging, unknown_params};
 use super::fields_cache::ProjectFields;
-use super::views::{IssueView, List, names_fit, participants_of};
+use super::views::{IssueView, List, participants_of};
 use crate::auth::Caller;
-use crate::domain::Issue;
 use crate::domain::ids::{ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::http::error::{ApiError, ApiResult};
-use crate::keys;
-use crate::model::{Column, column_scopes};
-use crate::read::grid::{self, GridParams, GridQuery, read_entries};
+use crate::model::Column;
+use crate::read::grid::{self, GridParams, GridQuery, PageRequest};
 
 /// Interprets the query string against the project's fields.
 fn parse(
@@ -136,66 +135,27 @@ pub async fn list(
     params.remove("limit");
     params.remove("cursor");
     let (fields, query) = interpret(&app, &caller.tenant, &project_id, &params).await?;
-    let (defs, shards) = (&fields.defs, fields.project.read_shards());
     let cursor = paging.bind(query.canonical.as_str());
-    // Every shard of each scope the page reads: one state's, or both merged.
-    let pks: Vec<String> = column_scopes(query.state)
-        .into_iter()
-        .flat_map(|scope| {
-            keys::index::column_shard_pks(
-                &caller.tenant,
-                &project_id,
-                query.column.name(),
-                scope,
-                shards,
-            )
-        })
-        .collect();
-    let page = read_entries(
-        &query,
-        &pks,
-        paging.limit,
-        cursor.start()?,
-        |range, start| {
-            let store = &app.store;
-            async move { store.query_column(&range, start.as_ref()).await }
-        },
-    )
-    .await?;
-    let mut next = page.next;
-    let entries = page
-        .entries
-        .iter()
-        .map(|e| (e.issue_id.as_str(), e.summary.as_deref()));
-    let mut found = app.store.issues_of_entries(&caller.tenant, entries).await?;
-    // Entries of issues deleted (or moved to another state) since they were indexed are
-    // skipped; an issue met twice (its entries in both state scopes while the indexer moves
-    // them) shows once, at its first entry (`remove` finds it once).
-    let mut issues: Vec<(usize, Issue)> = page
-        .entries
-        .iter()
-        .enumerate()
-        .filter_map(|(at, e)| found.remove(&e.issue_id).map(|i| (at, i)))
-        .filter(|(_, i)| query.admits(&project_id, i))
-        .collect();
-    // Names are bounded per page: past them the page ends at the last issue kept, and the
-    // cursor points at its entry.
-    let fit = names_fit(issues.iter().map(|(_, i)| i));
-    if fit < issues.len() {
-        next = Some(page.entries[issues[fit - 1].0].position_after());
-        issues.truncate(fit);
-    }
-    let issues: Vec<Issue> = issues.into_iter().map(|(_, i)| i).collect();
+    let request = PageRequest {
+        tenant: &caller.tenant,
+        project_id: &project_id,
+        query: &query,
+        shards: fields.project.read_shards(),
+        limit: paging.limit,
+        start: cursor.start()?,
+    };
+    let page = grid::page(&app.store, request).await?;
     let names = app
         .store
-        .names(&caller.tenant, &participants_of(&issues))
+        .names(&caller.tenant, &participants_of(&page.issues))
         .await?;
-    let items = issues
+    let items = page
+        .issues
         .into_iter()
-        .map(|i| IssueView::summary(i, defs, &names))
+        .map(|i| IssueView::summary(i, &fields.defs, &names))
         .collect();
     Ok(Json(List {
         items,
-        next_cursor: next.map(|p| cursor.seal(&p)),
+        next_cursor: page.next.map(|p| cursor.seal(&p)),
     }))
 }

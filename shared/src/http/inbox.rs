@@ -1,7 +1,8 @@
 //! Inboxes: the issues a participant is on, newest `updated_at` first, from participation
 //! copies. A list over several partitions (roles, or the caller's teams) queries them in
 //! parallel, merges by sort key and shows each issue once: [`crate::read::inbox`] is that
-//! merge and its cursor; this picks the partitions, calls it and renders.
+//! merge, its partitions and its cursor; this parses the request, calls
+//! [`crate::read::inbox::page()`], reads the names and renders.
 
 use std::collections::{BTreeMap, HashMap};
 
@@ -10,33 +11,14 @@ use axum::extract::{Path, Query, State};
 
 use super::AppState;
 use super::extract::{BoundCursor, Paging, path_id, unknown_params};
-use super::views::{InboxItem, IssueView, List, names_fit, participants_of};
+use super::views::{InboxItem, IssueView, List, participants_of};
 use crate::auth::Caller;
 use crate::cursor::Position;
 use crate::domain::FieldError;
 use crate::domain::ids::TeamId;
-use crate::domain::{IssueState, Participant, ParticipantKind, Role};
+use crate::domain::{IssueState, Role};
 use crate::http::error::{ApiError, ApiResult};
-use crate::keys;
-use crate::read::inbox;
-
-/// One partition of a merged list.
-struct Source {
-    pk: String,
-    kind: ParticipantKind,
-    id: String,
-}
-
-impl Source {
-    /// The participant this partition is the inbox of, in `role`.
-    fn as_participant(&self, role: Role) -> Participant {
-        Participant {
-            kind: self.kind,
-            id: self.id.clone(),
-            role,
-        }
-    }
-}
+use crate::read::inbox::{self, InboxRequest, Source};
 
 fn parse_state(params: &HashMap<String, String>, errors: &mut Vec<FieldError>) -> IssueState {
     match params.get("state").map(String::as_str) {
@@ -63,7 +45,7 @@ fn state_only(params: &HashMap<String, String>) -> ApiResult<IssueState> {
 async fn read(
     app: &AppState,
     caller: &Caller,
-    sources: Vec<Source>,
+    sources: &[Source],
     state: IssueState,
     paging: &Paging,
     cursor: &BoundCursor<'_>,
@@ -74,56 +56,32 @@ async fn read(
             inbox::after_of(p).ok_or_else(|| ApiError::invalid("cursor", "cursor is malformed"))?,
         ),
     };
-    let merged = inbox::read_merged(sources.len(), paging.limit, after, |i, limit, after| {
-        let (store, pk) = (&app.store, &sources[i].pk);
-        async move { store.query_inbox(pk, limit, after.as_deref()).await }
-    })
-    .await?;
-    let mut cut = merged.last;
-    let mut any_left = merged.any_left;
-    let entries = merged
-        .taken
-        .iter()
-        .map(|t| (t.issue_id.as_str(), t.summary.as_deref()));
-    let mut found = app.store.issues_of_entries(&caller.tenant, entries).await?;
-    let mut issues: Vec<(String, crate::domain::Issue, Vec<Participant>)> = merged
-        .taken
-        .into_iter()
-        .filter_map(|t| {
-            let via = t
-                .via
-                .into_iter()
-                .map(|(i, role)| sources[i].as_participant(role));
-            found.remove(&t.issue_id).map(|i| (t.sk, i, via.collect()))
-        })
-        // Copies of issues deleted or moved to another state since they were indexed.
-        .filter(|(_, i, _)| i.state == state)
-        .collect();
-    // Names are bounded per page: past them the page ends at the last issue kept.
-    let fit = names_fit(issues.iter().map(|(_, i, _)| i));
-    if fit < issues.len() {
-        cut = Some(issues[fit - 1].0.clone());
-        any_left = true;
-        issues.truncate(fit);
-    }
+    let request = InboxRequest {
+        tenant: &caller.tenant,
+        sources,
+        state,
+        limit: paging.limit,
+        after,
+    };
+    let page = inbox::page(&app.store, request).await?;
     let names = app
         .store
         .names(
             &caller.tenant,
-            &participants_of(issues.iter().map(|(_, i, _)| i)),
+            &participants_of(page.issues.iter().map(|i| &i.issue)),
         )
         .await?;
-    let items = issues
+    let items = page
+        .issues
         .into_iter()
-        .map(|(_, issue, via)| InboxItem {
-            issue: IssueView::inbox_summary(issue, &names),
-            via,
+        .map(|i| InboxItem {
+            issue: IssueView::inbox_summary(i.issue, &names),
+            via: i.via,
         })
         .collect();
-    let next = cut.filter(|_| any_left).map(inbox::position_after);
     Ok(Json(List {
         items,
-        next_cursor: next.map(|p| cursor.seal(&p)),
+        next_cursor: page.next.map(|p| cursor.seal(&p)),
     }))
 }
 
@@ -152,23 +110,7 @@ pub async fn my_issues(
         return Err(ApiError::from_errors(errors));
     }
     roles.sort();
-    let me = |role: Option<Role>| Source {
-        pk: keys::index::inbox_pk(
-            &caller.tenant,
-            ParticipantKind::User,
-            &caller.user,
-            state,
-            role,
-        ),
-        kind: ParticipantKind::User,
-        id: caller.user.to_string(),
-    };
-    // No role filter: one partition. Roles: one per role, merged.
-    let sources = if roles.is_empty() {
-        vec![me(None)]
-    } else {
-        roles.iter().map(|r| me(Some(*r))).collect()
-    };
+    let sources = Source::user_roles(&caller.user, &roles);
     let params = format!(
         "state={}&role={}",
         state.as_str(),
@@ -179,7 +121,7 @@ pub async fn my_issues(
             .join(",")
     );
     let cursor = paging.bind_to_caller(params);
-    read(&app, &caller, sources, state, &paging, &cursor).await
+    read(&app, &caller, &sources, state, &paging, &cursor).await
 }
 
 pub async fn team_issues(
@@ -199,14 +141,10 @@ pub async fn team_issues(
     {
         return Err(ApiError::NotFound("team"));
     }
-    let sources = vec![Source {
-        pk: keys::index::inbox_pk(&caller.tenant, ParticipantKind::Team, &team_id, state, None),
-        kind: ParticipantKind::Team,
-        id: team_id.to_string(),
-    }];
+    let sources = [Source::team(&team_id)];
     let params = format!("state={}&team_id={team_id}", state.as_str());
     let cursor = paging.bind(params);
-    read(&app, &caller, sources, state, &paging, &cursor).await
+    read(&app, &caller, &sources, state, &paging, &cursor).await
 }
 
 pub async fn my_teams_issues(
@@ -230,15 +168,8 @@ pub async fn my_teams_issues(
             break;
         }
     }
-    let sources = teams
-        .keys()
-        .map(|id| Source {
-            pk: keys::index::inbox_pk(&caller.tenant, ParticipantKind::Team, id, state, None),
-            kind: ParticipantKind::Team,
-            id: id.to_string(),
-        })
-        .collect();
+    let sources: Vec<Source> = teams.keys().map(Source::team).collect();
     let params = format!("state={}", state.as_str());
     let cursor = paging.bind_to_caller(params);
-    read(&app, &caller, sources, state, &paging, &cursor).await
+    read(&app, &caller, &sources, state, &paging, &cursor).await
 }

@@ -3,12 +3,14 @@
 //! [`parse`] interprets a request into a [`GridQuery`]; [`GridQuery::ranges`] plans the sort-key
 //! ranges of the column's partitions it reads, in order; [`read_entries`] pages across them
 //! (values, then issues without a value) with any Query function, and returns the entries read
-//! and the position to resume at. Only the Query itself is I/O, so all of it is tested here
-//! against in-memory partitions.
+//! and the position to resume at. Only the Query itself is I/O there, so the paging is tested
+//! here against in-memory partitions. [`page()`] is the whole query against the store: the
+//! partitions, their entries, the issues behind them that the query admits, up to the names
+//! bound.
 //!
 //! A column of a sharded project is several partitions (one per shard, each issue in one):
-//! a page reads each shard's next `limit` entries at once and merges them by sort key, as the
-//! inbox merges its partitions. Sort keys end with the issue number, so no two shards share
+//! a page reads a share of its entries from each shard at once and merges them by sort key,
+//! as the inbox merges its partitions. Sort keys end with the issue number, so no two shards share
 //! one, and the position is one sort key (the last one the page took) and the phase: every
 //! shard resumes after it (DynamoDB takes a start key with any sort key). The cursor is the
 //! same size whatever the shard count, and a cursor issued before a reshard resumes in the new
@@ -26,13 +28,19 @@ use crate::keys;
 use crate::model::{Column, Kind, encode_bound};
 use crate::store::Page;
 use crate::store::index::ColumnQuery;
+use crate::store::index::table::ColumnHit;
+
+mod page;
+
+pub use page::{GridPage, PageRequest, page, partitions};
 
 /// The cursor member naming the [`Phase`] a position is in, beside the last sort key taken
 /// ([`keys::SK`]). Its `~` keeps it apart from DynamoDB's key attributes (cursors issued before
 /// shards also hold the partition, `PK`, which is not needed and is ignored).
 pub const PHASE_MEMBER: &str = "~phase";
 
-/// Longest `prefix`, in characters (API.md): its key stays well under DynamoDB's 1 KB sort key.
+/// Longest `prefix`, in characters (as `openapi.yaml` documents it): its key stays well under
+/// DynamoDB's 1 KB sort key.
 pub const MAX_PREFIX_CHARS: usize = 256;
 
 /// The part of a column partition a range reads. On the wire (a cursor's [`PHASE_MEMBER`]) it
@@ -306,10 +314,16 @@ pub struct ColumnEntry {
     pub summary: Option<String>,
 }
 
-/// An entry as a Query returns it: `(issue id, sort key, summary)`.
-pub type Hit = (String, String, Option<String>);
-
 impl ColumnEntry {
+    fn new(hit: ColumnHit, phase: Phase) -> Self {
+        Self {
+            issue_id: hit.issue_id,
+            sk: hit.sk,
+            phase,
+            summary: hit.summary,
+        }
+    }
+
     /// The position that resumes right after this entry, in every shard: its sort key and
     /// its phase.
     pub fn position_after(&self) -> Position {
@@ -342,7 +356,7 @@ pub async fn read_entries<F, Fut, E>(
 ) -> Result<EntryPage, E>
 where
     F: FnMut(ColumnQuery, Option<Position>) -> Fut,
-    Fut: Future<Output = Result<Page<Hit>, E>>,
+    Fut: Future<Output = Result<Page<ColumnHit>, E>>,
 {
     let ranges = query.ranges();
     let mut position = start.unwrap_or_default();
@@ -350,15 +364,8 @@ where
         .remove(PHASE_MEMBER)
         .and_then(|name| ranges.iter().position(|r| r.phase.as_str() == name))
         .unwrap_or(0);
-    // The last sort key taken: every shard resumes after it.
-    let mut after = position.remove(keys::SK);
+    let mut partitions = Partitions::new(pks, query.descending, position.remove(keys::SK));
     let mut out = EntryPage::default();
-    // Within this page, where each shard resumes: after `after`, or further where a shard
-    // said it had read further than anything it returned.
-    let mut starts: Vec<Option<String>> = vec![after.clone(); pks.len()];
-    // Partitions that may hold more of the current range after where they stand.
-    let mut live = vec![true; pks.len()];
-    let further = |a: &str, b: &str| if query.descending { a < b } else { a > b };
     while let Some(range) = ranges.get(at) {
         let remaining = limit - out.entries.len() as i32;
         if remaining <= 0 {
@@ -371,89 +378,22 @@ where
         }
         // A share of the page from each partition (see `inbox::share`): merged partitions read
         // about 1.5 pages between them, not a page each.
-        let reading: Vec<usize> = (0..pks.len()).filter(|&i| live[i]).collect();
+        let reading = partitions.reading();
         let per = crate::read::inbox::share(usize::try_from(remaining).unwrap_or(0), reading.len());
         let per = i32::try_from(per).unwrap_or(remaining);
         let reads = reading.iter().map(|&i| {
-            let (pk, start) = (&pks[i], &starts[i]);
-            let column_query = ColumnQuery {
-                pk: pk.clone(),
-                from: range.from.clone(),
-                to: range.to.clone(),
-                forward: !query.descending,
-                limit: per,
-            };
-            let start_key = start.as_ref().map(|sk| {
-                Position::from([
-                    (keys::PK.to_string(), pk.clone()),
-                    (keys::SK.to_string(), sk.clone()),
-                ])
-            });
+            let (column_query, start_key) = partitions.query(i, range, per);
             fetch(column_query, start_key)
         });
         let pages = futures::future::join_all(reads).await;
-        let mut candidates: Vec<(usize, Hit)> = Vec::new();
-        // The nearest key a shard with more to read was read through: nothing beyond it may
-        // be taken yet (that shard may hold keys before it that it has not returned).
-        let mut bound: Option<String> = None;
-        let mut more = false;
-        for (&i, page) in reading.iter().zip(pages) {
-            let page = page?;
-            live[i] = page.next.is_some();
-            if let Some(next) = &page.next {
-                more = true;
-                let last = page.items.last().map(|(_, sk, _)| sk.as_str());
-                let through = match (last, next.get(keys::SK).map(String::as_str)) {
-                    (Some(l), Some(n)) if further(n, l) => n,
-                    (Some(l), _) => l,
-                    (None, Some(n)) => n,
-                    (None, None) => continue,
-                };
-                if bound.as_deref().is_none_or(|b| further(b, through)) {
-                    bound = Some(through.to_string());
-                }
-                if page.items.is_empty() {
-                    // Read through keys it did not return: resume after them.
-                    starts[i] = Some(through.to_string());
-                }
-            }
-            candidates.extend(page.items.into_iter().map(|hit| (i, hit)));
-        }
-        // Sort keys are unique across shards (they end with the issue number), and across
-        // scopes but while the indexer moves an issue between them (the page shows it once).
-        candidates.sort_by(
-            |(_, (_, a, _)), (_, (_, b, _))| {
-                if query.descending { b.cmp(a) } else { a.cmp(b) }
-            },
-        );
-        let fetched = candidates.len();
-        let within = candidates
-            .iter()
-            .take_while(|(_, (_, sk, _))| bound.as_deref().is_none_or(|b| !further(sk, b)))
-            .count();
-        let take = within.min(usize::try_from(remaining).unwrap_or(0));
-        // A partition whose candidates were not all taken is read again from the last taken.
-        for (i, _) in &candidates[take..] {
-            live[*i] = true;
-        }
-        out.entries.extend(candidates.into_iter().take(take).map(
-            |(_, (issue_id, sk, summary))| ColumnEntry {
-                issue_id,
-                sk,
-                phase: range.phase,
-                summary,
-            },
-        ));
-        if !(take < fetched || more) {
+        let round = partitions.absorb(&reading, pages)?;
+        let taken = partitions.take(round, usize::try_from(remaining).unwrap_or(0), range.phase);
+        out.entries.extend(taken.entries);
+        if taken.range_ended {
             // This range is read to its end.
             at += 1;
-            after = None;
-            starts = vec![None; pks.len()];
-            live = vec![true; pks.len()];
+            partitions.restart();
             continue;
-        }
-        if take > 0 {
-            after = out.entries.last().map(|e| e.sk.clone());
         }
         if out.entries.len() as i32 >= limit {
             out.next = out.entries.last().map(ColumnEntry::position_after);
@@ -461,15 +401,193 @@ where
         }
         // Short: a partition's share ran out first (or DynamoDB's 1 MB ended a read): read on
         // from where each partition stands.
-        for start in &mut starts {
-            if let Some(a) = &after
-                && start.as_deref().is_none_or(|s| further(a, s))
+        partitions.read_on();
+    }
+    Ok(out)
+}
+
+/// Where each partition of a page stands in the range being read.
+struct Partitions<'a> {
+    pks: &'a [String],
+    descending: bool,
+    /// The last sort key taken: every partition resumes after it.
+    after: Option<String>,
+    /// Within this page, where each partition resumes: after `after`, or further where a
+    /// partition said it had read further than anything it returned.
+    starts: Vec<Option<String>>,
+    /// Partitions that may hold more of the current range after where they stand.
+    live: Vec<bool>,
+}
+
+/// What one round's reads returned, merged.
+#[derive(Default)]
+struct Round {
+    /// Every entry fetched, with its partition (by index), in the read's key order.
+    candidates: Vec<(usize, ColumnHit)>,
+    /// The nearest key a partition with more to read was read through: nothing beyond it may
+    /// be taken yet (that partition may hold keys before it that it has not returned).
+    bound: Option<String>,
+    /// Whether any partition read has more of the range.
+    more: bool,
+}
+
+/// The entries a round took, in key order, and whether that read its range to the end.
+struct RoundTaken {
+    entries: Vec<ColumnEntry>,
+    range_ended: bool,
+}
+
+/// Whether sort key `a` comes after `b` in the read's direction.
+fn further(descending: bool, a: &str, b: &str) -> bool {
+    if descending { a < b } else { a > b }
+}
+
+impl<'a> Partitions<'a> {
+    fn new(pks: &'a [String], descending: bool, after: Option<String>) -> Self {
+        Self {
+            pks,
+            descending,
+            starts: vec![after.clone(); pks.len()],
+            live: vec![true; pks.len()],
+            after,
+        }
+    }
+
+    /// The partitions a round reads: those that may hold more.
+    fn reading(&self) -> Vec<usize> {
+        (0..self.pks.len()).filter(|&i| self.live[i]).collect()
+    }
+
+    /// Partition `i`'s Query of `range` for `limit` entries, and its start key.
+    fn query(&self, i: usize, range: &Range, limit: i32) -> (ColumnQuery, Option<Position>) {
+        let pk = &self.pks[i];
+        let column_query = ColumnQuery {
+            pk: pk.clone(),
+            from: range.from.clone(),
+            to: range.to.clone(),
+            forward: !self.descending,
+            limit,
+        };
+        let start_key = self.starts[i].as_ref().map(|sk| {
+            Position::from([
+                (keys::PK.to_string(), pk.clone()),
+                (keys::SK.to_string(), sk.clone()),
+            ])
+        });
+        (column_query, start_key)
+    }
+
+    /// Merges the pages the partitions `reading` returned into a [`Round`], noting which
+    /// partitions may hold more and where one read through keys it did not return.
+    fn absorb<E>(
+        &mut self,
+        reading: &[usize],
+        pages: Vec<Result<Page<ColumnHit>, E>>,
+    ) -> Result<Round, E> {
+        let mut round = Round::default();
+        for (&i, page) in reading.iter().zip(pages) {
+            let page = page?;
+            self.live[i] = page.next.is_some();
+            if let Some(next) = &page.next {
+                round.more = true;
+                if let Some(through) = self.through(&page.items, next) {
+                    if round
+                        .bound
+                        .as_deref()
+                        .is_none_or(|b| further(self.descending, b, through))
+                    {
+                        round.bound = Some(through.to_string());
+                    }
+                    if page.items.is_empty() {
+                        // Read through keys it did not return: resume after them.
+                        self.starts[i] = Some(through.to_string());
+                    }
+                }
+            }
+            round
+                .candidates
+                .extend(page.items.into_iter().map(|hit| (i, hit)));
+        }
+        // Sort keys are unique across shards (they end with the issue number), and across
+        // scopes but while the indexer moves an issue between them (the page shows it once).
+        let descending = self.descending;
+        round.candidates.sort_by(|(_, a), (_, b)| {
+            if descending {
+                b.sk.cmp(&a.sk)
+            } else {
+                a.sk.cmp(&b.sk)
+            }
+        });
+        Ok(round)
+    }
+
+    /// The key a partition with more to read (`next`) was read through: its last entry's, or
+    /// the further one DynamoDB ended its read at.
+    fn through<'p>(&self, items: &'p [ColumnHit], next: &'p Position) -> Option<&'p str> {
+        let last = items.last().map(|hit| hit.sk.as_str());
+        match (last, next.get(keys::SK).map(String::as_str)) {
+            (Some(l), Some(n)) if further(self.descending, n, l) => Some(n),
+            (Some(l), _) => Some(l),
+            (None, n) => n,
+        }
+    }
+
+    /// Takes the round's entries (of `phase`) up to its bound, at most `room`. A partition
+    /// whose entries were not all taken is read again from the last one taken.
+    fn take(&mut self, round: Round, room: usize, phase: Phase) -> RoundTaken {
+        let Round {
+            mut candidates,
+            bound,
+            more,
+        } = round;
+        let fetched = candidates.len();
+        let within = candidates
+            .iter()
+            .take_while(|(_, hit)| {
+                bound
+                    .as_deref()
+                    .is_none_or(|b| !further(self.descending, &hit.sk, b))
+            })
+            .count();
+        let take = within.min(room);
+        for (i, _) in &candidates[take..] {
+            self.live[*i] = true;
+        }
+        candidates.truncate(take);
+        if let Some((_, last)) = candidates.last() {
+            self.after = Some(last.sk.clone());
+        }
+        RoundTaken {
+            entries: candidates
+                .into_iter()
+                .map(|(_, hit)| ColumnEntry::new(hit, phase))
+                .collect(),
+            range_ended: !(take < fetched || more),
+        }
+    }
+
+    /// Moves on to the next range, read from its start.
+    fn restart(&mut self) {
+        self.after = None;
+        self.starts = vec![None; self.pks.len()];
+        self.live = vec![true; self.pks.len()];
+    }
+
+    /// After a short round: every partition resumes after the last key taken, unless it
+    /// stands further already.
+    fn read_on(&mut self) {
+        let Some(after) = &self.after else {
+            return;
+        };
+        for start in &mut self.starts {
+            if start
+                .as_deref()
+                .is_none_or(|s| further(self.descending, after, s))
             {
-                *start = Some(a.clone());
+                *start = Some(after.clone());
             }
         }
     }
-    Ok(out)
 }
 
 /// The position at the start of a phase: no key yet.
@@ -545,7 +663,7 @@ mod tests {
         partition: &[(String, String, String)],
         q: &ColumnQuery,
         start: Option<&Position>,
-    ) -> Page<Hit> {
+    ) -> Page<ColumnHit> {
         if let Some(p) = start {
             assert_eq!(
                 p.get(keys::PK),
@@ -556,10 +674,14 @@ mod tests {
         let after = start.and_then(|p| p.get(keys::SK));
         let in_range = |sk: &String| *sk >= q.from && *sk <= q.to;
         let past = |sk: &String| after.is_none_or(|a| if q.forward { sk > a } else { sk < a });
-        let mut items: Vec<Hit> = partition
+        let mut items: Vec<ColumnHit> = partition
             .iter()
             .filter(|(sk, _, pk)| *pk == q.pk && in_range(sk) && past(sk))
-            .map(|(sk, id, _)| (id.clone(), sk.clone(), None))
+            .map(|(sk, id, _)| ColumnHit {
+                issue_id: id.clone(),
+                sk: sk.clone(),
+                summary: None,
+            })
             .collect();
         if !q.forward {
             items.reverse();
@@ -568,7 +690,7 @@ mod tests {
         let next = (items.len() == q.limit as usize).then(|| {
             Position::from([
                 (keys::PK.to_string(), q.pk.clone()),
-                (keys::SK.to_string(), items[items.len() - 1].1.clone()),
+                (keys::SK.to_string(), items[items.len() - 1].sk.clone()),
             ])
         });
         Page { items, next }
@@ -597,7 +719,7 @@ mod tests {
                     page.items.truncate(short);
                     page.next = Some(Position::from([
                         (keys::PK.to_string(), q.pk.clone()),
-                        (keys::SK.to_string(), page.items[short - 1].1.clone()),
+                        (keys::SK.to_string(), page.items[short - 1].sk.clone()),
                     ]));
                 }
                 async move { Ok::<_, Infallible>(page) }

@@ -2,10 +2,15 @@
 //! over several participation partitions (roles, or the caller's teams), each issue once.
 //!
 //! Its cursor is one sort key: the last one the page consumed. Every copy ahead of it in any
-//! partition was fetched (each partition's first `limit` copies, and a page holds at most
-//! `limit` issues), so every partition resumes "after that key" — DynamoDB takes a start key
-//! with any sort key — and the cursor stays the same size whatever the caller's teams (under
-//! 2 KB with 50 of them).
+//! partition was fetched (a copy is taken only once every partition with more to read has
+//! been read past it), so every partition resumes "after that key" — DynamoDB takes a start
+//! key with any sort key — and the cursor stays the same size whatever the caller's teams
+//! (under 2 KB with 50 of them).
+//!
+//! [`read_merged`] merges the partitions with any Query function, so it is tested here
+//! against in-memory partitions; [`page()`] is the whole read against the store: the
+//! [`Source`]s' partitions, the merge, the issues behind the copies taken, up to the names
+//! bound.
 
 use std::future::Future;
 
@@ -13,6 +18,10 @@ use crate::cursor::Position;
 use crate::domain::Role;
 use crate::store::Page;
 use crate::store::index::InboxCopy;
+
+mod page;
+
+pub use page::{InboxIssue, InboxPage, InboxRequest, Source, page};
 
 /// The cursor's member: the last sort key a page consumed.
 pub const AFTER_MEMBER: &str = "after";
@@ -72,6 +81,58 @@ struct Partition {
     more: bool,
 }
 
+impl Partition {
+    /// Buffers a page read of this partition.
+    fn absorb(&mut self, page: Page<InboxCopy>) {
+        // A page of none ends the partition (a Query with a limit and no filter returns at
+        // least one item while any is left).
+        self.more = page.next.is_some() && !page.items.is_empty();
+        if let Some(last) = page.items.last() {
+            self.after = Some(last.sk.clone());
+        }
+        self.buffer.extend(page.items);
+    }
+}
+
+impl Merged {
+    /// Takes fetched copies, newest first, into a page of at most `limit` issues (and the
+    /// other copies of the last one). Returns `true` when it stopped short of a full page: a
+    /// partition with more to read must be read on first.
+    fn take_fetched(&mut self, parts: &mut [Partition], limit: usize) -> bool {
+        // Nothing below the highest key a partition with more was read to may be taken yet.
+        let bound = parts
+            .iter()
+            .filter(|p| p.more)
+            .filter_map(|p| p.after.clone())
+            .max();
+        loop {
+            // The newest copy fetched; ties (one issue's copies) in partition order.
+            let mut head: Option<(usize, &str)> = None;
+            for (i, p) in parts.iter().enumerate() {
+                if let Some(c) = p.buffer.front()
+                    && head.is_none_or(|(_, sk)| c.sk.as_str() > sk)
+                {
+                    head = Some((i, c.sk.as_str()));
+                }
+            }
+            let Some((i, sk)) = head else {
+                return true;
+            };
+            if bound.as_deref().is_some_and(|b| sk < b) {
+                return true;
+            }
+            let same_as_last = self.taken.last().is_some_and(|t| t.sk == sk);
+            if !same_as_last && self.taken.len() == limit {
+                return false;
+            }
+            if let Some(copy) = parts[i].buffer.pop_front() {
+                take(&mut self.taken, i, &copy);
+                self.last = Some(copy.sk);
+            }
+        }
+    }
+}
+
 /// Reads one page over `partitions` partitions after sort key `after`: `fetch(i, limit,
 /// after)` reads partition `i`'s first `limit` copies after it, newest first. Partitions are
 /// read at once, a [`share`] each, and merged into at most `limit` issues, newest first,
@@ -109,48 +170,10 @@ where
                 .map(|&i| fetch(i, per, parts[i].after.clone()));
             let pages = futures::future::join_all(reads).await;
             for (&i, page) in to_read.iter().zip(pages) {
-                let page = page?;
-                let part = &mut parts[i];
-                // A page of none ends the partition (a Query with a limit and no filter
-                // returns at least one item while any is left).
-                part.more = page.next.is_some() && !page.items.is_empty();
-                if let Some(last) = page.items.last() {
-                    part.after = Some(last.sk.clone());
-                }
-                part.buffer.extend(page.items);
+                parts[i].absorb(page?);
             }
         }
-        // Nothing below the highest key a partition with more was read to may be taken yet.
-        let bound = parts
-            .iter()
-            .filter(|p| p.more)
-            .filter_map(|p| p.after.clone())
-            .max();
-        let short = loop {
-            // The newest copy fetched; ties (one issue's copies) in partition order.
-            let mut head: Option<(usize, &str)> = None;
-            for (i, p) in parts.iter().enumerate() {
-                if let Some(c) = p.buffer.front()
-                    && head.is_none_or(|(_, sk)| c.sk.as_str() > sk)
-                {
-                    head = Some((i, c.sk.as_str()));
-                }
-            }
-            let Some((i, sk)) = head else {
-                break true;
-            };
-            if bound.as_deref().is_some_and(|b| sk < b) {
-                break true;
-            }
-            let same_as_last = merged.taken.last().is_some_and(|t| t.sk == sk);
-            if !same_as_last && merged.taken.len() == limit {
-                break false;
-            }
-            if let Some(copy) = parts[i].buffer.pop_front() {
-                take(&mut merged.taken, i, &copy);
-                merged.last = Some(copy.sk);
-            }
-        };
+        let short = merged.take_fetched(&mut parts, limit);
         let exhausted = parts.iter().all(|p| !p.more);
         if !short || exhausted || merged.taken.len() == limit {
             break;

@@ -1,16 +1,20 @@
-//! Read models: the product's query algorithms, apart from HTTP and pure where they can be.
-//! Each takes the reads it needs as closures (one page of one partition), so it is tested
-//! against in-memory partitions; the handlers in `http/` parse, call one and render.
+//! Read models: the product's queries, apart from HTTP. Each paging algorithm takes the reads
+//! it needs as closures (one page of one partition), so it is tested against in-memory
+//! partitions; each model's `page` runs the whole query against the store (its partitions,
+//! the algorithm, the issues behind the entries, the names bound), so the handlers in `http/`
+//! parse, call one and render.
 //!
 //! - [`grid`]: a project's issues sorted by any column, phase by phase (values, then missing).
 //! - [`inbox`]: a participant's issues, newest first, merged over several partitions.
+//! - [`names`]: the bound on the people one page shows, which both lists end a page at.
 
 pub mod grid;
 pub mod inbox;
+pub mod names;
 
 /// How long a grid function instance serves a project's field definitions and shard layout
 /// from memory (`http::fields_cache`) before reading them again. A reshard waits longer than
-/// this between moving reads off a layout and retiring it (`index::reshard::READS_MOVED`).
+/// this between moving reads off a layout and retiring it (`ops::reshard::READS_MOVED`).
 pub const HELD_PROJECT_MAX_AGE: std::time::Duration = std::time::Duration::from_secs(2);
 
 /// Runs a future the in-memory models answer at once (no executor needed).

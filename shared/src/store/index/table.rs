@@ -31,6 +31,15 @@ pub struct InboxCopy {
     pub summary: Option<String>,
 }
 
+/// A column entry as a page of its partition returns it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ColumnHit {
+    pub issue_id: String,
+    pub sk: String,
+    /// The issue's list summary, when the entry carries one.
+    pub summary: Option<String>,
+}
+
 /// A read of one column partition.
 #[derive(Debug, Clone)]
 pub struct ColumnQuery {
@@ -515,7 +524,7 @@ impl Store {
         &self,
         column: &ColumnQuery,
         start: Option<&Position>,
-    ) -> Result<Page<crate::read::grid::Hit>, StoreError> {
+    ) -> Result<Page<ColumnHit>, StoreError> {
         let query = Query::partition(&self.index, column.pk.clone())
             .sk_between(&column.from, &column.to)
             .forward(column.forward)
@@ -530,7 +539,11 @@ impl Store {
                         Some(AttributeValue::S(text)) => Some(text.clone()),
                         _ => None,
                     };
-                    Some((id.clone(), sk.clone(), summary))
+                    Some(ColumnHit {
+                        issue_id: id.clone(),
+                        sk: sk.clone(),
+                        summary,
+                    })
                 }
                 _ => None,
             })

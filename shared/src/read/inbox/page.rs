@@ -1,0 +1,181 @@
+//! An inbox page whole: the participation partitions it merges, the issues behind the copies
+//! taken (from their summaries, or read), those still in the state read, up to the names
+//! bound.
+
+use crate::cursor::Position;
+use crate::domain::ids::{TeamId, TenantId, UserId};
+use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Role};
+use crate::keys;
+use crate::read::names::names_fit;
+use crate::store::{Store, StoreError};
+
+use super::{position_after, read_merged};
+
+/// One partition of an inbox: whose inbox it is and, with `role`, only that role's copies.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Source {
+    pub kind: ParticipantKind,
+    pub id: String,
+    pub role: Option<Role>,
+}
+
+impl Source {
+    /// A user's partitions: one holding every role's copies, or one per role asked (merged).
+    pub fn user_roles(user: &UserId, roles: &[Role]) -> Vec<Self> {
+        let source = |role| Self {
+            kind: ParticipantKind::User,
+            id: user.to_string(),
+            role,
+        };
+        if roles.is_empty() {
+            vec![source(None)]
+        } else {
+            roles.iter().map(|r| source(Some(*r))).collect()
+        }
+    }
+
+    /// A team's partition.
+    pub fn team(team: &TeamId) -> Self {
+        Self {
+            kind: ParticipantKind::Team,
+            id: team.to_string(),
+            role: None,
+        }
+    }
+
+    /// The partition key of this source's issues in `state`.
+    pub fn pk(&self, tenant: &TenantId, state: IssueState) -> String {
+        keys::index::inbox_pk(tenant, self.kind, &self.id, state, self.role)
+    }
+
+    /// The participant this partition is the inbox of, in `role`.
+    fn as_participant(&self, role: Role) -> Participant {
+        Participant {
+            kind: self.kind,
+            id: self.id.clone(),
+            role,
+        }
+    }
+}
+
+/// One inbox page to read.
+#[derive(Debug)]
+pub struct InboxRequest<'a> {
+    pub tenant: &'a TenantId,
+    /// The partitions merged, in the order a copy's `via` lists them.
+    pub sources: &'a [Source],
+    pub state: IssueState,
+    pub limit: i32,
+    /// The sort key the page resumes after (see [`super::after_of`]); `None` for the first.
+    pub after: Option<String>,
+}
+
+/// An issue on an inbox page and the participants (of the sources) that put it there.
+#[derive(Debug)]
+pub struct InboxIssue {
+    pub issue: Issue,
+    pub via: Vec<Participant>,
+}
+
+/// An inbox page: its issues, newest first, and where the next one starts (`None`: the end).
+#[derive(Debug, Default)]
+pub struct InboxPage {
+    pub issues: Vec<InboxIssue>,
+    pub next: Option<Position>,
+}
+
+/// Reads one inbox page: the merged copies ([`read_merged`]), then their issues in one call.
+pub async fn page(store: &Store, request: InboxRequest<'_>) -> Result<InboxPage, StoreError> {
+    let InboxRequest {
+        tenant,
+        sources,
+        state,
+        limit,
+        after,
+    } = request;
+    let pks: Vec<String> = sources.iter().map(|s| s.pk(tenant, state)).collect();
+    let merged = read_merged(pks.len(), limit, after, |i, limit, after| {
+        let pk = &pks[i];
+        async move { store.query_inbox(pk, limit, after.as_deref()).await }
+    })
+    .await?;
+    let mut cut = merged.last;
+    let mut any_left = merged.any_left;
+    let entries = merged
+        .taken
+        .iter()
+        .map(|t| (t.issue_id.as_str(), t.summary.as_deref()));
+    let mut found = store.issues_of_entries(tenant, entries).await?;
+    let mut issues: Vec<(String, InboxIssue)> = merged
+        .taken
+        .into_iter()
+        .filter_map(|t| {
+            let issue = found.remove(&t.issue_id)?;
+            let via = t
+                .via
+                .into_iter()
+                .map(|(i, role)| sources[i].as_participant(role))
+                .collect();
+            Some((t.sk, InboxIssue { issue, via }))
+        })
+        // Copies of issues deleted or moved to another state since they were indexed.
+        .filter(|(_, i)| i.issue.state == state)
+        .collect();
+    // Names are bounded per page: past them the page ends at the last issue kept.
+    let fit = names_fit(issues.iter().map(|(_, i)| &i.issue));
+    if fit < issues.len() {
+        cut = Some(issues[fit - 1].0.clone());
+        any_left = true;
+        issues.truncate(fit);
+    }
+    Ok(InboxPage {
+        issues: issues.into_iter().map(|(_, i)| i).collect(),
+        next: cut.filter(|_| any_left).map(position_after),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A user's inbox without a role filter is one partition (every role's copies); with
+    /// roles, one partition per role.
+    #[test]
+    fn a_user_reads_one_partition_or_one_per_role() {
+        let (tenant, user) = (
+            TenantId::parse("acme").unwrap(),
+            UserId::parse("ann").unwrap(),
+        );
+        let pk = |role| {
+            keys::index::inbox_pk(
+                &tenant,
+                ParticipantKind::User,
+                "ann",
+                IssueState::Closed,
+                role,
+            )
+        };
+        let pks = |roles: &[Role]| -> Vec<String> {
+            Source::user_roles(&user, roles)
+                .iter()
+                .map(|s| s.pk(&tenant, IssueState::Closed))
+                .collect()
+        };
+        assert_eq!(pks(&[]), [pk(None)]);
+        assert_eq!(
+            pks(&[Role::Assignee, Role::Watcher]),
+            [pk(Some(Role::Assignee)), pk(Some(Role::Watcher))]
+        );
+        let team = TeamId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap();
+        assert_eq!(
+            Source::team(&team).pk(&tenant, IssueState::Open),
+            keys::index::inbox_pk(
+                &tenant,
+                ParticipantKind::Team,
+                &team,
+                IssueState::Open,
+                None
+            )
+        );
+    }
+}
