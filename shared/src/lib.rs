@@ -1,23 +1,23 @@
 //! Gridline: a multi-tenant issue-tracker backend for AWS Lambda and DynamoDB.
 //!
-//! Handlers in `functions/*` only build state and run [`http::router`] (or the
-//! [`index::indexer::Indexer`]); everything else lives here. Each layer calls only the layers
-//! below it:
+//! Handlers in `functions/*` only build state and run [`http::router`], the indexer
+//! ([`runtime::handle_stream_json`]) or the field job ([`runtime::handle_sqs`]); everything
+//! else lives here, in layers. A module imports only the layers below it (and, within its own
+//! layer, only what `shared/tests/layout.rs` allows; that test keeps this rule true):
 //!
-//! - [`http`]: the edge. The route table, extractors (JSON bodies, the [`auth::Caller`], typed
-//!   path ids, paging with bound cursors), handlers (parse → call → respond) and the
-//!   problem+json mapping of every error.
-//! - [`read`]: the read models, pure over page fetches: the grid's phase paging and the
-//!   inboxes' k-way merge.
-//! - [`index`]: the attribute index in one home: which entries an issue has, the stream
-//!   classifier and consumer, index-table I/O, drift found and repaired.
-//! - [`store`]: the DynamoDB adapter and the records table's items.
-//! - [`keys`]: every key string of both tables, built and parsed in one place.
-//! - [`encoding`]: order-preserving sort-key encodings.
-//! - [`domain`]: types that validate themselves (typed ids, values, exact decimals) and
-//!   their own validation errors.
-//! - [`auth`], [`cursor`], [`config`], [`telemetry`]: the caller from verified claims,
-//!   signed page cursors, the environment, logs and metrics.
+//! 1. Foundations: [`domain`] (types that validate themselves: typed ids, values, exact
+//!    decimals), [`encoding`] (order-preserving sort-key encodings), [`keys`] (every key
+//!    string of both tables), [`cursor`] (signed page cursors), [`telemetry`] (logs, EMF).
+//! 2. [`model`]: the index's pure model, no AWS SDK types: entries, the basis they derive
+//!    from, the watermark and its step planner, list summaries, stream events and records,
+//!    the issue codec.
+//! 3. [`store`]: DynamoDB: the records table ([`store::records`]) and the index table
+//!    ([`store::index`]), the one Query builder and backoff.
+//! 4. Use-cases and read models: [`indexer`] (the stream: batches, one issue applied,
+//!    re-index, field jobs), [`ops`] (drift, reshard; they may use the indexer and read
+//!    models), [`read`] (the grid and the inboxes, each owning its whole query).
+//! 5. The edge: [`http`] (routes, extractors, handlers: parse, call, render), [`auth`],
+//!    [`config`], [`runtime`] (the Lambda and SQS protocol).
 
 pub mod auth;
 pub mod config;

@@ -1,6 +1,6 @@
 //! The indexer: turns the records table's change stream into the index table.
 //!
-//! A batch's records are classified by [`stream::classify`] and planned into units (one per
+//! A batch's records are classified by [`crate::model::stream::classify`] and planned into units (one per
 //! issue touched, one per field change); each unit is then applied, or parked when no retry
 //! can fix it. Distinct issues are independent, so a batch's issue units run concurrently (at
 //! most [`Indexer::concurrency`] at once); a field change or a malformed record is a barrier:

@@ -125,7 +125,7 @@ impl Indexer {
         }
     }
 
-    /// One page of [`Indexer::reindex_project`]: at most `limit` of the project's issues after
+    /// One page of `Indexer::reindex_project`: at most `limit` of the project's issues after
     /// `start` by number, re-indexed with the fields as they are now. Returns how many issues
     /// it read and where the next page starts. The field job's unit of work.
     pub async fn reindex_page(

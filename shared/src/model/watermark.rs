@@ -327,9 +327,9 @@ pub struct Watermark {
     /// The bucket items read, as stored (before the overlay).
     pub stored: BTreeMap<u16, BTreeMap<String, Option<String>>>,
     /// The head's revision: a fresh random number each time the head is put whole (see
-    /// [`REVISION`]); `None` for heads that never were (an intent's, the previous layout's).
+    /// `rev` in the head); `None` for heads that never were (an intent's, the previous layout's).
     pub rev: Option<u64>,
-    /// The field-definition revision of the committed basis (see [`FIELDS_REVISION`]);
+    /// The field-definition revision of the committed basis (see `fr` in the head);
     /// `None` for heads written before it was recorded.
     pub fields_rev: Option<u64>,
     /// Size of the pending string set as read (`pend`, or the previous layout's `pending`),
@@ -621,7 +621,7 @@ impl Watermark {
     /// The buckets once `desired` is committed in a layout of `buckets` (at least one).
     /// Buckets not read keep their digest and overlay (they were not read because their
     /// content does not change). A bucket read whose fields only changed value keeps its
-    /// item: the new values go to the overlay, until the overlay outgrows [`OVERLAY_MAX`] and
+    /// item: the new values go to the overlay, until the overlay outgrows `OVERLAY_MAX` and
     /// is folded into the buckets read. Digests are of the committed content (item and
     /// overlay together).
     pub fn plan_commit(&self, d: &Basis, buckets: u16) -> CommitPlan {

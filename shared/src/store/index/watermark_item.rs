@@ -222,12 +222,9 @@ pub fn bucket_fields(item: &Item) -> Option<BTreeMap<String, Option<String>>> {
     columns_from(item.get(attr::COLUMNS))
 }
 
-/// The new head and buckets once `desired` is written at `version` (`None`: deleted, a
-/// tombstone): the bucket items to put, in the layout `buckets`. Buckets not read keep their
-/// digest and overlay (they were not read because their content does not change). A bucket
-/// read whose fields only changed value keeps its item: the new values go to the overlay,
-/// until the overlay outgrows [`OVERLAY_MAX`] and is folded into the buckets read. Digests
-/// are of the committed content (item and overlay together).
+/// The new head and the bucket items to put once `desired` is written at `version` (`None`:
+/// deleted, a tombstone) in a layout of `buckets`; which buckets are rewritten, and what
+/// goes to the overlay, is the model's [`Watermark::plan_commit`].
 pub fn commit_items(
     tenant: &TenantId,
     issue_id: &IssueId,
