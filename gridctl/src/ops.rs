@@ -25,7 +25,7 @@ pub struct VerifyReport {
     /// Units the indexer parked (see `Drift::parked`): drift too.
     pub parked: usize,
     pub drifted_issues: usize,
-    /// Watermarks still in a previous layout (not drift; `gridctl upgrade` rewrites them).
+    /// Watermarks still in a previous format (not drift; `gridctl upgrade` rewrites them).
     pub previous_layout_watermarks: usize,
     /// Their issues' entries in the `all` scope, which that layout had (not drift either).
     pub previous_layout_entries: usize,
@@ -60,14 +60,14 @@ pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Res
 /// What `upgrade` did.
 #[derive(Debug, Default, Serialize)]
 pub struct UpgradeReport {
-    /// Watermarks found in the previous layout.
+    /// Watermarks found in the previous format.
     pub found: usize,
     pub upgraded: usize,
     /// Issues whose re-index failed (logged); run again.
     pub failed: usize,
 }
 
-/// Rewrites every watermark still in a previous layout (every entry key in a string set, or
+/// Rewrites every watermark still in a previous format (every entry key in a string set, or
 /// column entries also in the `all` scope, which this deletes) in the current one, by re-indexing its issue from its current record, 16 at a time: safe
 /// while traffic flows (each write is conditioned on the version it read, as the indexer's
 /// are). The indexer reads both layouts, so this only retires the old one.
@@ -86,7 +86,7 @@ pub async fn upgrade(
     scan.finish_and_clear();
     let old: Vec<_> = items
         .iter()
-        .filter_map(gridline::store::index::watermark_item::previous_layout_head)
+        .filter_map(gridline::store::index::watermark_item::previous_format_head)
         .collect();
     let mut report = UpgradeReport {
         found: old.len(),

@@ -447,7 +447,7 @@ async fn downgrade_watermarks(api: &TestApi) -> usize {
     heads
 }
 
-/// A stack whose watermarks are all in the previous layout keeps indexing exactly under
+/// A stack whose watermarks are all in the previous format keeps indexing exactly under
 /// traffic while `gridctl upgrade` rewrites them, and ends with none left and verify clean.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_stack_of_the_previous_watermark_layout_upgrades_under_traffic() {
@@ -517,7 +517,7 @@ async fn a_stack_of_the_previous_watermark_layout_upgrades_under_traffic() {
 }
 
 /// Runs `traffic` and `gridctl upgrade` together; then the stream drains with nothing sent to
-/// the on-failure queue, verify is clean and no watermark of a previous layout is left.
+/// the on-failure queue, verify is clean and no watermark of a previous format is left.
 async fn upgrade_during(
     api: &TestApi,
     traffic: impl std::future::Future<Output = ()>,

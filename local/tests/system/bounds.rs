@@ -518,7 +518,7 @@ async fn large_concurrent_patches_to_different_fields_both_survive() {
     assert_eq!(r.body["version"], 3);
 }
 
-/// Writes the issue's stored summary item back with `extra` appended to one text value, as
+/// Writes the issue's stored issue item back with `extra` appended to one text value, as
 /// the admin (no Gridline check): the engine refuses items over 400 KB as AWS does.
 async fn rewrite_with(api: &TestApi, id: &str, field: &str, extra: &str) -> Result<(), String> {
     use aws_sdk_dynamodb::types::AttributeValue;

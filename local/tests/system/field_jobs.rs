@@ -281,7 +281,7 @@ async fn a_deleted_fields_values_and_entries_are_removed_by_its_job() {
         let store = api.stack.state.store.clone();
         async move {
             store
-                .get_issue_summary(
+                .get_issue_item(
                     &acme(),
                     &gridline::domain::ids::IssueId::parse(&id).unwrap(),
                 )

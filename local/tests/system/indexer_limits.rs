@@ -100,7 +100,7 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
         .unwrap()
         .unwrap();
     let mut issue = store
-        .get_issue_summary(&tenant_id, &issue_id)
+        .get_issue_item(&tenant_id, &issue_id)
         .await
         .unwrap()
         .unwrap();

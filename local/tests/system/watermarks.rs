@@ -4,7 +4,7 @@
 
 use gridline::domain::ids::{IssueId, ProjectId};
 use gridline::model::EntryList;
-use gridline::model::watermark::{Basis, Pending, Step};
+use gridline::model::watermark::{Basis, CommitAt, Pending, Replaces, Step};
 use gridline_local::testing::TestApi;
 
 use crate::support::acme;
@@ -19,7 +19,7 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
         acme(),
         IssueId::parse(issue["id"].as_str().unwrap()).unwrap(),
     );
-    let now = store.get_issue_summary(&t, &id).await.unwrap().unwrap();
+    let now = store.get_issue_item(&t, &id).await.unwrap().unwrap();
     let (project, defs) = store
         .project_with_fields(&t, &ProjectId::parse(&p).unwrap())
         .await
@@ -28,7 +28,7 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     let fields_rev = project.fields_rev.unwrap_or(0);
     let basis = Basis::of(&now, &defs, gridline::keys::index::Shards::ONE);
     let read = store.get_full_watermark(&t, &id).await.unwrap().unwrap();
-    assert!(read.layout.buckets > 0, "a bucketed watermark");
+    assert!(read.buckets.count > 0, "a bucketed watermark");
 
     // A repair replaces the head at the same version: a commit from the older read fails.
     assert!(
@@ -43,14 +43,14 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
             .await
             .unwrap()
     );
-    let layout = (
-        read.version + 1,
-        read.layout.buckets,
+    let at = CommitAt {
+        version: read.version + 1,
+        buckets: read.buckets.count,
         fields_rev,
-        read.pending_count,
-    );
+        pending_count: read.pending_count,
+    };
     let (held, _) = store
-        .commit_watermark(&t, &id, &read, Some(&basis), layout, false)
+        .commit_watermark((&t, &id), &read, Some(&basis), at, Replaces::Older)
         .await
         .unwrap();
     assert!(!held, "a commit over a head replaced since it was read");
@@ -70,7 +70,13 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     };
     assert!(
         store
-            .record_intent(&t, &id, &fresh, &step, fresh.version, true)
+            .record_intent(
+                &t,
+                &id,
+                &fresh,
+                &step,
+                (fresh.version, Replaces::OlderOrSame)
+            )
             .await
             .unwrap()
     );
@@ -91,17 +97,16 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     // that the head it would put knows nothing of.
     let (held, _) = store
         .commit_watermark(
-            &t,
-            &id,
+            (&t, &id),
             &fresh,
             Some(&basis),
-            (
-                fresh.version,
-                fresh.layout.buckets,
+            CommitAt {
+                version: fresh.version,
+                buckets: fresh.buckets.count,
                 fields_rev,
-                fresh.pending_count,
-            ),
-            true,
+                pending_count: fresh.pending_count,
+            },
+            Replaces::OlderOrSame,
         )
         .await
         .unwrap();
@@ -109,17 +114,16 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     let after = store.get_full_watermark(&t, &id).await.unwrap().unwrap();
     let (held, _) = store
         .commit_watermark(
-            &t,
-            &id,
+            (&t, &id),
             &after,
             Some(&basis),
-            (
-                after.version,
-                after.layout.buckets,
+            CommitAt {
+                version: after.version,
+                buckets: after.buckets.count,
                 fields_rev,
-                after.pending_count,
-            ),
-            true,
+                pending_count: after.pending_count,
+            },
+            Replaces::OlderOrSame,
         )
         .await
         .unwrap();

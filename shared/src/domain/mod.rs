@@ -19,7 +19,7 @@ use values::{FieldDef, StoredValue, parse_value};
 /// Most custom fields a project may have.
 pub const MAX_FIELDS_PER_PROJECT: usize = 400;
 /// Largest item DynamoDB stores (400 KB), measured as it measures items (attribute names and
-/// values): an issue whose summary item would pass it is `413`.
+/// values): an issue whose issue item would pass it is `413`.
 pub const MAX_ITEM_BYTES: usize = 400 * 1024;
 /// Most participants an issue may have: it bounds the item, the indexer's copies and the names
 /// a page looks up.
@@ -120,7 +120,7 @@ pub struct Participant {
     pub role: Role,
 }
 
-/// An issue as stored: the summary item plus, when read whole, its description.
+/// An issue as stored: the issue item plus, when read whole, its description.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Issue {
     pub id: IssueId,

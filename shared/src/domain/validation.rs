@@ -52,7 +52,7 @@ fn detail(errors: &[FieldError]) -> String {
     }
 }
 
-/// An issue whose summary item would not fit in one DynamoDB item.
+/// An issue whose issue item would not fit in one DynamoDB item.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
     "the issue's title, field values and participants would take more than {} bytes, DynamoDB's item limit",

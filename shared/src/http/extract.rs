@@ -34,7 +34,7 @@ macro_rules! path_id {
         }
     )*};
 }
-path_id!(ProjectId => "project", IssueId => "issue", TeamId => "team", FieldId => "field");
+path_id!(ProjectId => "project", IssueId => "issue", TeamId => "team", FieldId => "field", UserId => "user");
 
 /// `id` as a `T`, or `404` for what `T` names.
 pub fn path_id<T: PathId>(id: &str) -> Result<T, ApiError> {
@@ -56,6 +56,24 @@ impl<S: Send + Sync, T: PathId> FromRequestParts<S> for Id<T> {
                 .await
                 .map_err(IntoResponse::into_response)?;
         path_id(&raw).map(Id).map_err(IntoResponse::into_response)
+    }
+}
+
+/// The two ids of a route such as `/projects/{project_id}/fields/{field_id}`, each typed
+/// where it names one (`None`: no id of its kind). Routes differ in what a bad segment is
+/// (`404` for the pair, or `400` for a user id in a body-like position), so the handler
+/// says it. Put it after the `Caller`, as [`Id`].
+pub struct Ids<A, B>(pub Option<A>, pub Option<B>);
+
+impl<S: Send + Sync, A: PathId, B: PathId> FromRequestParts<S> for Ids<A, B> {
+    type Rejection = Response;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        let axum::extract::Path((a, b)) =
+            axum::extract::Path::<(String, String)>::from_request_parts(parts, state)
+                .await
+                .map_err(IntoResponse::into_response)?;
+        Ok(Ids(A::parse(&a), B::parse(&b)))
     }
 }
 

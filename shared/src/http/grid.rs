@@ -152,7 +152,7 @@ pub async fn list(
     let items = page
         .issues
         .into_iter()
-        .map(|i| IssueView::summary(i, &fields.defs, &names))
+        .map(|i| IssueView::list_item(i, &fields.defs, &names))
         .collect();
     Ok(Json(List {
         items,

@@ -106,7 +106,7 @@ pub struct Route {
 }
 
 /// One row of the route table: the route and how its handler is mounted for its method.
-struct Entry {
+struct Mount {
     function: Function,
     method: Method,
     path: &'static str,
@@ -118,8 +118,8 @@ const fn at(
     method: Method,
     path: &'static str,
     handler: fn(MethodFilter) -> MethodRouter<AppState>,
-) -> Entry {
-    Entry {
+) -> Mount {
+    Mount {
         function,
         method,
         path,
@@ -129,7 +129,7 @@ const fn at(
 
 /// Every route and its handler; the template's `Events` and `openapi.yaml` list the same.
 #[rustfmt::skip]
-const TABLE: &[Entry] = {
+const TABLE: &[Mount] = {
     use Function::*;
     &[
         at(Projects, Method::POST, "/projects", |m| on(m, projects::create)),
@@ -160,7 +160,7 @@ const TABLE: &[Entry] = {
     ]
 };
 
-impl Entry {
+impl Mount {
     fn route(&self) -> Route {
         Route {
             group: self.function,
@@ -169,7 +169,7 @@ impl Entry {
         }
     }
 
-    /// The handler mounted for the entry's method; `None` only for a method axum cannot
+    /// The handler mounted for the row's method; `None` only for a method axum cannot
     /// route, which the table never holds (a test checks).
     fn method_router(&self) -> Option<MethodRouter<AppState>> {
         let filter = MethodFilter::try_from(self.method.clone()).ok()?;
@@ -179,7 +179,7 @@ impl Entry {
 
 /// Every route, for checks against `template.yaml` and `openapi.yaml`.
 pub fn routes() -> Vec<Route> {
-    TABLE.iter().map(Entry::route).collect()
+    TABLE.iter().map(Mount::route).collect()
 }
 
 /// The router for the given functions' routes (all of them on the local stack).

@@ -7,7 +7,7 @@ use axum::response::Response;
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
-use super::extract::{Id, JsonBody, Paging, path_id};
+use super::extract::{Id, Ids, JsonBody, Paging};
 use super::views::List;
 use super::{now, projects::created};
 use crate::auth::Caller;
@@ -84,11 +84,11 @@ pub async fn get_team(
 pub async fn add_member(
     State(app): State<AppState>,
     caller: Caller,
-    Path((team_id, user_id)): Path<(String, String)>,
+    Ids(team_id, user_id): Ids<TeamId, UserId>,
 ) -> ApiResult<StatusCode> {
-    let team = team_of(&app, &caller.tenant, &path_id(&team_id)?).await?;
-    let user_id = UserId::parse(&user_id)
-        .ok_or_else(|| ApiError::invalid("user_id", "is not a valid user id"))?;
+    let team_id = team_id.ok_or(ApiError::NotFound(TEAM))?;
+    let team = team_of(&app, &caller.tenant, &team_id).await?;
+    let user_id = user_id.ok_or_else(|| ApiError::invalid("user_id", "is not a valid user id"))?;
     if app
         .store
         .add_member(&caller.tenant, &team, &user_id)
@@ -103,9 +103,9 @@ pub async fn add_member(
 pub async fn remove_member(
     State(app): State<AppState>,
     caller: Caller,
-    Path((team_id, user_id)): Path<(String, String)>,
+    Ids(team_id, user_id): Ids<TeamId, UserId>,
 ) -> ApiResult<StatusCode> {
-    let (Some(team_id), Some(user_id)) = (TeamId::parse(&team_id), UserId::parse(&user_id)) else {
+    let (Some(team_id), Some(user_id)) = (team_id, user_id) else {
         return Err(ApiError::NotFound("membership"));
     };
     if app

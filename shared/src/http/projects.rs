@@ -6,7 +6,7 @@ use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
 
 use super::AppState;
-use super::extract::{Id, JsonBody, Paging, path_id};
+use super::extract::{Id, Ids, JsonBody, Paging, path_id};
 use super::now;
 use super::views::{List, ProjectWithFields};
 use crate::auth::Caller;
@@ -125,11 +125,9 @@ pub async fn list_fields(
 pub async fn delete_field(
     State(app): State<AppState>,
     caller: Caller,
-    Path((project_id, field_id)): Path<(String, String)>,
+    Ids(project_id, field_id): Ids<ProjectId, FieldId>,
 ) -> ApiResult<StatusCode> {
-    let (Some(project_id), Some(field_id)) =
-        (ProjectId::parse(&project_id), FieldId::parse(&field_id))
-    else {
+    let (Some(project_id), Some(field_id)) = (project_id, field_id) else {
         return Err(ApiError::NotFound(FIELD));
     };
     if app

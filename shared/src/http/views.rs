@@ -103,7 +103,7 @@ impl IssueView {
     }
 
     /// The issue as the grid shows it: without its description, with names.
-    pub fn summary(issue: Issue, defs: &[FieldDef], names: &Names) -> Self {
+    pub fn list_item(issue: Issue, defs: &[FieldDef], names: &Names) -> Self {
         Self::build(issue, Some(defs), Some(names))
     }
 

@@ -5,7 +5,7 @@
 use crate::domain::ids::{IssueId, TenantId};
 use crate::indexer::field_job::JobKind;
 use crate::model::record::IssueRecord;
-use crate::model::watermark::{Basis, Layout, Pending, Watermark};
+use crate::model::watermark::{Basis, Buckets, CommitAt, Pending, Replaces, Watermark};
 
 use super::defs::Defs;
 use super::{DELETED, IndexError, Indexer, Metrics, Unit};
@@ -15,6 +15,23 @@ use super::{DELETED, IndexError, Indexer, Metrics, Unit};
 pub(super) struct Target<'a> {
     pub(super) version: u64,
     pub(super) issue: Option<&'a IssueRecord<'a>>,
+}
+
+/// The entries an issue should have, at which version, and the field-definition revision
+/// they were derived under.
+#[derive(Clone, Copy)]
+pub(super) struct Desired<'a> {
+    pub(super) version: u64,
+    /// `None`: the issue is gone.
+    pub(super) basis: Option<&'a Basis>,
+    pub(super) fields_rev: u64,
+}
+
+/// How a reconcile ended.
+pub(super) enum Reconciled {
+    Done,
+    /// A newer watermark was recorded meanwhile: what this may have written, as pending.
+    Overtaken(Pending),
 }
 
 impl Indexer {
@@ -35,7 +52,7 @@ impl Indexer {
                     version: last.as_ref().map_or(DELETED, |i| i.version),
                     issue: last.as_deref(),
                 };
-                self.apply(tenant, issue_id, &target, false, defs, metrics)
+                self.apply(tenant, issue_id, &target, Replaces::Older, defs, metrics)
                     .await
             }
             // A field change starts its job: one message, whatever the project's size.
@@ -62,20 +79,21 @@ impl Indexer {
     }
 
     /// Makes the index hold exactly `target`'s entries for the issue, writing only the
-    /// difference from its watermark. Skips a target older than the watermark (and an equal
-    /// one unless `allow_equal`, which re-indexing uses after a field change).
+    /// difference from its watermark. Skips a target whose version the watermark's is not one
+    /// it `replaces` (re-indexing after a field change replaces the same version too).
     pub(super) async fn apply(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
         target: &Target<'_>,
-        allow_equal: bool,
+        replaces: Replaces,
         defs: &Defs,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
         let wm = self.store.get_watermark(tenant, issue_id).await?;
         let behind = |wm: &Watermark, target: &Target<'_>| {
-            wm.version > target.version || (wm.version == target.version && !allow_equal)
+            wm.version > target.version
+                || (wm.version == target.version && replaces == Replaces::Older)
         };
         let (reread, reread_record);
         let mut target = *target;
@@ -87,10 +105,12 @@ impl Indexer {
             // definitions older than these, it may lack the new column: index the record as
             // it is now (a strongly consistent read), or the field would be marked sortable
             // with this issue missing from it.
-            if allow_equal && let Some(issue) = target.issue {
+            if replaces == Replaces::OlderOrSame
+                && let Some(issue) = target.issue
+            {
                 let held = defs.get(&self.store, tenant, &issue.project_id).await?;
                 if w.fields_rev.unwrap_or(0) < held.rev {
-                    reread = self.store.get_issue_summary(tenant, issue_id).await?;
+                    reread = self.store.get_issue_item(tenant, issue_id).await?;
                     reread_record = reread.as_ref().map(IssueRecord::of);
                     target = Target {
                         version: reread.as_ref().map_or(DELETED, |i| i.version),
@@ -118,18 +138,22 @@ impl Indexer {
             )
             .await?;
         let desired = self.shaped(desired);
+        let desired = Desired {
+            version: target.version,
+            basis: desired.as_ref(),
+            fields_rev,
+        };
         let done = self
             .reconcile(
-                tenant,
-                issue_id,
-                (target.version, desired.as_ref(), fields_rev),
+                (tenant, issue_id),
+                desired,
                 wm,
                 &Pending::default(),
-                allow_equal,
+                replaces,
                 metrics,
             )
             .await?;
-        if let Err(written) = done {
+        if let Reconciled::Overtaken(written) = done {
             self.catch_up(tenant, issue_id, written, metrics).await?;
         }
         Ok(())
@@ -148,7 +172,7 @@ impl Indexer {
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
         let defs = Defs::default();
-        let now = self.store.get_issue_summary(tenant, issue_id).await?;
+        let now = self.store.get_issue_item(tenant, issue_id).await?;
         let wm = self
             .store
             .get_watermark(tenant, issue_id)
@@ -165,14 +189,18 @@ impl Indexer {
             .await?;
         let desired = self.shaped(desired);
         // Whatever this finds, it does not start over: the stream redelivers what it misses.
+        let desired = Desired {
+            version,
+            basis: desired.as_ref(),
+            fields_rev,
+        };
         let _ = self
             .reconcile(
-                tenant,
-                issue_id,
-                (version, desired.as_ref(), fields_rev),
+                (tenant, issue_id),
+                desired,
                 wm,
                 &written,
-                true,
+                Replaces::OlderOrSame,
                 metrics,
             )
             .await?;
@@ -182,20 +210,22 @@ impl Indexer {
     /// Reads the watermark's buckets the change needs, writes the desired entries not known
     /// to be written, deletes every entry that may be in the index but is not desired (with
     /// `extra`: what an earlier attempt may have written), then commits the watermark with the
-    /// field-definition revision `desired` was derived under. On `Err`, a newer watermark was
-    /// recorded meanwhile: what this may have written, as pending.
-    #[allow(clippy::too_many_arguments)]
+    /// field-definition revision `desired` was derived under.
     pub(super) async fn reconcile(
         &self,
-        tenant: &TenantId,
-        issue_id: &IssueId,
-        (version, desired, fields_rev): (u64, Option<&Basis>, u64),
+        (tenant, issue_id): (&TenantId, &IssueId),
+        desired: Desired<'_>,
         mut wm: Watermark,
         extra: &Pending,
-        allow_equal: bool,
+        replaces: Replaces,
         metrics: &mut Metrics,
-    ) -> Result<Result<(), Pending>, IndexError> {
-        let buckets = desired.map_or(0, |d| Layout::choose(wm.layout.buckets, d));
+    ) -> Result<Reconciled, IndexError> {
+        let Desired {
+            version,
+            basis: desired,
+            fields_rev,
+        } = desired;
+        let buckets = desired.map_or(0, |d| Buckets::choose(wm.buckets.count, d));
         let read = wm.buckets_to_read(desired, buckets, extra);
         self.store
             .read_buckets(tenant, issue_id, &mut wm, &read)
@@ -206,13 +236,14 @@ impl Indexer {
             d.retain_columns(|c| wm.has_read(c));
         }
         let step = wm.step(tenant, issue_id, compared.as_ref(), extra);
-        let converts = wm.legacy.is_some() || buckets != wm.layout.buckets;
-        if step.puts.is_empty() && step.deletes.is_empty() && allow_equal && !converts {
-            return Ok(Ok(()));
+        let converts = wm.legacy.is_some() || buckets != wm.buckets.count;
+        let same_version = replaces == Replaces::OlderOrSame;
+        if step.puts.is_empty() && step.deletes.is_empty() && same_version && !converts {
+            return Ok(Reconciled::Done);
         }
         let written = || compared.as_ref().map(Pending::all_of).unwrap_or_default();
         // The pending set as this attempt leaves it: as read, and its own intent (a compact
-        // head's; a previous layout's intent goes elsewhere).
+        // head's; a previous format's intent goes elsewhere).
         let mut pending = if wm.legacy.is_some() {
             0
         } else {
@@ -228,10 +259,10 @@ impl Indexer {
             metrics.writes += 1;
             if !self
                 .store
-                .record_intent(tenant, issue_id, &wm, &step, version, allow_equal)
+                .record_intent(tenant, issue_id, &wm, &step, (version, replaces))
                 .await?
             {
-                return Ok(Err(Pending::default()));
+                return Ok(Reconciled::Overtaken(Pending::default()));
             }
         }
         metrics.writes += self
@@ -241,15 +272,23 @@ impl Indexer {
         let (held, writes) = self
             .store
             .commit_watermark(
-                tenant,
-                issue_id,
+                (tenant, issue_id),
                 &wm,
                 desired,
-                (version, buckets, fields_rev, pending),
-                allow_equal,
+                CommitAt {
+                    version,
+                    buckets,
+                    fields_rev,
+                    pending_count: pending,
+                },
+                replaces,
             )
             .await?;
         metrics.writes += writes;
-        Ok(if held { Ok(()) } else { Err(written()) })
+        Ok(if held {
+            Reconciled::Done
+        } else {
+            Reconciled::Overtaken(written())
+        })
     }
 }

@@ -40,9 +40,7 @@ use crate::store::Store;
 use crate::store::index::Parked;
 use crate::telemetry::now_ms;
 
-/// Version recorded for a deleted issue: above every real version, so nothing older is
-/// ever applied again.
-pub const DELETED: u64 = u64::MAX;
+pub use crate::model::watermark::DELETED;
 
 /// Issues indexed at once by default: each is at least four round trips in a row (watermark,
 /// intent, entries, commit) of a few milliseconds each, so with 32 in flight one shard indexes

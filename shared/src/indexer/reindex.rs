@@ -7,6 +7,7 @@ use crate::cursor::Position;
 use crate::domain::Issue;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::model::record::IssueRecord;
+use crate::model::watermark::Replaces;
 
 use super::apply::Target;
 use super::defs::Defs;
@@ -34,7 +35,7 @@ impl Indexer {
         issue_id: &IssueId,
     ) -> Result<Metrics, IndexError> {
         let mut metrics = Metrics::default();
-        let issue = self.store.get_issue_summary(tenant, issue_id).await?;
+        let issue = self.store.get_issue_item(tenant, issue_id).await?;
         let record = issue.as_ref().map(IssueRecord::of);
         let target = Target {
             version: issue.as_ref().map_or(DELETED, |i| i.version),
@@ -44,7 +45,7 @@ impl Indexer {
             tenant,
             issue_id,
             &target,
-            true,
+            Replaces::OlderOrSame,
             &Defs::default(),
             &mut metrics,
         )
@@ -210,7 +211,14 @@ impl Indexer {
             issue: Some(&record),
         };
         match self
-            .apply(tenant, &issue.id, &target, true, defs, metrics)
+            .apply(
+                tenant,
+                &issue.id,
+                &target,
+                Replaces::OlderOrSame,
+                defs,
+                metrics,
+            )
             .await
         {
             Err(e) if e.is_permanent() => {

@@ -9,7 +9,7 @@ use crate::encoding::text;
 pub const PROJECT_SK: &str = "#PROJECT";
 /// Sort-key prefix of field definitions in a project's collection.
 pub const FIELD_SK_PREFIX: &str = "F#";
-/// Sort key of an issue's summary item.
+/// Sort key of an issue's item.
 pub const ISSUE_SK: &str = "#ISSUE";
 /// Sort key of an issue's long description, kept apart so summaries stay small.
 pub const DESCRIPTION_SK: &str = "DESCRIPTION";
@@ -41,7 +41,7 @@ pub fn project_gsi1_sk(name: &str, project_id: &ProjectId) -> String {
     format!("{}{}{project_id}", text::encode(name), text::SEP)
 }
 
-/// Partition of an issue: its summary item and its description.
+/// Partition of an issue: its issue item and its description.
 pub fn issue_pk(tenant: &TenantId, issue_id: &IssueId) -> String {
     format!("{}#I#{issue_id}", tenant_prefix(tenant))
 }

@@ -108,7 +108,7 @@ pub(crate) fn check_issue_keys<A: AttrView>(
     Ok(())
 }
 
-/// The issue an issue's summary item holds: the attributes the store's `issue_item` writes, each
+/// The issue its item holds: the attributes the store's `issue_item` writes, each
 /// required with its type (an item the API would never write is corrupt, not half-read).
 pub fn issue_from_attrs<A: AttrView>(
     item: &HashMap<A::Key, A, A::Hasher>,

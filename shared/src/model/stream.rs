@@ -28,7 +28,7 @@ impl Op {
 /// What a record's item is, by its keys.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Change {
-    /// An issue's summary item: what its index entries are computed from.
+    /// An issue's item: what its index entries are computed from.
     Issue { tenant: TenantId, issue_id: IssueId },
     /// Another item of an issue's partition (its description): no entry depends on it.
     IssueDetail { tenant: TenantId, issue_id: IssueId },

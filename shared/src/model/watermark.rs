@@ -21,7 +21,7 @@
 //!   basis changes (or that hold a pending column); a state change, a deletion or a new
 //!   summary (every update of an issue whose entries carry one) reads them all.
 //!
-//! Watermarks of the previous layout (every entry key in a string set, `entries`/`pending`)
+//! Watermarks of the previous format (every entry key in a string set, `entries`/`pending`)
 //! are read as they are and rewritten in this layout by the issue's next indexing.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -197,11 +197,11 @@ impl Pending {
     }
 }
 
-/// How an issue's field values are stored: in the head (`buckets == 0`), or in `buckets`
-/// bucket items, each with its digest in the head.
+/// How an issue's field values are stored: in the head (`count == 0`), or in `count` bucket
+/// items, each with its digest in the head.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct Layout {
-    pub buckets: u16,
+pub struct Buckets {
+    pub count: u16,
     pub digests: Vec<[u8; DIGEST]>,
 }
 
@@ -272,7 +272,7 @@ fn by_bucket(basis: &Basis, buckets: u16) -> BTreeMap<u16, BTreeMap<String, Opti
     out
 }
 
-impl Layout {
+impl Buckets {
     /// The bucket count for `basis`' fields: the current one while it still fits, else a new
     /// one (so a field count near a boundary does not rewrite every bucket each time).
     pub fn choose(current: u16, basis: &Basis) -> u16 {
@@ -301,23 +301,49 @@ impl Layout {
     }
 }
 
-/// A watermark of the previous layout: every entry key, certain and pending.
+/// A watermark of the previous format: every entry key, certain and pending.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Legacy {
     pub entries: BTreeSet<Entry>,
     pub pending: BTreeSet<Entry>,
 }
 
+/// Version recorded for a deleted issue: above every real version, so nothing older is
+/// ever applied again.
+pub const DELETED: u64 = u64::MAX;
+
+/// Which stored watermark versions a write may replace.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Replaces {
+    /// Only older ones: a stream record's change, of which a duplicate or an older delivery
+    /// writes nothing.
+    Older,
+    /// Older ones and the same: a re-index, which rewrites an issue at its own version (after
+    /// a field change, or from a catch-up).
+    OlderOrSame,
+}
+
+/// What a commit records besides the basis: the version, the bucket count, the field
+/// definitions' revision the basis was derived under, and how many pending tokens the head
+/// must hold (what was read and this attempt's own intent).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CommitAt {
+    pub version: u64,
+    pub buckets: u16,
+    pub fields_rev: u64,
+    pub pending_count: usize,
+}
+
 /// What the indexer last recorded for an issue.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Watermark {
-    /// The version the index reflects (0: none committed yet; `u64::MAX`: deleted).
+    /// The version the index reflects (0: none committed yet; [`DELETED`]: deleted).
     pub version: u64,
     /// The basis committed, restricted to the parts read: the head's columns and the fields
     /// of the buckets in `loaded`.
     pub committed: Option<Basis>,
     pub pending: Pending,
-    pub layout: Layout,
+    pub buckets: Buckets,
     /// Buckets read into `committed`.
     pub loaded: BTreeSet<u16>,
     /// Committed values of fields that differ from what their bucket item holds (head
@@ -327,15 +353,15 @@ pub struct Watermark {
     /// The bucket items read, as stored (before the overlay).
     pub stored: BTreeMap<u16, BTreeMap<String, Option<String>>>,
     /// The head's revision: a fresh random number each time the head is put whole (see
-    /// `rev` in the head); `None` for heads that never were (an intent's, the previous layout's).
+    /// `rev` in the head); `None` for heads that never were (an intent's, the previous format's).
     pub rev: Option<u64>,
     /// The field-definition revision of the committed basis (see `fr` in the head);
     /// `None` for heads written before it was recorded.
     pub fields_rev: Option<u64>,
-    /// Size of the pending string set as read (`pend`, or the previous layout's `pending`),
+    /// Size of the pending string set as read (`pend`, or the previous format's `pending`),
     /// which intents only ever add to: an unchanged size is an unchanged set.
     pub pending_count: usize,
-    /// Set when the stored watermark has the previous layout.
+    /// Set when the stored watermark has the previous format.
     pub legacy: Option<Legacy>,
     /// The issue has a parked marker.
     pub parked: bool,
@@ -354,11 +380,9 @@ impl Watermark {
     /// Whether a column's watermark part was read: head columns always, fields when their
     /// bucket was.
     pub fn has_read(&self, column: &str) -> bool {
-        self.layout.buckets == 0
+        self.buckets.count == 0
             || is_built_in(column)
-            || self
-                .loaded
-                .contains(&bucket_of(column, self.layout.buckets))
+            || self.loaded.contains(&bucket_of(column, self.buckets.count))
     }
 
     /// The buckets to read before planning a change to `desired` (its fields under the layout
@@ -373,7 +397,7 @@ impl Watermark {
         next_buckets: u16,
         extra: &Pending,
     ) -> BTreeSet<u16> {
-        let n = self.layout.buckets;
+        let n = self.buckets.count;
         if n == 0 || self.legacy.is_some() {
             return BTreeSet::new();
         }
@@ -400,7 +424,7 @@ impl Watermark {
             .map(|c| bucket_of(c, n))
             .collect();
         for (k, fields) in by_bucket(desired, n) {
-            if self.layout.digests.get(usize::from(k)) != Some(&digest(&fields)) {
+            if self.buckets.digests.get(usize::from(k)) != Some(&digest(&fields)) {
                 read.insert(k);
             }
         }
@@ -505,7 +529,7 @@ impl Watermark {
 
     /// [`Watermark::step`] by its definition: every entry the desired basis calls for, the
     /// certain ones and the possible ones, compared as sets of keys. Used for watermarks of the
-    /// previous layout (which hold keys, not a basis), and as the reference the column-by-column
+    /// previous format (which hold keys, not a basis), and as the reference the column-by-column
     /// planner is tested against.
     pub fn step_by_sets(
         &self,
@@ -515,7 +539,7 @@ impl Watermark {
         extra: &Pending,
     ) -> Step {
         let want = desired.map_or_else(BTreeSet::new, |d| d.entries(tenant, issue_id));
-        // A watermark of the previous layout predates summaries: its entries carry none.
+        // A watermark of the previous format predates summaries: its entries carry none.
         let refresh = self.legacy.is_some() || step::refreshes(self.committed.as_ref(), desired);
         // What an earlier attempt wrote (`extra`) is as uncertain as what is pending: its keys
         // may be desired ones, written with another summary.
@@ -612,7 +636,7 @@ impl Watermark {
 /// items rewritten with their fields.
 #[derive(Debug)]
 pub struct CommitPlan {
-    pub layout: Layout,
+    pub buckets: Buckets,
     pub overlay: BTreeMap<String, Option<String>>,
     pub rewrite: Vec<(u16, BTreeMap<String, Option<String>>)>,
 }
@@ -626,9 +650,9 @@ impl Watermark {
     /// overlay together).
     pub fn plan_commit(&self, d: &Basis, buckets: u16) -> CommitPlan {
         let wm = self;
-        let same = buckets == wm.layout.buckets && wm.legacy.is_none();
-        let mut layout = Layout {
-            buckets,
+        let same = buckets == wm.buckets.count && wm.legacy.is_none();
+        let mut layout = Buckets {
+            count: buckets,
             digests: Vec::with_capacity(usize::from(buckets)),
         };
         let desired_buckets = by_bucket(d, buckets);
@@ -637,7 +661,7 @@ impl Watermark {
         // Buckets read whose changes sit in the overlay: folded first when it outgrows its bound.
         let mut overlaid = BTreeSet::new();
         for (&k, fields) in &desired_buckets {
-            let old_digest = wm.layout.digests.get(usize::from(k));
+            let old_digest = wm.buckets.digests.get(usize::from(k));
             if same
                 && !wm.loaded.contains(&k)
                 && let Some(old) = old_digest
@@ -679,7 +703,7 @@ impl Watermark {
             .map(|k| (k, desired_buckets.remove(&k).unwrap_or_default()))
             .collect();
         CommitPlan {
-            layout,
+            buckets: layout,
             overlay,
             rewrite,
         }
@@ -692,7 +716,7 @@ impl Watermark {
     pub fn absorb_bucket(&mut self, k: u16, fields: Option<BTreeMap<String, Option<String>>>) {
         self.loaded.insert(k);
         let fields = fields.unwrap_or_default();
-        let n = self.layout.buckets;
+        let n = self.buckets.count;
         if let Some(c) = self.committed.as_mut() {
             c.columns.extend(fields.clone());
             let overlaid = self.overlay.iter().filter(|(f, _)| bucket_of(f, n) == k);

@@ -42,13 +42,13 @@ pub struct Snapshot {
     pub parked: Vec<Parked>,
     pub records_scanned: usize,
     pub index_scanned: usize,
-    /// Watermarks still in a previous layout (read as they are; `gridctl upgrade` rewrites
+    /// Watermarks still in a previous format (read as they are; `gridctl upgrade` rewrites
     /// them): not drift.
     pub previous_layout_watermarks: usize,
     /// Entries in the `all` scope of issues whose watermark is of the layout that had one:
     /// not drift, and left out of `entries` (the next indexing of the issue deletes them).
     pub previous_layout_entries: usize,
-    /// The issues whose watermark is of a previous layout: their entries may lack the summary
+    /// The issues whose watermark is of a previous format: their entries may lack the summary
     /// (not drift either; the next indexing writes it).
     pub previous: BTreeSet<IssueRef>,
 }
@@ -162,12 +162,12 @@ pub async fn snapshot(
     }
     let previous: BTreeSet<IssueRef> = index
         .iter()
-        .filter_map(crate::store::index::watermark_item::previous_layout_head)
+        .filter_map(crate::store::index::watermark_item::previous_format_head)
         .collect();
     let all_scope: BTreeSet<IssueRef> = index
         .iter()
         .filter(|i| crate::store::index::watermark_item::all_scope_head(i))
-        .filter_map(crate::store::index::watermark_item::previous_layout_head)
+        .filter_map(crate::store::index::watermark_item::previous_format_head)
         .collect();
     snap.previous_layout_watermarks = previous.len();
     snap.previous = previous;
@@ -316,7 +316,7 @@ pub async fn repair_issue(
             tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
         }
         let wm = store.get_full_watermark(tenant, issue_id).await?;
-        let issue = store.get_issue_summary(tenant, issue_id).await?;
+        let issue = store.get_issue_item(tenant, issue_id).await?;
         let version = issue.as_ref().map_or(DELETED, |i| i.version);
         let wm_version = wm.as_ref().map(|w| w.version);
         // An issue never indexed and gone: only stray entries to delete, no watermark to keep.

@@ -300,7 +300,7 @@ proptest! {
         prop_assert_eq!(items.len(), usize::from(buckets));
         for (k, item) in items.iter().enumerate() {
             let fields = bucket_fields(item).unwrap();
-            prop_assert_eq!(wm.layout.digests[k], digest(&fields));
+            prop_assert_eq!(wm.buckets.digests[k], digest(&fields));
             wm.absorb_bucket(k as u16, Some(fields));
         }
         prop_assert_eq!(wm.committed, Some(b));
@@ -358,7 +358,7 @@ fn wide_issue(fields: usize, participants: usize) -> (Issue, Vec<FieldDef>) {
 /// A committed watermark of `basis` as stored, read back with every bucket.
 fn stored(b: &Basis) -> (Watermark, Item, Vec<Item>) {
     let (t, i) = (tenant(), issue_id());
-    let buckets = Layout::choose(0, b);
+    let buckets = Buckets::choose(0, b);
     let (head, items) = commit_items(&t, &i, &Watermark::default(), Some(b), 7, buckets);
     let wm = from_head(&t, &i, &head).unwrap();
     (wm, head, items)
@@ -377,13 +377,13 @@ fn an_update_of_one_field_reads_and_writes_about_one_kilobyte_at_5_fields_or_400
             .insert(defs[1].id.clone(), StoredValue::S("2026-12-01".into()));
         next.updated_at = "2026-11-23T20:42:03.123Z".into();
         let d = Basis::of(&next, &defs, Shards::ONE);
-        let buckets = Layout::choose(wm.layout.buckets, &d);
-        assert_eq!(buckets, wm.layout.buckets, "{fields} fields: same layout");
+        let buckets = Buckets::choose(wm.buckets.count, &d);
+        assert_eq!(buckets, wm.buckets.count, "{fields} fields: same layout");
         let read = wm.buckets_to_read(Some(&d), buckets, &Pending::default());
         let largest_bucket = items.iter().map(size).max().unwrap_or(0);
         println!(
             "{fields} fields: {} buckets, head {} B, largest bucket {largest_bucket} B, buckets read for a 1-field update: {}",
-            wm.layout.buckets,
+            wm.buckets.count,
             size(&head),
             read.len()
         );
@@ -432,11 +432,11 @@ fn a_state_change_reads_every_bucket() {
     let mut closed = issue.clone();
     closed.state = IssueState::Closed;
     let d = Basis::of(&closed, &defs, Shards::ONE);
-    let read = wm.buckets_to_read(Some(&d), wm.layout.buckets, &Pending::default());
-    assert_eq!(read.len(), usize::from(wm.layout.buckets));
+    let read = wm.buckets_to_read(Some(&d), wm.buckets.count, &Pending::default());
+    assert_eq!(read.len(), usize::from(wm.buckets.count));
     assert_eq!(
         wm.buckets_to_read(None, 0, &Pending::default()).len(),
-        usize::from(wm.layout.buckets)
+        usize::from(wm.buckets.count)
     );
 }
 
@@ -486,7 +486,7 @@ fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
         .for_each(|p| p.role = Role::Watcher);
     let b = Basis::of(&b_issue, &defs, Shards::ONE);
     let (wm, head, items) = stored(&a);
-    assert!(wm.layout.buckets <= MAX_BUCKETS);
+    assert!(wm.buckets.count <= MAX_BUCKETS);
     let largest_bucket = items.iter().map(size).max().unwrap_or(0);
     // The intent of a change that moves every entry, on top of an earlier one cut short.
     let mut full = wm.clone();
@@ -498,7 +498,7 @@ fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
     let during = size(&intent_head_item(&t, &i, &full, &step.intent));
     println!(
         "largest issue: {} buckets, head {} B, largest bucket {largest_bucket} B, head at its largest {during} B; limit {LIMIT}",
-        wm.layout.buckets,
+        wm.buckets.count,
         size(&head)
     );
     assert!(during < LIMIT / 2, "{during} bytes");
@@ -556,27 +556,27 @@ fn a_watermark_of_the_previous_layout_is_read_as_its_keys() {
 fn layouts_keep_their_bucket_count_near_a_boundary() {
     let (issue, defs) = wide_issue(55, 1);
     let b = Basis::of(&issue, &defs, Shards::ONE);
-    let n = Layout::choose(0, &b);
+    let n = Buckets::choose(0, &b);
     assert!(n > 0);
     // One more or one fewer field keeps it.
     let (more, more_defs) = wide_issue(56, 1);
     assert_eq!(
-        Layout::choose(n, &Basis::of(&more, &more_defs, Shards::ONE)),
+        Buckets::choose(n, &Basis::of(&more, &more_defs, Shards::ONE)),
         n
     );
     let (fewer, fewer_defs) = wide_issue(54, 1);
     assert_eq!(
-        Layout::choose(n, &Basis::of(&fewer, &fewer_defs, Shards::ONE)),
+        Buckets::choose(n, &Basis::of(&fewer, &fewer_defs, Shards::ONE)),
         n
     );
     // Few fields live in the head.
     let (small, small_defs) = wide_issue(5, 1);
     assert_eq!(
-        Layout::choose(0, &Basis::of(&small, &small_defs, Shards::ONE)),
+        Buckets::choose(0, &Basis::of(&small, &small_defs, Shards::ONE)),
         0
     );
     assert_eq!(
-        Layout::choose(n, &Basis::of(&small, &small_defs, Shards::ONE)),
+        Buckets::choose(n, &Basis::of(&small, &small_defs, Shards::ONE)),
         0
     );
 }
@@ -602,7 +602,7 @@ impl Stored {
     fn read(&self, which: impl Fn(&Watermark) -> BTreeSet<u16>) -> Watermark {
         let (t, i) = (tenant(), issue_id());
         let mut wm = from_head(&t, &i, &self.head).unwrap();
-        let n = wm.layout.buckets;
+        let n = wm.buckets.count;
         for k in which(&wm) {
             let item = self.buckets.get(&keys::index::watermark_bucket_sk(n, k));
             wm.absorb_bucket(k, item.and_then(bucket_fields));
@@ -614,7 +614,7 @@ impl Stored {
     fn commit(&mut self, desired: &Basis, version: u64) -> usize {
         let (t, i) = (tenant(), issue_id());
         let probe = self.read(|_| BTreeSet::new());
-        let next = Layout::choose(probe.layout.buckets, desired);
+        let next = Buckets::choose(probe.buckets.count, desired);
         let read = probe.buckets_to_read(Some(desired), next, &Pending::default());
         let wm = self.read(|_| read.clone());
         let (head, items) = commit_items(&t, &i, &wm, Some(desired), version, next);
@@ -653,10 +653,10 @@ proptest! {
             let desired = Basis::of(&current, &defs, Shards::ONE);
             bucket_writes += stored.commit(&desired, v as u64 + 2);
             prop_assert!(size(&stored.head) < 1024, "head {}", size(&stored.head));
-            let all = stored.read(|wm| (0..wm.layout.buckets).collect());
+            let all = stored.read(|wm| (0..wm.buckets.count).collect());
             prop_assert_eq!(all.committed.as_ref(), Some(&desired));
             // Nothing changes: nothing to read.
-            prop_assert!(all.buckets_to_read(Some(&desired), all.layout.buckets, &Pending::default()).is_empty()
+            prop_assert!(all.buckets_to_read(Some(&desired), all.buckets.count, &Pending::default()).is_empty()
                 || overlay_bytes(&all.overlay) > OVERLAY_MAX);
         }
         // Even with changes spread over every field, at most one bucket write an update.
@@ -693,30 +693,30 @@ fn only_heads_with_the_previous_layout_s_keys_are_upgraded() {
         ("version", n(3)),
         ("entries", AttributeValue::Ss(vec!["x".into()])),
     ]);
-    assert_eq!(previous_layout_head(&old), Some((t.clone(), i.clone())));
+    assert_eq!(previous_format_head(&old), Some((t.clone(), i.clone())));
     // Parked before it was ever indexed: a flag, no layout.
     assert_eq!(
-        previous_layout_head(&head(&[("parked", AttributeValue::Bool(true))])),
+        previous_format_head(&head(&[("parked", AttributeValue::Bool(true))])),
         None
     );
     // A tombstone expires on its own; a compact head is current.
     assert_eq!(
-        previous_layout_head(&head(&[("version", n(u64::MAX))])),
+        previous_format_head(&head(&[("version", n(u64::MAX))])),
         None
     );
     assert_eq!(
-        previous_layout_head(&head(&[("version", n(3)), ("fmt", n(FORMAT))])),
+        previous_format_head(&head(&[("version", n(3)), ("fmt", n(FORMAT))])),
         None
     );
-    // A compact head whose entries are also in the `all` scope is of a previous layout too,
+    // A compact head whose entries are also in the `all` scope is of a previous format too,
     // once it has anything to rewrite.
     let all_scope = head(&[("version", n(3)), ("fmt", n(FORMAT_ALL_SCOPE))]);
     assert_eq!(
-        previous_layout_head(&all_scope),
+        previous_format_head(&all_scope),
         Some((t.clone(), i.clone()))
     );
     let tombstone = head(&[("version", n(u64::MAX)), ("fmt", n(FORMAT_ALL_SCOPE))]);
-    assert_eq!(previous_layout_head(&tombstone), None);
+    assert_eq!(previous_format_head(&tombstone), None);
 }
 
 /// A head written before scopes were halved (and summaries) reads as a placement with the `all`
@@ -733,7 +733,7 @@ fn a_head_with_the_all_scope_reads_as_it_was_written_and_its_next_step_retires_t
     let mut old = desired.clone();
     old.placement.all_scope = true;
     old.summary = Summary::recorded(0);
-    let head = head_item(&t, &i, 5, Some(&old), &Layout::default(), &BTreeMap::new());
+    let head = head_item(&t, &i, 5, Some(&old), &Buckets::default(), &BTreeMap::new());
     assert_eq!(head.get("fmt"), Some(&n(FORMAT_ALL_SCOPE)));
     assert!(!head.contains_key(SUMMARY_DIGEST));
     let wm = from_head(&t, &i, &head).unwrap();
@@ -769,7 +769,7 @@ fn a_head_with_the_all_scope_reads_as_it_was_written_and_its_next_step_retires_t
         &i,
         6,
         Some(&desired),
-        &Layout::default(),
+        &Buckets::default(),
         &BTreeMap::new(),
     );
     assert_eq!(after.get("fmt"), Some(&n(FORMAT)));

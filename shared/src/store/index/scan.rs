@@ -10,7 +10,7 @@ use aws_sdk_dynamodb::types::{Put, TransactWriteItem};
 use crate::domain::ids::{IssueId, TenantId};
 use crate::keys;
 use crate::model::Entry;
-use crate::model::watermark::{Basis, Layout, Watermark};
+use crate::model::watermark::{Basis, Buckets, Watermark};
 use crate::store::index::table::{new_revision, revision_condition};
 use crate::store::index::watermark_item;
 use crate::store::records::items::key;
@@ -111,7 +111,7 @@ impl Store {
         let Some(mut wm) = self.get_watermark(tenant, issue_id).await? else {
             return Ok(None);
         };
-        let all = (0..wm.layout.buckets).collect();
+        let all = (0..wm.buckets.count).collect();
         self.read_buckets(tenant, issue_id, &mut wm, &all).await?;
         Ok(Some(wm))
     }
@@ -131,8 +131,8 @@ impl Store {
         desired: Option<&Basis>,
         (version, fields_rev): (u64, u64),
     ) -> Result<bool, StoreError> {
-        let old = read.map_or(0, |w| w.layout.buckets);
-        let buckets = desired.map_or(0, |d| Layout::choose(old, d));
+        let old = read.map_or(0, |w| w.buckets.count);
+        let buckets = desired.map_or(0, |d| Buckets::choose(old, d));
         // Every bucket rewritten: a fresh watermark, read as if nothing were known.
         let fresh = Watermark::default();
         let (mut head, bucket_items) =

@@ -9,7 +9,7 @@ use crate::cursor::Position;
 use crate::domain::ids::{IssueId, TenantId};
 use crate::keys;
 use crate::model::EntryRef;
-use crate::model::watermark::{Basis, Pending, Step, Watermark};
+use crate::model::watermark::{Basis, CommitAt, Pending, Replaces, Step, Watermark};
 use crate::store::index::watermark_item::{self, attr, head_item};
 use crate::store::query::Query;
 use crate::store::records::items::{key, string};
@@ -51,13 +51,12 @@ pub struct ColumnQuery {
     pub limit: i32,
 }
 
-/// A watermark write's condition: the stored version is older than `:v` (or equal, when
-/// `allow_equal`), or there is none yet.
-fn newer_watermark_condition(allow_equal: bool) -> &'static str {
-    if allow_equal {
-        "attribute_not_exists(version) OR version <= :v"
-    } else {
-        "attribute_not_exists(version) OR version < :v"
+/// A watermark write's condition: there is none yet, or the stored version is one the write
+/// may replace (than `:v`).
+fn newer_watermark_condition(replaces: Replaces) -> &'static str {
+    match replaces {
+        Replaces::OlderOrSame => "attribute_not_exists(version) OR version <= :v",
+        Replaces::Older => "attribute_not_exists(version) OR version < :v",
     }
 }
 
@@ -77,7 +76,7 @@ pub fn intent_head_item(
     wm: &Watermark,
     intent: &Pending,
 ) -> Item {
-    let layout = wm.layout.clone();
+    let layout = wm.buckets.clone();
     let mut item = head_item(
         tenant,
         issue_id,
@@ -186,7 +185,7 @@ impl Store {
         wm: &mut Watermark,
         which: &BTreeSet<u16>,
     ) -> Result<(), StoreError> {
-        let n = wm.layout.buckets;
+        let n = wm.buckets.count;
         if which.is_empty() || n == 0 {
             return Ok(());
         }
@@ -224,7 +223,7 @@ impl Store {
 
     /// Records on the watermark, before a write, what the write may change (see
     /// [`Watermark::step`]): the intent's tokens join `pending` (an `ADD`, so two intents
-    /// recorded at once both land). A watermark of the previous layout gets that layout's
+    /// recorded at once both land). A watermark of the previous format gets that layout's
     /// intent: the touched keys join its `pending`, the deleted ones leave its `entries`.
     /// Conditioned like the commit; `false` when a newer watermark exists.
     #[tracing::instrument(skip_all, fields(op = "record_intent"))]
@@ -234,8 +233,7 @@ impl Store {
         issue_id: &IssueId,
         wm: &Watermark,
         step: &Step,
-        version: u64,
-        allow_equal: bool,
+        (version, replaces): (u64, Replaces),
     ) -> Result<bool, StoreError> {
         let mut update = self
             .client
@@ -283,7 +281,7 @@ impl Store {
         };
         let result = update
             .update_expression(expression)
-            .condition_expression(newer_watermark_condition(allow_equal))
+            .condition_expression(newer_watermark_condition(replaces))
             .expression_attribute_values(":v", AttributeValue::N(version.to_string()))
             .send()
             .await;
@@ -292,23 +290,27 @@ impl Store {
 
     /// Records that the index reflects `desired` (`None`: the issue is gone) at `version`:
     /// the buckets whose content changes first, then the head, each conditioned on its stored
-    /// version being older (or equal, when `allow_equal`), so an older delivery never
+    /// version being one it `replaces`, so an older delivery never
     /// overwrites a newer one, and on the pending set holding `pending` tokens (what was read
     /// and this attempt's own intent); `false` when a condition failed. A deleted issue's buckets go
     /// before its tombstone (its entries are gone by then); a replaced layout's, after the
     /// head that stops naming them. `fields_rev`: the project's field-definition revision
     /// `desired` was derived under. Returns the writes made.
-    #[allow(clippy::too_many_arguments)]
     #[tracing::instrument(skip_all, fields(op = "commit_watermark"))]
     pub async fn commit_watermark(
         &self,
-        tenant: &TenantId,
-        issue_id: &IssueId,
+        (tenant, issue_id): (&TenantId, &IssueId),
         wm: &Watermark,
         desired: Option<&Basis>,
-        (version, buckets, fields_rev, pending): (u64, u16, u64, usize),
-        allow_equal: bool,
+        at: CommitAt,
+        replaces: Replaces,
     ) -> Result<(bool, usize), StoreError> {
+        let CommitAt {
+            version,
+            buckets,
+            fields_rev,
+            pending_count: pending,
+        } = at;
         let (mut head, bucket_items) =
             watermark_item::commit_items(tenant, issue_id, wm, desired, version, buckets);
         head.insert(watermark_item::REVISION.into(), new_revision());
@@ -339,7 +341,7 @@ impl Store {
             // attempt may write, entries whose summary is not the one committed here.
             .condition_expression(format!(
                 "({}) AND {} AND (attribute_not_exists(#pend) OR size(#pend) = :pending)",
-                newer_watermark_condition(allow_equal),
+                newer_watermark_condition(replaces),
                 revision_condition(wm.rev)
             ))
             .expression_attribute_names("#rev", watermark_item::REVISION)
@@ -354,7 +356,7 @@ impl Store {
             return Ok((false, writes));
         }
         // A replaced layout's buckets, once the head no longer names them.
-        let old = wm.layout.buckets;
+        let old = wm.buckets.count;
         if old > 0 && old != buckets && desired.is_some() {
             let stale = (0..old)
                 .map(|k| (pk.clone(), keys::index::watermark_bucket_sk(old, k)))
@@ -387,7 +389,7 @@ impl Store {
             .put_item()
             .table_name(&self.index)
             .set_item(Some(item))
-            .condition_expression(newer_watermark_condition(true))
+            .condition_expression(newer_watermark_condition(Replaces::OlderOrSame))
             .expression_attribute_values(":v", AttributeValue::N(version.to_string()))
             .send()
             .await;

@@ -13,7 +13,7 @@ use crate::keys::index::Shards;
 use crate::model::entries::Entry;
 use crate::model::summary::Summary;
 use crate::model::watermark::{
-    Basis, DIGEST, Layout, Legacy, Pending, Placement, Seat, Watermark, is_built_in,
+    Basis, Buckets, DELETED, DIGEST, Legacy, Pending, Placement, Seat, Watermark, is_built_in,
 };
 use crate::store::Item;
 use crate::store::records::items::key;
@@ -21,7 +21,7 @@ use crate::store::records::items::key;
 /// The head's and buckets' attribute names: short, as every watermark write carries them.
 pub mod attr {
     /// The layout marker: [`super::FORMAT`] or [`super::FORMAT_ALL_SCOPE`]; absent in the
-    /// previous layout (every entry key in a string set).
+    /// previous format (every entry key in a string set).
     pub const FORMAT_ATTR: &str = "fmt";
     pub const VERSION: &str = "version";
     /// The committed placement: project, number, state and shard layout.
@@ -44,7 +44,7 @@ pub mod attr {
     pub const REVISION: &str = "rev";
     pub const FIELDS_REVISION: &str = "fr";
     pub const SUMMARY_DIGEST: &str = "sd";
-    /// The previous layout's entry keys, certain and pending.
+    /// The previous format's entry keys, certain and pending.
     pub const LEGACY_ENTRIES: &str = "entries";
     pub const LEGACY_PENDING: &str = "pending";
     /// Set on a head whose issue has a parked marker, so the next successful indexing knows
@@ -127,13 +127,13 @@ fn columns_from(attr: Option<&AttributeValue>) -> Option<BTreeMap<String, Option
 }
 
 /// The head item of a watermark that reflects `basis` at `version` with nothing pending, its
-/// fields in the head or (with `layout.buckets > 0`) only their digests.
+/// fields in the head or (with `buckets.count > 0`) only their digests.
 pub fn head_item(
     tenant: &TenantId,
     issue_id: &IssueId,
     version: u64,
     basis: Option<&Basis>,
-    layout: &Layout,
+    buckets: &Buckets,
     overlay: &BTreeMap<String, Option<String>>,
 ) -> Item {
     let mut item = key(
@@ -158,7 +158,7 @@ pub fn head_item(
         let head_columns = b
             .columns
             .iter()
-            .filter(|(c, _)| layout.buckets == 0 || is_built_in(c));
+            .filter(|(c, _)| buckets.count == 0 || is_built_in(c));
         item.insert(attr::COLUMNS.into(), columns_attr(head_columns));
         if !b.seats.is_empty() {
             item.insert(
@@ -178,19 +178,19 @@ pub fn head_item(
             );
         }
     }
-    if layout.buckets > 0 && !overlay.is_empty() {
+    if buckets.count > 0 && !overlay.is_empty() {
         item.insert(attr::OVERLAY.into(), columns_attr(overlay));
     }
-    if layout.buckets > 0 {
-        item.insert(attr::BUCKETS.into(), n(layout.buckets));
+    if buckets.count > 0 {
+        item.insert(attr::BUCKETS.into(), n(buckets.count));
         item.insert(
             attr::DIGESTS.into(),
             AttributeValue::B(aws_sdk_dynamodb::primitives::Blob::new(
-                layout.digests.concat(),
+                buckets.digests.concat(),
             )),
         );
     }
-    if version == u64::MAX {
+    if version == DELETED {
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
         item.insert(
             attr::EXPIRES_AT.into(),
@@ -235,7 +235,7 @@ pub fn commit_items(
 ) -> (Item, Vec<Item>) {
     let none = BTreeMap::new();
     let Some(d) = desired else {
-        let head = head_item(tenant, issue_id, version, None, &Layout::default(), &none);
+        let head = head_item(tenant, issue_id, version, None, &Buckets::default(), &none);
         return (head, Vec::new());
     };
     if buckets == 0 {
@@ -244,7 +244,7 @@ pub fn commit_items(
             issue_id,
             version,
             Some(d),
-            &Layout::default(),
+            &Buckets::default(),
             &none,
         );
         return (head, Vec::new());
@@ -260,7 +260,7 @@ pub fn commit_items(
         issue_id,
         version,
         Some(d),
-        &plan.layout,
+        &plan.buckets,
         &plan.overlay,
     );
     (head, items)
@@ -309,7 +309,10 @@ pub fn from_head(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Option<W
         version,
         committed,
         pending,
-        layout: Layout { buckets, digests },
+        buckets: Buckets {
+            count: buckets,
+            digests,
+        },
         overlay: columns_from(item.get(attr::OVERLAY))?,
         parked,
         rev,
@@ -342,7 +345,7 @@ fn optional_number(item: &Item, name: &str) -> Option<Option<u64>> {
     }
 }
 
-/// The previous layout: every entry key, as `entry_ref`s.
+/// The previous format: every entry key, as `entry_ref`s.
 fn legacy_of(tenant: &TenantId, issue_id: &IssueId, item: &Item) -> Legacy {
     let refs = |name: &str| -> BTreeSet<Entry> {
         string_set(item, name)
@@ -429,11 +432,11 @@ fn seat_of(attr: &AttributeValue) -> Option<Seat> {
     }
 }
 
-/// The issue of a watermark head of a previous layout, unless it is a tombstone (those expire
+/// The issue of a watermark head of a previous format, unless it is a tombstone (those expire
 /// on their own): what `gridctl upgrade` rewrites. Every entry key in a string set; a compact
 /// head whose entries are also in the `all` scope ([`FORMAT_ALL_SCOPE`]); or one whose
 /// entries carry no summary (no [`SUMMARY_DIGEST`]).
-pub fn previous_layout_head(item: &Item) -> Option<(TenantId, IssueId)> {
+pub fn previous_format_head(item: &Item) -> Option<(TenantId, IssueId)> {
     let text = |k: &str| match item.get(k) {
         Some(AttributeValue::S(v)) => Some(v.as_str()),
         _ => None,
@@ -457,7 +460,7 @@ pub fn previous_layout_head(item: &Item) -> Option<(TenantId, IssueId)> {
     if !marks.iter().any(|a| item.contains_key(*a)) {
         return None;
     }
-    if matches!(item.get(attr::VERSION), Some(AttributeValue::N(v)) if v == &u64::MAX.to_string()) {
+    if matches!(item.get(attr::VERSION), Some(AttributeValue::N(v)) if v == &DELETED.to_string()) {
         return None;
     }
     keys::index::parse_watermark_pk(text(keys::PK)?)

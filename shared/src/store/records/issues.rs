@@ -1,4 +1,4 @@
-//! Issues in the records table: the summary item, the description item, the per-project number
+//! Issues in the records table: the issue item, the description item, the per-project number
 //! counter, and the reads the indexer and the grid make of issues (by id, by project).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
@@ -67,7 +67,7 @@ pub struct UpdateParts {
     pub values: HashMap<String, AttributeValue>,
 }
 
-/// The update of a patch's summary item.
+/// The update of a patch's issue item.
 ///
 /// Small patches update only the members they name (`SET #f.#a0 = :a0`, `REMOVE #f.#r0`), so
 /// concurrent patches to different members both survive without a read. With short
@@ -327,7 +327,7 @@ impl Store {
         Ok(items)
     }
 
-    /// Starts an UpdateItem of the issue's summary item.
+    /// Starts an UpdateItem of the issue's item.
     fn update_issue(
         &self,
         tenant: &TenantId,
@@ -413,7 +413,7 @@ impl Store {
         Err(StoreError::Contention(MAX_MERGE_ATTEMPTS))
     }
 
-    /// The summary item's conditional UpdateItem; `false` when its condition failed. A
+    /// The issue item's conditional UpdateItem; `false` when its condition failed. A
     /// transaction in progress on the item (a description change, a delete) makes DynamoDB
     /// refuse it with `TransactionConflictException`, which the SDK does not retry: retried
     /// here with backoff, as [`Store::transact`] retries its own conflicts.
@@ -448,7 +448,7 @@ impl Store {
         }
     }
 
-    /// The summary's update and the description's put (`Some`) or delete (`None`) in one
+    /// The issue item's update and the description's put (`Some`) or delete (`None`) in one
     /// transaction; `false` when the update's condition failed.
     async fn update_with_description(
         &self,
@@ -510,7 +510,7 @@ impl Store {
                 TransactWriteItem::builder().delete(description).build(),
             ])
             .await?;
-        // Only the summary's delete has a condition: cancelled means there was no issue.
+        // Only the issue item's delete has a condition: cancelled means there was no issue.
         Ok(matches!(tx, Tx::Committed))
     }
 
@@ -550,7 +550,7 @@ impl Store {
             .await;
         match condition_held("UpdateItem", result) {
             Ok(true) => Ok(ParticipantOutcome::Saved),
-            Ok(false) => Ok(match self.get_issue_summary(tenant, issue_id).await? {
+            Ok(false) => Ok(match self.get_issue_item(tenant, issue_id).await? {
                 None => ParticipantOutcome::NotFound,
                 Some(_) => ParticipantOutcome::Full,
             }),
@@ -681,9 +681,9 @@ impl Store {
         Ok(Page { items, next })
     }
 
-    /// The issue summary alone (strongly consistent), for re-indexing one issue.
-    #[tracing::instrument(skip_all, fields(op = "get_issue_summary"))]
-    pub async fn get_issue_summary(
+    /// The issue's item alone (strongly consistent), for re-indexing one issue.
+    #[tracing::instrument(skip_all, fields(op = "get_issue_item"))]
+    pub async fn get_issue_item(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,

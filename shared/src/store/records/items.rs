@@ -134,7 +134,7 @@ impl FieldItem {
     }
 }
 
-/// The scalar attributes of an issue's summary item; `fields` and `participants` are mapped
+/// The scalar attributes of an issue's item; `fields` and `participants` are mapped
 /// by hand because they hold exact numbers and a string set.
 #[derive(Serialize, Deserialize)]
 struct IssueScalars {
@@ -186,7 +186,7 @@ pub fn participants_attrs(ps: &[Participant]) -> (Option<AttributeValue>, Attrib
     (edges, roles)
 }
 
-/// The summary item of an issue (without its description).
+/// The item of an issue (without its description).
 pub fn issue_item(tenant: &TenantId, issue: &Issue) -> Result<Item, StoreError> {
     let scalars = IssueScalars {
         pk: keys::records::issue_pk(tenant, &issue.id),
@@ -213,7 +213,7 @@ pub fn issue_item(tenant: &TenantId, issue: &Issue) -> Result<Item, StoreError> 
     Ok(item)
 }
 
-/// The size of an issue's summary item as it would be stored.
+/// The size of an issue's item as it would be stored.
 pub fn issue_item_size(tenant: &TenantId, issue: &Issue) -> Result<usize, StoreError> {
     Ok(stored_size(&issue_item(tenant, issue)?))
 }
@@ -240,7 +240,7 @@ impl AttrView for AttributeValue {
     }
 }
 
-/// An issue from its summary item and, if read, its description item.
+/// An issue from its issue item and, if read, its description item.
 pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, StoreError> {
     let description = description.and_then(|d| d.get(attr::TEXT)?.s());
     Ok(issue_from_attrs(&item, description)?)
@@ -286,7 +286,7 @@ pub fn key(pk: String, sk: &str) -> Item {
     ])
 }
 
-/// Key of an issue's summary item.
+/// Key of an issue's item.
 pub fn issue_key(tenant: &TenantId, issue_id: &IssueId) -> Item {
     key(
         keys::records::issue_pk(tenant, issue_id),
