@@ -143,9 +143,9 @@ impl Engine {
 
 /// dynoxide 3.2 keeps stream records in a table with no index on the sequence number, so every
 /// write to a streamed table (`MAX(sequence_number)` for the next one) and every GetRecords
-/// reads the whole stream history: at 200k records a write costs ~100 ms and seeding a large
-/// project slows quadratically. These two indexes match the engine's own expressions exactly,
-/// so SQLite uses them (0.02 ms and 0.3 ms at 200k); they change no result, and if a later
+/// reads the whole stream history, so seeding a large project slows quadratically. These two
+/// indexes match the engine's own expressions exactly, so SQLite uses them; they change no
+/// result, and if a later
 /// engine words its queries differently they simply go unused. An in-memory engine can't be
 /// reached from a second connection, which is why `make bench` keeps its engine in a file.
 fn index_stream_records(path: &Path) -> Result<()> {

@@ -10,8 +10,8 @@ use gridline::runtime::{SqsQueue, deadline_at, handle_sqs};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 /// The indexer's core (this function re-indexes with it) allocates and frees many small
-/// strings and maps per issue; glibc's allocator took a third of its time
-/// (`gridline-bench --core`), mimalloc far less.
+/// strings and maps per issue, where glibc's allocator is slow and mimalloc is not
+/// (`gridline-bench --core` measures it).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

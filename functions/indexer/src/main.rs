@@ -6,7 +6,7 @@ use gridline::runtime::{SqsQueue, handle_stream_json};
 use lambda_runtime::{Error, LambdaEvent, service_fn};
 
 /// The indexer's core allocates and frees many small strings and maps per stream record;
-/// glibc's allocator took a third of its time (`gridline-bench --core`), mimalloc far less.
+/// glibc's allocator is slow there and mimalloc is not (`gridline-bench --core` measures it).
 #[global_allocator]
 static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 

@@ -1,4 +1,4 @@
-//! The bounds that keep every request's cost bounded (shared/API.md): participants per issue,
+//! The bounds that keep every request's cost bounded (`openapi.yaml`): participants per issue,
 //! field definitions per project, teams per user, inbox cursor length, names per page, the
 //! grid's prefix, a PATCH of every field, and the issue size check.
 

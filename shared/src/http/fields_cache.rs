@@ -3,7 +3,7 @@
 //! is the index Query, the issues and the names.
 //!
 //! Why it is safe to serve them that old:
-//! - The grid and the inboxes are fresh within seconds (API.md, Freshness); a field deleted a
+//! - The grid and the inboxes are fresh within seconds (`openapi.yaml`: freshness); a field deleted a
 //!   moment ago leaves the views within the same seconds.
 //! - A query the held definitions refuse (a field created since, or one not sortable when they
 //!   were read) is never answered from them: the handler reads them again, consistently, and

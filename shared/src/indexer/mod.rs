@@ -43,10 +43,9 @@ use crate::telemetry::now_ms;
 pub use crate::model::watermark::DELETED;
 
 /// Issues indexed at once by default: each is at least four round trips in a row (watermark,
-/// intent, entries, commit) of a few milliseconds each, so with 32 in flight one shard indexes
-/// about 500 issues a second at 5 ms a round trip (`make bench`; 16 gave about 400). That is
-/// about 2,000 requests a second, whose signing and JSON the indexer's 512 MB (about 0.3
-/// vCPU) keeps up with.
+/// intent, entries, commit), so a shard's throughput is the concurrency over that latency;
+/// the indexer's memory size (and so its CPU share) is chosen to keep up with the requests'
+/// signing and JSON at this concurrency (`make bench` measures it).
 pub const DEFAULT_CONCURRENCY: usize = 32;
 
 #[derive(Clone)]
