@@ -284,6 +284,7 @@ pub(crate) async fn issue_ids(
     let mut start = None;
     loop {
         let page = store
+            .records()
             .issues_of_project(&seeded.tenant, &seeded.project_id, start.as_ref(), 1000)
             .await?;
         ids.extend(page.items.into_iter().map(|i| i.id));

@@ -329,7 +329,7 @@ async fn run_upgrade(store: &Store, segments: u32, json: bool) -> Result<i32> {
 
 /// `jobs`: one line per job, oldest first.
 async fn run_jobs(store: &Store, json: bool, tenant: &TenantId) -> Result<i32> {
-    let mut jobs = store.list_jobs(tenant).await?;
+    let mut jobs = store.index().list_jobs(tenant).await?;
     jobs.sort_by(|a, b| a.started_at.cmp(&b.started_at));
     if json {
         print_json(&jobs)?;

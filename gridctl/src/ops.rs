@@ -180,6 +180,7 @@ pub async fn repair(
         let unowned = found.drift.unowned();
         if !unowned.is_empty() {
             report.deletes += store
+                .index()
                 .write_entries([], unowned.iter().map(|e| e.as_ref()))
                 .await?;
         }
@@ -233,6 +234,7 @@ async fn settle_parked(store: &Store, parked: &[Parked], report: &mut RepairRepo
 
 async fn unpark(store: &Store, p: &Parked) -> Result<(), IndexError> {
     store
+        .index()
         .unpark(&p.tenant, &p.subject)
         .await
         .map_err(Into::into)

@@ -130,7 +130,7 @@ pub async fn seed(store: &Store, spec: &Spec, progress: &ProgressBar) -> Result<
         name: spec.project_name.clone(),
         created_at: now.clone(),
     };
-    store.create_project(t, &project).await?;
+    store.records().create_project(t, &project).await?;
     let defs = create_fields(store, t, &project.id, spec.extra_fields).await?;
     let users = create_users(store, t, spec.users).await?;
     let teams = create_teams(store, t, spec.teams, &users, &now).await?;
@@ -143,6 +143,7 @@ pub async fn seed(store: &Store, spec: &Spec, progress: &ProgressBar) -> Result<
     for n in 0..spec.issues {
         let new = random_issue(&mut rng, &defs, &people, n)?;
         store
+            .records()
             .create_issue(t, &project.id, n, new, IssueId::new(), now.clone())
             .await
             .with_context(|| format!("creating issue {}", n + 1))?;
@@ -183,6 +184,7 @@ async fn create_fields(
     }
     for d in &defs {
         store
+            .records()
             .create_field(t, project_id, d)
             .await
             .with_context(|| format!("creating field {}", d.name))?;
@@ -200,6 +202,7 @@ async fn create_users(store: &Store, t: &TenantId, count: usize) -> Result<Vec<U
         .collect::<Result<Vec<_>>>()?;
     for u in &users {
         store
+            .records()
             .put_profile(
                 t,
                 &Profile {
@@ -227,12 +230,12 @@ async fn create_teams(
             name: format!("Team {i}"),
             created_at: now.to_string(),
         };
-        store.create_team(t, &team).await?;
+        store.records().create_team(t, &team).await?;
         // Every user is in a team; user-0000 (the benchmarks' caller) is in every team, up to
         // the 50 a user may belong to.
         for (n, u) in users.iter().enumerate() {
             if (n == 0 && i < gridline::domain::MAX_TEAMS_PER_USER) || n % count.max(1) == i {
-                store.add_member(t, &team, u).await?;
+                store.records().add_member(t, &team, u).await?;
             }
         }
         teams.push(team.id);

@@ -161,6 +161,7 @@ async fn run_out(
 /// `gridctl jobs`, with its permissions.
 async fn list_jobs(stack: &Stack) -> Vec<gridline::indexer::field_job::Progress> {
     support::store(stack, "Jobs")
+        .index()
         .list_jobs(&tenant())
         .await
         .expect("jobs are listed")
@@ -174,6 +175,7 @@ async fn reshard(stack: &Stack, project: &str, to: u16, cut: bool) {
     let store = support::store(stack, "Reshard");
     let project = ProjectId::parse(project).unwrap();
     let now = store
+        .records()
         .get_project(&tenant(), &project)
         .await
         .unwrap()
@@ -192,6 +194,7 @@ async fn reshard(stack: &Stack, project: &str, to: u16, cut: bool) {
             let first = (read, None);
             assert!(
                 store
+                    .records()
                     .move_shards(&tenant(), &project, first, (read, Some(to)), "cut")
                     .await
                     .unwrap()
@@ -213,6 +216,7 @@ async fn finish_reshard(stack: &Stack, project: &str) {
     let store = support::store(stack, "Reshard");
     let id = ProjectId::parse(project).unwrap();
     if let Some(to) = store
+        .records()
         .get_project(&tenant(), &id)
         .await
         .unwrap()
@@ -530,7 +534,10 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
             found.extra,
             found.stale,
             found.drift,
-            support::store(&stack, "Jobs").list_jobs(&tenant()).await
+            support::store(&stack, "Jobs")
+                .index()
+                .list_jobs(&tenant())
+                .await
         );
 
         // No lost update: every acknowledged write is what the records hold.
@@ -566,7 +573,10 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
                 def.map(|d| &d["sortable"]),
                 Some(&json!(true)),
                 "seed {seed}: field {f} is not sortable; jobs {:?}",
-                support::store(&stack, "Jobs").list_jobs(&tenant()).await
+                support::store(&stack, "Jobs")
+                    .index()
+                    .list_jobs(&tenant())
+                    .await
             );
             let path = format!("/projects/{project}/issues?sort={f}&limit=7");
             let r = call(&stack, "alice", Method::GET, &path, None).await;
@@ -603,6 +613,7 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
             "seed {seed}: the grid's issues"
         );
         *totals.entry("jobs").or_default() += support::store(&stack, "Jobs")
+            .index()
             .list_jobs(&tenant())
             .await
             .map_or(0, |j| j.len() as u64);

@@ -173,6 +173,7 @@ async fn repair_is_safe_while_writes_and_the_indexer_run() {
         .stack
         .state
         .store
+        .records()
         .issues_of_project(&acme(), &seeded.project_id, None, 1000)
         .await
         .unwrap()
@@ -338,7 +339,13 @@ async fn a_parked_issue_is_drift_until_repair_reindexes_it_and_an_expired_tombst
         sequence_number: "100".into(),
         parked_at: "2026-11-21T20:42:03Z".into(),
     };
-    api.stack.state.store.park(&parked, true).await.unwrap();
+    api.stack
+        .state
+        .store
+        .index()
+        .park(&parked, true)
+        .await
+        .unwrap();
     let found = verify(&api).await;
     assert!(!found.is_clean());
     assert_eq!(found.parked, 1);
@@ -377,6 +384,7 @@ async fn repair_reindexes_a_parked_project_and_acknowledges_a_parked_record() {
         api.stack
             .state
             .store
+            .index()
             .park(&marker(subject), false)
             .await
             .unwrap();
@@ -427,6 +435,7 @@ async fn downgrade_watermarks(api: &TestApi) -> usize {
             continue;
         }
         let wm = store
+            .index()
             .get_full_watermark(&tenant, &issue)
             .await
             .unwrap()
@@ -714,6 +723,7 @@ async fn jobs_lists_a_field_job_and_its_progress() {
     assert_eq!(field["sortable"], false);
     api.sync().await;
     let jobs = support::store(&api.stack, "Jobs")
+        .index()
         .list_jobs(&acme())
         .await
         .unwrap();

@@ -102,6 +102,7 @@ async fn issues(api: &TestApi, project: &ProjectId) -> Vec<gridline::domain::Iss
     api.stack
         .state
         .store
+        .records()
         .issues_of_project(&acme(), project, None, 1000)
         .await
         .unwrap()
@@ -255,6 +256,7 @@ async fn a_reshard_under_writes_ends_exact_and_one_cut_short_is_finished_by_runn
     let store = support::store(&api.stack, "Reshard");
     assert!(
         store
+            .records()
             .move_shards(&acme(), &project, (2, None), (2, Some(5)), "cut")
             .await
             .unwrap()
@@ -271,12 +273,14 @@ async fn a_reshard_under_writes_ends_exact_and_one_cut_short_is_finished_by_runn
     // begun, though the layouts are the same pair again: its moves name its own run.
     assert!(
         store
+            .records()
             .move_shards(&acme(), &project, (2, None), (2, Some(5)), "other")
             .await
             .unwrap()
     );
     assert!(
         !store
+            .records()
             .move_shards(&acme(), &project, (2, Some(5)), (5, Some(2)), "cut")
             .await
             .unwrap(),
@@ -324,7 +328,12 @@ async fn an_issue_the_build_cannot_index_stops_the_reshard_before_reads_switch()
     );
     // Reads still use the one layout every issue is in.
     let store = support::store(&api.stack, "Reshard");
-    let now = store.get_project(&acme(), &project).await.unwrap().unwrap();
+    let now = store
+        .records()
+        .get_project(&acme(), &project)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!((now.read_shards(), now.shards_also), (1, Some(4)));
     assert_eq!(page_all(&api, &project, "&sort=num", 5).await, before);
 }

@@ -37,7 +37,7 @@ pub async fn seed(store: &Store) -> Result<()> {
         name: "Apollo".into(),
         created_at: CREATED_AT.into(),
     };
-    store.create_project(&tenant, &project).await?;
+    store.records().create_project(&tenant, &project).await?;
     let field = FieldDef {
         id: field_id.clone(),
         name: "Points".into(),
@@ -45,15 +45,18 @@ pub async fn seed(store: &Store) -> Result<()> {
         options: None,
         sortable: true,
     };
-    store.create_field(&tenant, &project_id, &field).await?;
+    store
+        .records()
+        .create_field(&tenant, &project_id, &field)
+        .await?;
     let team = Team {
         id: team_id,
         name: "Platform".into(),
         created_at: CREATED_AT.into(),
     };
-    store.create_team(&tenant, &team).await?;
+    store.records().create_team(&tenant, &team).await?;
     anyhow::ensure!(
-        store.add_member(&tenant, &team, &sub).await?,
+        store.records().add_member(&tenant, &team, &sub).await?,
         "the fixture team exists"
     );
     for (last, id) in [(0, ISSUE), (1, ISSUE_TO_DELETE)] {
@@ -70,6 +73,7 @@ pub async fn seed(store: &Store) -> Result<()> {
             }],
         };
         store
+            .records()
             .create_issue(&tenant, &project_id, last, new, id, CREATED_AT.into())
             .await?;
     }

@@ -496,6 +496,7 @@ impl TestApi {
         let mut expected = std::collections::BTreeSet::new();
         for p in projects {
             let (project, defs) = store
+                .records()
                 .project_with_fields(tenant, p)
                 .await
                 .expect("read")
@@ -504,6 +505,7 @@ impl TestApi {
             let mut start = None;
             loop {
                 let page = store
+                    .records()
                     .issues_of_project(tenant, p, start.as_ref(), 1000)
                     .await
                     .expect("read");

@@ -70,6 +70,7 @@ async fn first_issues(stack: &Stack, seeded: &gridctl::seed::Seeded) -> Result<V
     let page = stack
         .state
         .store
+        .records()
         .issues_of_project(&seeded.tenant, &seeded.project_id, None, 1000)
         .await?;
     Ok(page.items.into_iter().map(|i| i.id).collect())

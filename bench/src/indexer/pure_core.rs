@@ -129,6 +129,7 @@ pub(crate) async fn indexer_core(issues: u64) -> Result<CoreFigures> {
     let defs = stack
         .state
         .store
+        .records()
         .project_with_fields(&seeded.tenant, &seeded.project_id)
         .await?
         .map(|(_, d)| d)

@@ -685,6 +685,7 @@ async fn deleting_a_field_of_a_project_from_before_the_byte_count_keeps_it_reada
         .stack
         .state
         .store
+        .records()
         .get_project(&acme(), &ProjectId::parse(&p).unwrap())
         .await
         .unwrap()

@@ -81,7 +81,14 @@ async fn a_field_added_to_a_project_with_issues_is_sortable_once_its_job_has_bui
     assert_eq!(grid_ids(&api, &p, &f).await, ["t0", "t1", "t2"]);
     api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
         .await;
-    let jobs = api.stack.state.store.list_jobs(&acme()).await.unwrap();
+    let jobs = api
+        .stack
+        .state
+        .store
+        .index()
+        .list_jobs(&acme())
+        .await
+        .unwrap();
     assert_eq!(jobs.len(), 1);
     assert!(jobs[0].finished);
     assert_eq!(
@@ -203,7 +210,15 @@ async fn a_field_job_cut_short_resumes_from_its_checkpoint_and_finishes_exact() 
     cut.page_size = 2;
     let far = Instant::now() + Duration::from_secs(300);
     assert!(cut.run(&job, far, &mut Metrics::default()).await.is_err());
-    let progress = api.stack.state.store.get_job(&job).await.unwrap().unwrap();
+    let progress = api
+        .stack
+        .state
+        .store
+        .index()
+        .get_job(&job)
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(
         (progress.step, progress.issues, progress.finished),
         (1, 2, false)
@@ -221,7 +236,15 @@ async fn a_field_job_cut_short_resumes_from_its_checkpoint_and_finishes_exact() 
     api.jobs.jobs.pages_per_message = Some(1);
     api.jobs.jobs.page_size = 2;
     api.sync().await;
-    let progress = api.stack.state.store.get_job(&job).await.unwrap().unwrap();
+    let progress = api
+        .stack
+        .state
+        .store
+        .index()
+        .get_job(&job)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(progress.finished);
     assert_eq!((progress.step, progress.issues, progress.pages), (3, 7, 4));
     assert_eq!(
@@ -281,6 +304,7 @@ async fn a_deleted_fields_values_and_entries_are_removed_by_its_job() {
         let store = api.stack.state.store.clone();
         async move {
             store
+                .records()
                 .get_issue_item(
                     &acme(),
                     &gridline::domain::ids::IssueId::parse(&id).unwrap(),
@@ -308,7 +332,14 @@ async fn a_deleted_fields_values_and_entries_are_removed_by_its_job() {
     }
     api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
         .await;
-    let jobs = api.stack.state.store.list_jobs(&acme()).await.unwrap();
+    let jobs = api
+        .stack
+        .state
+        .store
+        .index()
+        .list_jobs(&acme())
+        .await
+        .unwrap();
     let removal = jobs.iter().find(|j| j.kind == JobKind::Remove).unwrap();
     assert!(removal.finished);
     assert_eq!(removal.issues, 3);
@@ -511,6 +542,7 @@ async fn an_index_write_with_definitions_older_than_the_issues_watermark_reads_t
         .stack
         .state
         .store
+        .records()
         .get_project(&acme(), &project)
         .await
         .unwrap()

@@ -399,6 +399,7 @@ async fn random_histories_converge_and_page_in_reference_order() {
             .stack
             .state
             .store
+            .records()
             .project_with_fields(&tenant, &project)
             .await
             .unwrap()
@@ -407,6 +408,7 @@ async fn random_histories_converge_and_page_in_reference_order() {
             .stack
             .state
             .store
+            .records()
             .issues_of_project(&tenant, &project, None, 1000)
             .await
             .unwrap()

@@ -102,6 +102,7 @@ async fn memberships_are_written_in_both_directions_or_not_at_all() {
         !api.stack
             .state
             .store
+            .records()
             .add_member(&acme(), &ghost, &UserId::parse("bob").unwrap())
             .await
             .unwrap()

@@ -95,16 +95,19 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
 
     // At its largest: closing the issue and changing every value moves every entry.
     let wm = store
+        .index()
         .get_full_watermark(&tenant_id, &issue_id)
         .await
         .unwrap()
         .unwrap();
     let mut issue = store
+        .records()
         .get_issue_item(&tenant_id, &issue_id)
         .await
         .unwrap()
         .unwrap();
     let (_, defs) = store
+        .records()
         .project_with_fields(&tenant_id, &project_id)
         .await
         .unwrap()

@@ -19,20 +19,32 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
         acme(),
         IssueId::parse(issue["id"].as_str().unwrap()).unwrap(),
     );
-    let now = store.get_issue_item(&t, &id).await.unwrap().unwrap();
+    let now = store
+        .records()
+        .get_issue_item(&t, &id)
+        .await
+        .unwrap()
+        .unwrap();
     let (project, defs) = store
+        .records()
         .project_with_fields(&t, &ProjectId::parse(&p).unwrap())
         .await
         .unwrap()
         .unwrap();
     let fields_rev = project.fields_rev.unwrap_or(0);
     let basis = Basis::of(&now, &defs, gridline::keys::index::Shards::ONE);
-    let read = store.get_full_watermark(&t, &id).await.unwrap().unwrap();
+    let read = store
+        .index()
+        .get_full_watermark(&t, &id)
+        .await
+        .unwrap()
+        .unwrap();
     assert!(read.buckets.count > 0, "a bucketed watermark");
 
     // A repair replaces the head at the same version: a commit from the older read fails.
     assert!(
         store
+            .index()
             .replace_watermark(
                 &t,
                 &id,
@@ -50,13 +62,19 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
         pending_count: read.pending_count,
     };
     let (held, _) = store
+        .index()
         .commit_watermark((&t, &id), &read, Some(&basis), at, Replaces::Older)
         .await
         .unwrap();
     assert!(!held, "a commit over a head replaced since it was read");
 
     // An intent recorded after a repair's read makes the repair fail.
-    let fresh = store.get_full_watermark(&t, &id).await.unwrap().unwrap();
+    let fresh = store
+        .index()
+        .get_full_watermark(&t, &id)
+        .await
+        .unwrap()
+        .unwrap();
     let mut puts = EntryList::for_issue(&id, 1);
     basis
         .entries(&t, &id)
@@ -70,6 +88,7 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     };
     assert!(
         store
+            .index()
             .record_intent(
                 &t,
                 &id,
@@ -82,6 +101,7 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     );
     assert!(
         !store
+            .index()
             .replace_watermark(
                 &t,
                 &id,
@@ -96,6 +116,7 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     // So does an indexer's commit: the intent's attempt may write entries (with its summary)
     // that the head it would put knows nothing of.
     let (held, _) = store
+        .index()
         .commit_watermark(
             (&t, &id),
             &fresh,
@@ -111,8 +132,14 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
         .await
         .unwrap();
     assert!(!held, "a commit over an intent recorded since its read");
-    let after = store.get_full_watermark(&t, &id).await.unwrap().unwrap();
+    let after = store
+        .index()
+        .get_full_watermark(&t, &id)
+        .await
+        .unwrap()
+        .unwrap();
     let (held, _) = store
+        .index()
         .commit_watermark(
             (&t, &id),
             &after,

@@ -71,11 +71,17 @@ async fn interpret(
         None => {
             let read = match app
                 .store
+                .records()
                 .project_with_fields_read(tenant, project_id, false)
                 .await?
             {
                 Some(found) => Some(found),
-                None => app.store.project_with_fields(tenant, project_id).await?,
+                None => {
+                    app.store
+                        .records()
+                        .project_with_fields(tenant, project_id)
+                        .await?
+                }
             };
             read.map(|(project, defs)| hold(app, tenant, project_id, project, defs))
         }
@@ -83,7 +89,12 @@ async fn interpret(
     let fields = held.ok_or(ApiError::NotFound("project"))?;
     match parse(project_id, params, &fields.defs).and_then(|q| sortable(q, &fields.defs)) {
         Ok(query) => Ok((fields, query)),
-        Err(first) => match app.store.project_with_fields(tenant, project_id).await? {
+        Err(first) => match app
+            .store
+            .records()
+            .project_with_fields(tenant, project_id)
+            .await?
+        {
             Some((project, defs)) => {
                 let fresh = hold(app, tenant, project_id, project, defs);
                 let query = sortable(parse(project_id, params, &fresh.defs)?, &fresh.defs)?;
@@ -147,6 +158,7 @@ pub async fn list(
     let page = grid::page(&app.store, request).await?;
     let names = app
         .store
+        .records()
         .names(&caller.tenant, &participants_of(&page.issues))
         .await?;
     let items = page

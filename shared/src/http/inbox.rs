@@ -66,6 +66,7 @@ async fn read(
     let page = inbox::page(&app.store, request).await?;
     let names = app
         .store
+        .records()
         .names(
             &caller.tenant,
             &participants_of(page.issues.iter().map(|i| &i.issue)),
@@ -135,6 +136,7 @@ pub async fn team_issues(
     let team_id: TeamId = path_id(&team_id)?;
     if app
         .store
+        .records()
         .get_team(&caller.tenant, &team_id)
         .await?
         .is_none()
@@ -160,6 +162,7 @@ pub async fn my_teams_issues(
     loop {
         let page = app
             .store
+            .records()
             .teams_of_user(&caller.tenant, &caller.user, None, start.as_ref())
             .await?;
         teams.extend(page.items.into_iter().map(|t| (t.id.clone(), t)));

@@ -46,6 +46,7 @@ async fn defs_of(
 ) -> ApiResult<Vec<FieldDef>> {
     Ok(app
         .store
+        .records()
         .project_with_fields(tenant, project_id)
         .await?
         .map(|(_, defs)| defs)
@@ -72,13 +73,19 @@ async fn validated<T>(
     if !values
         && let Some((project, defs)) = app
             .store
+            .records()
             .project_with_fields_read(tenant, project_id, false)
             .await?
     {
         return match validate(&defs) {
             Ok(v) => Ok(Some((project, defs, v))),
             // The read may be stale: only a consistent read may refuse.
-            Err(first) => match app.store.project_with_fields(tenant, project_id).await? {
+            Err(first) => match app
+                .store
+                .records()
+                .project_with_fields(tenant, project_id)
+                .await?
+            {
                 Some(found) => check(found).map(Some),
                 None => Err(first.into()),
             },
@@ -87,6 +94,7 @@ async fn validated<T>(
     // A write of values, or a project not there yet for an eventually consistent read (or not
     // there at all).
     app.store
+        .records()
         .project_with_fields(tenant, project_id)
         .await?
         .map(check)
@@ -109,6 +117,7 @@ pub async fn create(
     let last_num = project.next_num.unwrap_or(0);
     let issue = app
         .store
+        .records()
         .create_issue(
             &caller.tenant,
             &project_id,
@@ -132,6 +141,7 @@ pub async fn get(
 /// The issue as stored now.
 async fn issue_of(app: &AppState, tenant: &TenantId, issue_id: &IssueId) -> ApiResult<Issue> {
     app.store
+        .records()
         .get_issue(tenant, issue_id)
         .await?
         .ok_or(ApiError::NotFound(ISSUE))
@@ -171,6 +181,7 @@ pub async fn patch(
     check_patched_size(&caller.tenant, &current, &patch)?;
     let outcome = app
         .store
+        .records()
         .patch_issue(&caller.tenant, &current, &patch, expected, &now())
         .await?;
     match outcome {
@@ -216,7 +227,12 @@ pub async fn delete(
     caller: Caller,
     Id(issue_id): Id<IssueId>,
 ) -> ApiResult<StatusCode> {
-    if app.store.delete_issue(&caller.tenant, &issue_id).await? {
+    if app
+        .store
+        .records()
+        .delete_issue(&caller.tenant, &issue_id)
+        .await?
+    {
         Ok(StatusCode::NO_CONTENT)
     } else {
         Err(ApiError::NotFound(ISSUE))
@@ -250,6 +266,7 @@ pub async fn put_participant(
         let team_id = TeamId::parse(&id).ok_or_else(no_team)?;
         if app
             .store
+            .records()
             .get_team(&caller.tenant, &team_id)
             .await?
             .is_none()
@@ -264,6 +281,7 @@ pub async fn put_participant(
     };
     match app
         .store
+        .records()
         .put_participant(&caller.tenant, &issue_id, &participant, &now())
         .await?
     {
@@ -288,6 +306,7 @@ pub async fn delete_participant(
     };
     if app
         .store
+        .records()
         .delete_participant(&caller.tenant, &issue_id, kind, &id, &now())
         .await?
     {

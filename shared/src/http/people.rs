@@ -41,13 +41,19 @@ pub async fn put_me(
         id: caller.user.clone(),
         display_name: Some(body.display_name),
     };
-    app.store.put_profile(&caller.tenant, &profile).await?;
+    app.store
+        .records()
+        .put_profile(&caller.tenant, &profile)
+        .await?;
     Ok(Json(profile))
 }
 
 pub async fn get_me(State(app): State<AppState>, caller: Caller) -> ApiResult<Json<Profile>> {
     Ok(Json(
-        app.store.get_profile(&caller.tenant, &caller.user).await?,
+        app.store
+            .records()
+            .get_profile(&caller.tenant, &caller.user)
+            .await?,
     ))
 }
 
@@ -62,12 +68,16 @@ pub async fn create_team(
         name: body.name,
         created_at: now(),
     };
-    app.store.create_team(&caller.tenant, &team).await?;
+    app.store
+        .records()
+        .create_team(&caller.tenant, &team)
+        .await?;
     Ok(created(format!("/teams/{}", team.id), team))
 }
 
 async fn team_of(app: &AppState, tenant: &TenantId, team_id: &TeamId) -> ApiResult<Team> {
     app.store
+        .records()
         .get_team(tenant, team_id)
         .await?
         .ok_or(ApiError::NotFound(TEAM))
@@ -91,6 +101,7 @@ pub async fn add_member(
     let user_id = user_id.ok_or_else(|| ApiError::invalid("user_id", "is not a valid user id"))?;
     if app
         .store
+        .records()
         .add_member(&caller.tenant, &team, &user_id)
         .await?
     {
@@ -110,6 +121,7 @@ pub async fn remove_member(
     };
     if app
         .store
+        .records()
         .remove_member(&caller.tenant, &team_id, &user_id)
         .await?
     {
@@ -136,6 +148,7 @@ pub async fn list_members(
     let start = cursor.start()?;
     let page = app
         .store
+        .records()
         .list_members(&caller.tenant, &team_id, paging.limit, start.as_ref())
         .await?;
     let who = page
@@ -143,7 +156,7 @@ pub async fn list_members(
         .iter()
         .map(|u| (ParticipantKind::User, u.to_string()))
         .collect();
-    let mut names = app.store.names(&caller.tenant, &who).await?;
+    let mut names = app.store.records().names(&caller.tenant, &who).await?;
     let items = page
         .items
         .into_iter()
@@ -168,6 +181,7 @@ async fn teams_list(
     let start = cursor.start()?;
     let page = app
         .store
+        .records()
         .teams_of_user(&caller.tenant, user_id, Some(paging.limit), start.as_ref())
         .await?;
     Ok(Json(List {

@@ -38,7 +38,10 @@ pub async fn create(
         name: body.name,
         created_at: now(),
     };
-    app.store.create_project(&caller.tenant, &project).await?;
+    app.store
+        .records()
+        .create_project(&caller.tenant, &project)
+        .await?;
     Ok(created(format!("/projects/{}", project.id), project))
 }
 
@@ -51,6 +54,7 @@ pub async fn list(
     let start = cursor.start()?;
     let page = app
         .store
+        .records()
         .list_projects(&caller.tenant, paging.limit, start.as_ref())
         .await?;
     Ok(Json(List {
@@ -66,6 +70,7 @@ pub async fn get(
 ) -> ApiResult<Json<ProjectWithFields>> {
     let (project, fields) = app
         .store
+        .records()
         .project_with_fields(&caller.tenant, &project_id)
         .await?
         .ok_or(ApiError::NotFound(PROJECT))?;
@@ -85,6 +90,7 @@ pub async fn create_field(
     let def = body.into_def(FieldId::new())?;
     let def = app
         .store
+        .records()
         .create_field(&caller.tenant, &project_id, &def)
         .await?;
     Ok(created(
@@ -103,6 +109,7 @@ pub async fn list_fields(
     let start = cursor.start()?;
     let page = app
         .store
+        .records()
         .list_fields(&caller.tenant, &project_id, paging.limit, start.as_ref())
         .await?;
     // An empty first page may mean no project at all; one read tells.
@@ -110,6 +117,7 @@ pub async fn list_fields(
         && start.is_none()
         && app
             .store
+            .records()
             .get_project(&caller.tenant, &project_id)
             .await?
             .is_none()
@@ -132,6 +140,7 @@ pub async fn delete_field(
     };
     if app
         .store
+        .records()
         .delete_field(&caller.tenant, &project_id, &field_id)
         .await?
     {

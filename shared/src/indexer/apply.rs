@@ -90,7 +90,7 @@ impl Indexer {
         defs: &Defs,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
-        let wm = self.store.get_watermark(tenant, issue_id).await?;
+        let wm = self.store.index().get_watermark(tenant, issue_id).await?;
         let behind = |wm: &Watermark, target: &Target<'_>| {
             wm.version > target.version
                 || (wm.version == target.version && replaces == Replaces::Older)
@@ -110,7 +110,11 @@ impl Indexer {
             {
                 let held = defs.get(&self.store, tenant, &issue.project_id).await?;
                 if w.fields_rev.unwrap_or(0) < held.rev {
-                    reread = self.store.get_issue_item(tenant, issue_id).await?;
+                    reread = self
+                        .store
+                        .records()
+                        .get_issue_item(tenant, issue_id)
+                        .await?;
                     reread_record = reread.as_ref().map(IssueRecord::of);
                     target = Target {
                         version: reread.as_ref().map_or(DELETED, |i| i.version),
@@ -126,7 +130,7 @@ impl Indexer {
         // A parked issue being indexed again: its marker goes first (the watermark write below
         // drops the flag); if this fails for good too, it is parked again.
         if wm.as_ref().is_some_and(|w| w.parked) {
-            self.store.unpark(tenant, issue_id).await?;
+            self.store.index().unpark(tenant, issue_id).await?;
         }
         let wm = wm.unwrap_or_default();
         let (desired, fields_rev) = defs
@@ -172,9 +176,14 @@ impl Indexer {
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
         let defs = Defs::default();
-        let now = self.store.get_issue_item(tenant, issue_id).await?;
+        let now = self
+            .store
+            .records()
+            .get_issue_item(tenant, issue_id)
+            .await?;
         let wm = self
             .store
+            .index()
             .get_watermark(tenant, issue_id)
             .await?
             .unwrap_or_default();
@@ -228,6 +237,7 @@ impl Indexer {
         let buckets = desired.map_or(0, |d| Buckets::choose(wm.buckets.count, d));
         let read = wm.buckets_to_read(desired, buckets, extra);
         self.store
+            .index()
             .read_buckets(tenant, issue_id, &mut wm, &read)
             .await?;
         // Buckets not read hold no change: their fields are left out of the comparison.
@@ -259,6 +269,7 @@ impl Indexer {
             metrics.writes += 1;
             if !self
                 .store
+                .index()
                 .record_intent(tenant, issue_id, &wm, &step, (version, replaces))
                 .await?
             {
@@ -267,10 +278,12 @@ impl Indexer {
         }
         metrics.writes += self
             .store
+            .index()
             .write_entries(step.puts.iter(), step.deletes.iter())
             .await?;
         let (held, writes) = self
             .store
+            .index()
             .commit_watermark(
                 (tenant, issue_id),
                 &wm,

@@ -52,18 +52,24 @@ impl Defs {
         // the definitions read with it.
         let fields = cell
             .get_or_try_init(|| async {
-                Ok::<_, StoreError>(match store.project_with_fields(tenant, project_id).await? {
-                    Some((project, defs)) => Fields {
-                        rev: project.fields_rev.unwrap_or(0),
-                        shards: project.layouts(),
-                        defs: Arc::from(defs),
+                Ok::<_, StoreError>(
+                    match store
+                        .records()
+                        .project_with_fields(tenant, project_id)
+                        .await?
+                    {
+                        Some((project, defs)) => Fields {
+                            rev: project.fields_rev.unwrap_or(0),
+                            shards: project.layouts(),
+                            defs: Arc::from(defs),
+                        },
+                        None => Fields {
+                            rev: 0,
+                            defs: Arc::from(Vec::new()),
+                            shards: Shards::ONE,
+                        },
                     },
-                    None => Fields {
-                        rev: 0,
-                        defs: Arc::from(Vec::new()),
-                        shards: Shards::ONE,
-                    },
-                })
+                )
             })
             .await?;
         Ok(fields.clone())

@@ -29,6 +29,7 @@ use crate::cursor::Position;
 use crate::domain::ids::{FieldId, ProjectId, TenantId};
 use crate::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE};
 use crate::keys;
+use crate::store::IndexTable;
 use crate::store::{Item, Store, StoreError, condition_held};
 
 /// A run stops starting pages when less than this is left of its invocation: a page of
@@ -198,7 +199,7 @@ impl FieldJobs {
         deadline: Instant,
         metrics: &mut Metrics,
     ) -> Result<Outcome, JobError> {
-        let mut progress = match self.store.get_job(job).await? {
+        let mut progress = match self.store.index().get_job(job).await? {
             Some(p) if p.finished => return Ok(Outcome::Stale),
             Some(p) if p.step == job.step + 1 => {
                 // The checkpoint moved on and its message may never have been sent.
@@ -242,13 +243,13 @@ impl FieldJobs {
             let pages_left = self.pages_per_message.is_none_or(|n| pages < n);
             if !(budget_left && pages_left) {
                 progress.step += 1;
-                if !self.store.save_job(job, &progress).await? {
+                if !self.store.index().save_job(job, &progress).await? {
                     return Ok(Outcome::Stale);
                 }
                 self.queue.send(&job.at_step(progress.step)).await?;
                 return Ok(Outcome::Continued(progress.step));
             }
-            if !self.store.save_job(job, &progress).await? {
+            if !self.store.index().save_job(job, &progress).await? {
                 return Ok(Outcome::Stale);
             }
         }
@@ -260,6 +261,7 @@ impl FieldJobs {
     async fn begin(&self, job: &FieldJob) -> Result<Option<Progress>, JobError> {
         let defs = self
             .store
+            .records()
             .project_with_fields(&job.tenant, &job.project_id)
             .await?
             .map(|(_, defs)| defs)
@@ -303,10 +305,15 @@ impl FieldJobs {
         };
         // Another delivery of the first message may have begun it: then go on from its
         // checkpoint.
-        if self.store.create_job(job, &progress).await? {
+        if self.store.index().create_job(job, &progress).await? {
             return Ok(Some(progress));
         }
-        Ok(self.store.get_job(job).await?.filter(|p| !p.finished))
+        Ok(self
+            .store
+            .index()
+            .get_job(job)
+            .await?
+            .filter(|p| !p.finished))
     }
 
     /// The last page is done: an add's fields become sortable, then the checkpoint says so.
@@ -314,18 +321,19 @@ impl FieldJobs {
         for field in &progress.covers {
             // A field deleted meanwhile is simply gone.
             self.store
+                .records()
                 .mark_sortable(&job.tenant, &job.project_id, field)
                 .await?;
         }
         progress.finished = true;
-        self.store.save_job(job, &progress).await?;
+        self.store.index().save_job(job, &progress).await?;
         tracing::info!(job = %job.sk(), issues = progress.issues, pages = progress.pages, "field job finished");
         Ok(Outcome::Finished)
     }
 }
 
 /// The checkpoints' index-table I/O.
-impl Store {
+impl IndexTable<'_> {
     fn job_key(job: &FieldJob) -> Item {
         Item::from([
             (
@@ -348,9 +356,10 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "get_job"))]
     pub async fn get_job(&self, job: &FieldJob) -> Result<Option<Progress>, StoreError> {
         let out = self
+            .store
             .client
             .get_item()
-            .table_name(&self.index)
+            .table_name(&self.store.index)
             .set_key(Some(Self::job_key(job)))
             .consistent_read(true)
             .send()
@@ -370,9 +379,10 @@ impl Store {
         progress: &Progress,
     ) -> Result<bool, StoreError> {
         let result = self
+            .store
             .client
             .put_item()
-            .table_name(&self.index)
+            .table_name(&self.store.index)
             .set_item(Some(Self::job_item(job, progress)?))
             .condition_expression("attribute_not_exists(PK)")
             .send()
@@ -385,9 +395,10 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "save_job"))]
     pub async fn save_job(&self, job: &FieldJob, progress: &Progress) -> Result<bool, StoreError> {
         let result = self
+            .store
             .client
             .put_item()
-            .table_name(&self.index)
+            .table_name(&self.store.index)
             .set_item(Some(Self::job_item(job, progress)?))
             .condition_expression("#step = :step AND #finished = :no")
             .expression_attribute_names("#step", "step")
@@ -403,9 +414,10 @@ impl Store {
     #[tracing::instrument(skip_all, fields(op = "list_jobs"))]
     pub async fn list_jobs(&self, tenant: &TenantId) -> Result<Vec<Progress>, StoreError> {
         let query =
-            crate::store::query::Query::partition(&self.index, keys::index::jobs_pk(tenant))
+            crate::store::query::Query::partition(&self.store.index, keys::index::jobs_pk(tenant))
                 .consistent(true);
-        self.query_all(query)
+        self.store
+            .query_all(query)
             .await?
             .into_iter()
             .map(|i| {

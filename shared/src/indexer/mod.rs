@@ -228,7 +228,7 @@ impl Indexer {
             sequence_number: seq.to_string(),
             parked_at,
         };
-        self.store.park(&parked, issue).await?;
+        self.store.index().park(&parked, issue).await?;
         metrics.parked += 1;
         Ok(())
     }

@@ -35,7 +35,11 @@ impl Indexer {
         issue_id: &IssueId,
     ) -> Result<Metrics, IndexError> {
         let mut metrics = Metrics::default();
-        let issue = self.store.get_issue_item(tenant, issue_id).await?;
+        let issue = self
+            .store
+            .records()
+            .get_issue_item(tenant, issue_id)
+            .await?;
         let record = issue.as_ref().map(IssueRecord::of);
         let target = Target {
             version: issue.as_ref().map_or(DELETED, |i| i.version),
@@ -51,7 +55,7 @@ impl Indexer {
         )
         .await?;
         // Whatever parked it is behind it now.
-        self.store.unpark(tenant, issue_id).await?;
+        self.store.index().unpark(tenant, issue_id).await?;
         Ok(metrics)
     }
 
@@ -81,6 +85,7 @@ impl Indexer {
     ) -> Result<(), IndexError> {
         let pending: Vec<FieldId> = self
             .store
+            .records()
             .project_with_fields(tenant, project_id)
             .await?
             .map(|(_, defs)| defs.into_iter().filter(|d| !d.sortable).map(|d| d.id))
@@ -91,7 +96,10 @@ impl Indexer {
             .await?;
         for field in &pending {
             // A field deleted meanwhile is simply gone.
-            self.store.mark_sortable(tenant, project_id, field).await?;
+            self.store
+                .records()
+                .mark_sortable(tenant, project_id, field)
+                .await?;
         }
         Ok(())
     }
@@ -142,6 +150,7 @@ impl Indexer {
         let defs = Defs::default();
         let page = self
             .store
+            .records()
             .issues_of_project(tenant, project_id, start, limit)
             .await?;
         let issues = page.items.len();
@@ -201,6 +210,7 @@ impl Indexer {
             && issue.fields.remove(field.as_str()).is_some()
         {
             self.store
+                .records()
                 .remove_field_value(tenant, &issue.id, field)
                 .await?;
             metrics.writes += 1;

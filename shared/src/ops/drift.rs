@@ -270,7 +270,11 @@ async fn desired_basis(
     let Some(issue) = issue else {
         return Ok((None, 0));
     };
-    let (rev, defs, shards) = match store.project_with_fields(tenant, &issue.project_id).await? {
+    let (rev, defs, shards) = match store
+        .records()
+        .project_with_fields(tenant, &issue.project_id)
+        .await?
+    {
         Some((project, defs)) => (project.fields_rev.unwrap_or(0), defs, project.layouts()),
         None => (0, Vec::new(), Shards::ONE),
     };
@@ -315,8 +319,8 @@ pub async fn repair_issue(
         if attempt > 0 {
             tokio::time::sleep(Duration::from_millis(50 << attempt)).await;
         }
-        let wm = store.get_full_watermark(tenant, issue_id).await?;
-        let issue = store.get_issue_item(tenant, issue_id).await?;
+        let wm = store.index().get_full_watermark(tenant, issue_id).await?;
+        let issue = store.records().get_issue_item(tenant, issue_id).await?;
         let version = issue.as_ref().map_or(DELETED, |i| i.version);
         let wm_version = wm.as_ref().map(|w| w.version);
         // An issue never indexed and gone: only stray entries to delete, no watermark to keep.
@@ -346,7 +350,12 @@ pub async fn repair_issue(
         let mut candidates = keys_of(desired.iter().chain(hints));
         candidates.extend(possible.iter().cloned());
         let candidates: Vec<_> = candidates.into_iter().collect();
-        let actual: BTreeSet<Entry> = store.entries_at(&candidates).await?.into_iter().collect();
+        let actual: BTreeSet<Entry> = store
+            .index()
+            .entries_at(&candidates)
+            .await?
+            .into_iter()
+            .collect();
         let (puts, deletes) = differences(&desired, &actual);
         if puts.is_empty()
             && deletes.is_empty()
@@ -355,6 +364,7 @@ pub async fn repair_issue(
             return Ok(Repaired::AlreadyRight);
         }
         store
+            .index()
             .write_entries(
                 puts.iter().map(|e| e.as_ref()),
                 deletes.iter().map(|e| e.as_ref()),
@@ -365,6 +375,7 @@ pub async fn repair_issue(
             return Ok(Repaired::Fixed { puts, deletes });
         }
         if store
+            .index()
             .replace_watermark(
                 tenant,
                 issue_id,
@@ -375,7 +386,7 @@ pub async fn repair_issue(
             .await?
         {
             if wm.as_ref().is_some_and(|w| w.parked) {
-                store.unpark(tenant, issue_id).await?;
+                store.index().unpark(tenant, issue_id).await?;
             }
             return Ok(Repaired::Fixed { puts, deletes });
         }

@@ -105,6 +105,7 @@ pub async fn reshard(
         return Err(ReshardError::Count);
     }
     let project = store
+        .records()
         .get_project(tenant, project_id)
         .await?
         .ok_or(ReshardError::NotFound)?;
@@ -181,6 +182,7 @@ impl Mover<'_> {
     ) -> Result<(), ReshardError> {
         let held = self
             .store
+            .records()
             .move_shards(self.tenant, self.project_id, from, to, &self.run)
             .await?;
         if held {

@@ -1,12 +1,11 @@
-//! DynamoDB access: the one adapter ([`Store`]) and the records table's items.
+//! DynamoDB access: the adapter ([`Store`]) and a narrow handle per table.
 //!
 //! - this file: the adapter, its error, paging positions, GetItem / BatchGetItem / transactions.
+//! - [`records`]: the records table ([`Records`]): projects, people, issues and their items.
+//! - [`index`]: the index table ([`IndexTable`]): entries, watermarks, parked units, scans.
 //! - `query`: the one Query builder and its page (`Store::query_page`).
 //! - `retry`: the one jittered backoff every retry loop sleeps through.
-//! - `projects`, `people`, `issues`: the records table's entities; `items`: their item shapes;
-//!   `size`: DynamoDB's item-size arithmetic.
-//!
-//! The index table's I/O lives beside the index, in `crate::store::index::table`.
+//! - `size`: DynamoDB's item-size arithmetic.
 
 pub mod index;
 pub(crate) mod query;
@@ -133,7 +132,10 @@ pub(crate) fn start_key(position: Option<&Position>) -> Option<Item> {
     })
 }
 
-/// The DynamoDB adapter. Cheap to clone: the client is shared.
+/// The DynamoDB adapter: one client and both tables' names. Cheap to clone: the client is
+/// shared. Each table's operations are on its own narrow handle, [`Store::records`] and
+/// [`Store::index`], so a call says which table it touches; what reads both (whole-table
+/// scans) and the shared request plumbing stay here.
 #[derive(Clone)]
 pub struct Store {
     pub(crate) client: Client,
@@ -141,7 +143,30 @@ pub struct Store {
     pub(crate) index: String,
 }
 
+/// The records table: projects and their fields, issues, people and teams.
+#[derive(Clone, Copy)]
+pub struct Records<'a> {
+    pub(crate) store: &'a Store,
+}
+
+/// The index table, which only the indexer (and the operator's repair) writes: entries,
+/// watermarks, parked units, field jobs' checkpoints.
+#[derive(Clone, Copy)]
+pub struct IndexTable<'a> {
+    pub(crate) store: &'a Store,
+}
+
 impl Store {
+    /// The records table's operations.
+    pub fn records(&self) -> Records<'_> {
+        Records { store: self }
+    }
+
+    /// The index table's operations.
+    pub fn index(&self) -> IndexTable<'_> {
+        IndexTable { store: self }
+    }
+
     pub fn new(
         client: Client,
         records_table: impl Into<String>,

@@ -60,7 +60,7 @@ pub async fn page(store: &Store, request: PageRequest<'_>) -> Result<GridPage, S
     } = request;
     let pks = partitions(tenant, project_id, query, shards);
     let read = read_entries(query, &pks, limit, start, |range, start| async move {
-        store.query_column(&range, start.as_ref()).await
+        store.index().query_column(&range, start.as_ref()).await
     })
     .await?;
     let mut next = read.next;
@@ -68,7 +68,7 @@ pub async fn page(store: &Store, request: PageRequest<'_>) -> Result<GridPage, S
         .entries
         .iter()
         .map(|e| (e.issue_id.as_str(), e.summary.as_deref()));
-    let mut found = store.issues_of_entries(tenant, entries).await?;
+    let mut found = store.records().issues_of_entries(tenant, entries).await?;
     // Entries of issues deleted (or moved to another state) since they were indexed are
     // skipped; an issue met twice (its entries in both state scopes while the indexer moves
     // them) shows once, at its first entry (`remove` finds it once).

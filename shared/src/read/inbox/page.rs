@@ -96,7 +96,7 @@ pub async fn page(store: &Store, request: InboxRequest<'_>) -> Result<InboxPage,
     let pks: Vec<String> = sources.iter().map(|s| s.pk(tenant, state)).collect();
     let merged = read_merged(pks.len(), limit, after, |i, limit, after| {
         let pk = &pks[i];
-        async move { store.query_inbox(pk, limit, after.as_deref()).await }
+        async move { store.index().query_inbox(pk, limit, after.as_deref()).await }
     })
     .await?;
     let mut cut = merged.last;
@@ -105,7 +105,7 @@ pub async fn page(store: &Store, request: InboxRequest<'_>) -> Result<InboxPage,
         .taken
         .iter()
         .map(|t| (t.issue_id.as_str(), t.summary.as_deref()));
-    let mut found = store.issues_of_entries(tenant, entries).await?;
+    let mut found = store.records().issues_of_entries(tenant, entries).await?;
     let mut issues: Vec<(String, InboxIssue)> = merged
         .taken
         .into_iter()

@@ -11,6 +11,7 @@ use crate::domain::ids::{IssueId, TenantId};
 use crate::keys;
 use crate::model::Entry;
 use crate::model::watermark::{Basis, Buckets, Watermark};
+use crate::store::IndexTable;
 use crate::store::index::table::{new_revision, revision_condition};
 use crate::store::index::watermark_item;
 use crate::store::records::items::key;
@@ -93,12 +94,14 @@ impl Store {
         }
         Ok(all)
     }
+}
 
+impl IndexTable<'_> {
     /// The index entries that exist now at these keys (fresh reads, not a scan's snapshot).
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn entries_at(&self, at: &[(String, String)]) -> Result<Vec<Entry>, StoreError> {
         let keys = at.iter().map(|(pk, sk)| key(pk.clone(), sk)).collect();
-        let items = self.batch_get(&self.index, keys).await?;
+        let items = self.store.batch_get(&self.store.index, keys).await?;
         Ok(items.iter().filter_map(entry_from_item).collect())
     }
 
@@ -142,7 +145,9 @@ impl Store {
             watermark_item::set_fields_revision(&mut head, fields_rev);
         }
         let head_put = replacing(
-            Put::builder().table_name(&self.index).set_item(Some(head)),
+            Put::builder()
+                .table_name(&self.store.index)
+                .set_item(Some(head)),
             read,
         );
         let mut items = vec![
@@ -152,13 +157,14 @@ impl Store {
         ];
         for item in bucket_items {
             let put = Put::builder()
-                .table_name(&self.index)
+                .table_name(&self.store.index)
                 .set_item(Some(item))
                 .build()
                 .map_err(build_err)?;
             items.push(TransactWriteItem::builder().put(put).build());
         }
         let result = self
+            .store
             .client
             .transact_write_items()
             .set_transact_items(Some(items))

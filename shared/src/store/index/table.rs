@@ -10,11 +10,12 @@ use crate::domain::ids::{IssueId, TenantId};
 use crate::keys;
 use crate::model::EntryRef;
 use crate::model::watermark::{Basis, CommitAt, Pending, Replaces, Step, Watermark};
+use crate::store::IndexTable;
 use crate::store::index::watermark_item::{self, attr, head_item};
 use crate::store::query::Query;
 use crate::store::records::items::{key, string};
 use crate::store::retry::Backoff;
-use crate::store::{Item, Page, Store, StoreError, build_err, condition_held, sdk};
+use crate::store::{Item, Page, StoreError, build_err, condition_held, sdk};
 
 /// BatchWriteItem takes at most 25 requests.
 const WRITE_CHUNK: usize = 25;
@@ -154,7 +155,7 @@ pub fn parked_from_item(item: &Item) -> Option<Parked> {
     })
 }
 
-impl Store {
+impl IndexTable<'_> {
     /// The head of the issue's watermark (strongly consistent): everything but the fields of
     /// a bucketed layout (see [`Store::read_buckets`]). Issues never indexed have none.
     #[tracing::instrument(skip_all, fields(op = "get_watermark"))]
@@ -167,7 +168,7 @@ impl Store {
             keys::index::watermark_pk(tenant, issue_id),
             keys::index::WATERMARK_SK,
         );
-        let Some(item) = self.get_item(&self.index, key).await? else {
+        let Some(item) = self.store.get_item(&self.store.index, key).await? else {
             return Ok(None);
         };
         watermark_item::from_head(tenant, issue_id, &item)
@@ -195,11 +196,11 @@ impl Store {
                 .ok_or_else(|| StoreError::Corrupt("watermark bucket".into()))
         };
         if which.len() == usize::from(n) {
-            let query = Query::partition(&self.index, pk)
+            let query = Query::partition(&self.store.index, pk)
                 .sk_begins_with(&keys::index::watermark_buckets_prefix(n))
                 .consistent(true);
             let mut found = BTreeMap::new();
-            for item in self.query_all(query).await? {
+            for item in self.store.query_all(query).await? {
                 let sk = crate::store::records::items::sk_of(&item)
                     .unwrap_or_default()
                     .to_string();
@@ -212,7 +213,7 @@ impl Store {
         }
         let reads = which.iter().map(|&k| {
             let key = key(pk.clone(), &keys::index::watermark_bucket_sk(n, k));
-            async move { (k, self.get_item(&self.index, key).await) }
+            async move { (k, self.store.get_item(&self.store.index, key).await) }
         });
         for (k, item) in futures::future::join_all(reads).await {
             let fields = item?.as_ref().map(fields_of).transpose()?;
@@ -236,9 +237,10 @@ impl Store {
         (version, replaces): (u64, Replaces),
     ) -> Result<bool, StoreError> {
         let mut update = self
+            .store
             .client
             .update_item()
-            .table_name(&self.index)
+            .table_name(&self.store.index)
             .set_key(Some(key(
                 keys::index::watermark_pk(tenant, issue_id),
                 keys::index::WATERMARK_SK,
@@ -332,9 +334,10 @@ impl Store {
         }
         writes += 1;
         let mut put = self
+            .store
             .client
             .put_item()
-            .table_name(&self.index)
+            .table_name(&self.store.index)
             .set_item(Some(head))
             // Nor one on which another attempt recorded an intent since (an intent adds to the
             // pending set and leaves the revision): replacing the head would lose what that
@@ -368,10 +371,11 @@ impl Store {
 
     /// The keys of every bucket item of a watermark partition (strongly consistent).
     async fn bucket_keys(&self, pk: &str) -> Result<Vec<(String, String)>, StoreError> {
-        let query = Query::partition(&self.index, pk.to_string())
+        let query = Query::partition(&self.store.index, pk.to_string())
             .sk_begins_with(keys::index::WATERMARK_BUCKETS)
             .consistent(true);
         Ok(self
+            .store
             .query_all(query)
             .await?
             .iter()
@@ -385,9 +389,10 @@ impl Store {
     /// `version` (an equal one holds the same content: a retry of a write cut short).
     async fn put_bucket(&self, item: Item, version: u64) -> Result<bool, StoreError> {
         let result = self
+            .store
             .client
             .put_item()
-            .table_name(&self.index)
+            .table_name(&self.store.index)
             .set_item(Some(item))
             .condition_expression(newer_watermark_condition(Replaces::OlderOrSame))
             .expression_attribute_values(":v", AttributeValue::N(version.to_string()))
@@ -418,12 +423,13 @@ impl Store {
         item.insert("reason".into(), string(&parked.reason));
         item.insert("sequence_number".into(), string(&parked.sequence_number));
         item.insert("parked_at".into(), string(&parked.parked_at));
-        self.put(&self.index, item).await?;
+        self.store.put(&self.store.index, item).await?;
         if let (true, Some(issue_id)) = (issue, IssueId::parse(&parked.subject)) {
             let flagged = self
+                .store
                 .client
                 .update_item()
-                .table_name(&self.index)
+                .table_name(&self.store.index)
                 .set_key(Some(key(
                     keys::index::watermark_pk(&parked.tenant, &issue_id),
                     keys::index::WATERMARK_SK,
@@ -502,15 +508,16 @@ impl Store {
                 Backoff::Throttled.sleep(round).await;
             }
             let out = self
+                .store
                 .client
                 .batch_write_item()
-                .request_items(&self.index, pending)
+                .request_items(&self.store.index, pending)
                 .send()
                 .await
                 .map_err(sdk("BatchWriteItem"))?;
             pending = out
                 .unprocessed_items
-                .and_then(|mut m| m.remove(&self.index))
+                .and_then(|mut m| m.remove(&self.store.index))
                 .unwrap_or_default();
             if pending.is_empty() {
                 return Ok(());
@@ -527,12 +534,12 @@ impl Store {
         column: &ColumnQuery,
         start: Option<&Position>,
     ) -> Result<Page<ColumnHit>, StoreError> {
-        let query = Query::partition(&self.index, column.pk.clone())
+        let query = Query::partition(&self.store.index, column.pk.clone())
             .sk_between(&column.from, &column.to)
             .forward(column.forward)
             .limit(Some(column.limit))
             .after(start);
-        let Page { items, next } = self.query_page(query).await?;
+        let Page { items, next } = self.store.query_page(query).await?;
         let items = items
             .iter()
             .filter_map(|i| match (i.get("issue_id"), i.get(keys::SK)) {
@@ -568,7 +575,7 @@ impl Store {
                 (keys::SK.to_string(), string(sk)),
             ])
         });
-        let query = Query::partition(&self.index, pk.to_string())
+        let query = Query::partition(&self.store.index, pk.to_string())
             .forward(false)
             .limit(Some(limit))
             .start_at(start);
@@ -576,7 +583,7 @@ impl Store {
             Some(AttributeValue::S(v)) => v.clone(),
             _ => String::new(),
         };
-        self.query_page(query).await?.try_map(|i| {
+        self.store.query_page(query).await?.try_map(|i| {
             Ok(InboxCopy {
                 sk: text(&i, keys::SK),
                 issue_id: text(&i, "issue_id"),

@@ -14,9 +14,10 @@ use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
 use crate::keys;
+use crate::store::Records;
 use crate::store::query::Query;
 use crate::store::retry::Backoff;
-use crate::store::{Item, Page, Store, StoreError, Tx, build_err, condition_held, stored_size};
+use crate::store::{Item, Page, StoreError, Tx, build_err, condition_held, stored_size};
 
 /// How many times a create retries when concurrent creates took the number it tried.
 const MAX_CREATE_ATTEMPTS: u32 = 200;
@@ -236,7 +237,7 @@ fn item_too_large(e: &StoreError) -> bool {
     }
 }
 
-impl Store {
+impl Records<'_> {
     /// Creates an issue with the project's next number. The counter update and the issue's
     /// items are one transaction conditioned on the counter's previous value, so numbers are
     /// unique and gap-free: a create that loses a race re-reads the counter and tries again.
@@ -266,7 +267,7 @@ impl Store {
                 updated_at: now.clone(),
             };
             let items = self.create_items(tenant, &issue, last_num)?;
-            match self.transact(items).await {
+            match self.store.transact(items).await {
                 Ok(Tx::Committed) => return Ok(issue),
                 Ok(Tx::ConditionFailed) => {}
                 // The measure above follows DynamoDB's rules; should DynamoDB still refuse
@@ -295,7 +296,7 @@ impl Store {
         last_num: u64,
     ) -> Result<Vec<TransactWriteItem>, CreateIssueError> {
         let counter = Update::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(project_key(tenant, &issue.project_id)))
             .update_expression("SET #n = :num")
             .expression_attribute_names("#n", attr::NEXT_NUM)
@@ -317,11 +318,16 @@ impl Store {
                 .update(counter.build().map_err(build_err)?)
                 .build(),
             TransactWriteItem::builder()
-                .put(self.put_in_tx(item, Some("attribute_not_exists(PK)"))?)
+                .put(
+                    self.store
+                        .put_in_tx(item, Some("attribute_not_exists(PK)"))?,
+                )
                 .build(),
         ];
         if let Some(text) = &issue.description {
-            let description = self.put_in_tx(description_item(tenant, &issue.id, text), None)?;
+            let description = self
+                .store
+                .put_in_tx(description_item(tenant, &issue.id, text), None)?;
             items.push(TransactWriteItem::builder().put(description).build());
         }
         Ok(items)
@@ -333,9 +339,10 @@ impl Store {
         tenant: &TenantId,
         issue_id: &IssueId,
     ) -> aws_sdk_dynamodb::operation::update_item::builders::UpdateItemFluentBuilder {
-        self.client
+        self.store
+            .client
             .update_item()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(issue_key(tenant, issue_id)))
     }
 
@@ -347,11 +354,14 @@ impl Store {
         issue_id: &IssueId,
     ) -> Result<Option<Issue>, StoreError> {
         // Two small items: one page always holds them.
-        let query = Query::partition(&self.records, keys::records::issue_pk(tenant, issue_id))
-            .consistent(true);
+        let query = Query::partition(
+            &self.store.records,
+            keys::records::issue_pk(tenant, issue_id),
+        )
+        .consistent(true);
         let mut summary = None;
         let mut description = None;
-        for item in self.query_page(query).await?.items {
+        for item in self.store.query_page(query).await?.items {
             match sk_of(&item) {
                 Some(keys::records::ISSUE_SK) => summary = Some(item),
                 Some(keys::records::DESCRIPTION_SK) => description = Some(item),
@@ -459,7 +469,7 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let pk = keys::records::issue_pk(tenant, issue_id);
         let update = Update::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(key(pk.clone(), keys::records::ISSUE_SK)))
             .update_expression(parts.update)
             .condition_expression(parts.condition)
@@ -469,12 +479,14 @@ impl Store {
             .map_err(build_err)?;
         let second = match description {
             Some(text) => {
-                let put = self.put_in_tx(description_item(tenant, issue_id, text), None)?;
+                let put = self
+                    .store
+                    .put_in_tx(description_item(tenant, issue_id, text), None)?;
                 TransactWriteItem::builder().put(put).build()
             }
             None => {
                 let delete = Delete::builder()
-                    .table_name(&self.records)
+                    .table_name(&self.store.records)
                     .set_key(Some(key(pk, keys::records::DESCRIPTION_SK)))
                     .build()
                     .map_err(build_err)?;
@@ -482,7 +494,7 @@ impl Store {
             }
         };
         let items = vec![TransactWriteItem::builder().update(update).build(), second];
-        Ok(self.transact(items).await? == Tx::Committed)
+        Ok(self.store.transact(items).await? == Tx::Committed)
     }
 
     /// Deletes an issue and its description; `false` if there was no issue.
@@ -494,17 +506,18 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let pk = keys::records::issue_pk(tenant, issue_id);
         let summary = Delete::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(key(pk.clone(), keys::records::ISSUE_SK)))
             .condition_expression("attribute_exists(PK)")
             .build()
             .map_err(build_err)?;
         let description = Delete::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(key(pk, keys::records::DESCRIPTION_SK)))
             .build()
             .map_err(build_err)?;
         let tx = self
+            .store
             .transact(vec![
                 TransactWriteItem::builder().delete(summary).build(),
                 TransactWriteItem::builder().delete(description).build(),
@@ -591,7 +604,7 @@ impl Store {
 }
 
 /// Records-table reads the indexer and the grid make of issues.
-impl Store {
+impl Records<'_> {
     /// The issues of a page's entries, in no order: each from the summary its entry carries,
     /// and those whose entries are thin (or whose summary does not read) with one
     /// `BatchGetItem` (no call when every entry carried one).
@@ -636,7 +649,7 @@ impl Store {
         let unique: BTreeSet<IssueId> = ids.iter().filter_map(|id| IssueId::parse(id)).collect();
         let keys = unique.iter().map(|id| issue_key(tenant, id)).collect();
         let mut found = HashMap::new();
-        for item in self.batch_get_records(keys).await? {
+        for item in self.store.batch_get_records(keys).await? {
             let issue = issue_from(item, None)?;
             found.insert(issue.id.to_string(), issue);
         }
@@ -654,12 +667,12 @@ impl Store {
         limit: i32,
     ) -> Result<Page<Issue>, StoreError> {
         let query = Query::gsi1(
-            &self.records,
+            &self.store.records,
             keys::records::issues_by_num_gsi1_pk(tenant, project_id),
         )
         .limit(Some(limit))
         .after(start);
-        let Page { items, next } = self.query_page(query).await?;
+        let Page { items, next } = self.store.query_page(query).await?;
         // GSI1 holds an issue's keys, not the issue (its projection in template.yaml), so the
         // issues come from the table: one BatchGetItem per 100.
         let wanted: Vec<Item> = items
@@ -672,6 +685,7 @@ impl Store {
             })
             .collect();
         let mut items = self
+            .store
             .batch_get_records(wanted)
             .await?
             .into_iter()
@@ -688,7 +702,8 @@ impl Store {
         tenant: &TenantId,
         issue_id: &IssueId,
     ) -> Result<Option<Issue>, StoreError> {
-        self.get_item(&self.records, issue_key(tenant, issue_id))
+        self.store
+            .get_item(&self.store.records, issue_key(tenant, issue_id))
             .await?
             .map(|i| issue_from(i, None))
             .transpose()

@@ -11,8 +11,9 @@ use crate::cursor::Position;
 use crate::domain::ids::{TeamId, TenantId, UserId};
 use crate::domain::{MAX_TEAMS_PER_USER, ParticipantKind};
 use crate::keys;
+use crate::store::Records;
 use crate::store::query::Query;
-use crate::store::{Item, Page, Store, StoreError, Tx, build_err};
+use crate::store::{Item, Page, StoreError, Tx, build_err};
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Profile {
@@ -91,7 +92,7 @@ fn team_count_key(tenant: &TenantId, user_id: &UserId) -> Item {
     )
 }
 
-impl Store {
+impl Records<'_> {
     /// An update of the user's membership counter (`#n`, with `:zero` and `:one`), for a
     /// membership transaction to finish.
     fn team_count(
@@ -100,7 +101,7 @@ impl Store {
         user_id: &UserId,
     ) -> aws_sdk_dynamodb::types::builders::UpdateBuilder {
         Update::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(team_count_key(tenant, user_id)))
             .expression_attribute_names("#n", attr::TEAM_COUNT)
             .expression_attribute_values(":zero", AttributeValue::N("0".into()))
@@ -122,7 +123,7 @@ impl Store {
         if let Some(name) = &profile.display_name {
             item.insert("display_name".into(), string(name));
         }
-        self.put(&self.records, item).await
+        self.store.put(&self.store.records, item).await
     }
 
     #[tracing::instrument(skip_all, fields(op = "get_profile"))]
@@ -136,7 +137,8 @@ impl Store {
             keys::records::PROFILE_SK,
         );
         let display_name = self
-            .get_item(&self.records, key)
+            .store
+            .get_item(&self.store.records, key)
             .await?
             .as_ref()
             .and_then(|i| match i.get("display_name") {
@@ -159,7 +161,7 @@ impl Store {
         item.insert("id".into(), string(&team.id));
         item.insert("name".into(), string(&team.name));
         item.insert("created_at".into(), string(&team.created_at));
-        self.put_new(item).await
+        self.store.put_new(item).await
     }
 
     #[tracing::instrument(skip_all, fields(op = "get_team"))]
@@ -173,7 +175,8 @@ impl Store {
             keys::records::TEAM_SK,
         );
         Ok(self
-            .get_item(&self.records, key)
+            .store
+            .get_item(&self.store.records, key)
             .await?
             .map(serde_dynamo::from_item)
             .transpose()?)
@@ -192,7 +195,7 @@ impl Store {
         user_id: &UserId,
     ) -> Result<bool, AddMemberError> {
         let check = ConditionCheck::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(key(
                 keys::records::team_pk(tenant, &team.id),
                 keys::records::TEAM_SK,
@@ -209,13 +212,17 @@ impl Store {
             .build()
             .map_err(build_err)?;
         let tx = self
+            .store
             .transact(vec![
                 TransactWriteItem::builder().condition_check(check).build(),
                 TransactWriteItem::builder()
-                    .put(self.put_in_tx(member, None)?)
+                    .put(self.store.put_in_tx(member, None)?)
                     .build(),
                 TransactWriteItem::builder()
-                    .put(self.put_in_tx(user_team, Some("attribute_not_exists(PK)"))?)
+                    .put(
+                        self.store
+                            .put_in_tx(user_team, Some("attribute_not_exists(PK)"))?,
+                    )
                     .build(),
                 TransactWriteItem::builder().update(count).build(),
             ])
@@ -230,7 +237,12 @@ impl Store {
             keys::records::user_pk(tenant, user_id),
             &keys::records::user_team_sk(&team.id),
         );
-        if self.get_item(&self.records, edge).await?.is_some() {
+        if self
+            .store
+            .get_item(&self.store.records, edge)
+            .await?
+            .is_some()
+        {
             return Ok(true); // Already a member: nothing to do.
         }
         Err(AddMemberError::TooManyTeams)
@@ -245,7 +257,7 @@ impl Store {
         user_id: &UserId,
     ) -> Result<bool, StoreError> {
         let member = Delete::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(key(
                 keys::records::team_pk(tenant, team_id),
                 &keys::records::member_sk(user_id),
@@ -254,7 +266,7 @@ impl Store {
             .build()
             .map_err(build_err)?;
         let user_team = Delete::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(key(
                 keys::records::user_pk(tenant, user_id),
                 &keys::records::user_team_sk(team_id),
@@ -274,7 +286,8 @@ impl Store {
             TransactWriteItem::builder().delete(user_team).build(),
         ];
         if self
-            .get_item(&self.records, team_count_key(tenant, user_id))
+            .store
+            .get_item(&self.store.records, team_count_key(tenant, user_id))
             .await?
             .is_some_and(
                 |c| matches!(c.get(attr::TEAM_COUNT), Some(AttributeValue::N(n)) if n != "0"),
@@ -282,7 +295,7 @@ impl Store {
         {
             items.push(TransactWriteItem::builder().update(count).build());
         }
-        let tx = self.transact(items).await?;
+        let tx = self.store.transact(items).await?;
         Ok(tx == Tx::Committed)
     }
 
@@ -295,11 +308,12 @@ impl Store {
         limit: i32,
         start: Option<&Position>,
     ) -> Result<Page<UserId>, StoreError> {
-        let query = Query::partition(&self.records, keys::records::team_pk(tenant, team_id))
+        let query = Query::partition(&self.store.records, keys::records::team_pk(tenant, team_id))
             .sk_begins_with(keys::records::MEMBER_SK_PREFIX)
             .limit(Some(limit))
             .after(start);
-        self.query_page(query)
+        self.store
+            .query_page(query)
             .await?
             .parse(|e: MemberEdge| e.user_id)
     }
@@ -313,16 +327,19 @@ impl Store {
         limit: Option<i32>,
         start: Option<&Position>,
     ) -> Result<Page<Team>, StoreError> {
-        let query = Query::partition(&self.records, keys::records::user_pk(tenant, user_id))
+        let query = Query::partition(&self.store.records, keys::records::user_pk(tenant, user_id))
             .sk_begins_with(keys::records::USER_TEAM_SK_PREFIX)
             .limit(limit)
             .consistent(true)
             .after(start);
-        self.query_page(query).await?.parse(|e: UserTeamEdge| Team {
-            id: e.team_id,
-            name: e.name,
-            created_at: e.created_at,
-        })
+        self.store
+            .query_page(query)
+            .await?
+            .parse(|e: UserTeamEdge| Team {
+                id: e.team_id,
+                name: e.name,
+                created_at: e.created_at,
+            })
     }
 
     /// Display names of users (profile names) and teams (team names), in BatchGetItems of
@@ -348,7 +365,7 @@ impl Store {
                 )),
             })
             .collect();
-        for item in self.batch_get_records(keys_).await? {
+        for item in self.store.batch_get_records(keys_).await? {
             let text = |k: &str| match item.get(k) {
                 Some(AttributeValue::S(v)) => Some(v.clone()),
                 _ => None,

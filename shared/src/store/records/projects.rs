@@ -8,8 +8,9 @@ use crate::domain::ids::{FieldId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::domain::{MAX_FIELD_DEF_BYTES, MAX_FIELDS_PER_PROJECT, Project};
 use crate::keys;
+use crate::store::Records;
 use crate::store::query::Query;
-use crate::store::{Item, Page, Store, StoreError, Tx, build_err, condition_held};
+use crate::store::{Item, Page, StoreError, Tx, build_err, condition_held};
 
 #[derive(Debug, thiserror::Error)]
 pub enum CreateFieldError {
@@ -23,14 +24,15 @@ pub enum CreateFieldError {
     Store(#[from] StoreError),
 }
 
-impl Store {
+impl Records<'_> {
     #[tracing::instrument(skip_all, fields(op = "create_project"))]
     pub async fn create_project(
         &self,
         tenant: &TenantId,
         project: &Project,
     ) -> Result<(), StoreError> {
-        self.put_new(serde_dynamo::to_item(ProjectItem::new(tenant, project))?)
+        self.store
+            .put_new(serde_dynamo::to_item(ProjectItem::new(tenant, project))?)
             .await
     }
 
@@ -42,10 +44,11 @@ impl Store {
         limit: i32,
         start: Option<&Position>,
     ) -> Result<Page<Project>, StoreError> {
-        let query = Query::gsi1(&self.records, keys::records::projects_gsi1_pk(tenant))
+        let query = Query::gsi1(&self.store.records, keys::records::projects_gsi1_pk(tenant))
             .limit(Some(limit))
             .after(start);
-        self.query_page(query)
+        self.store
+            .query_page(query)
             .await?
             .parse(|p: ProjectItem| p.project())
     }
@@ -57,7 +60,8 @@ impl Store {
         tenant: &TenantId,
         project_id: &ProjectId,
     ) -> Result<Option<ProjectItem>, StoreError> {
-        self.get_item(&self.records, project_key(tenant, project_id))
+        self.store
+            .get_item(&self.store.records, project_key(tenant, project_id))
             .await?
             .map(serde_dynamo::from_item)
             .transpose()
@@ -86,11 +90,14 @@ impl Store {
         project_id: &ProjectId,
         consistent: bool,
     ) -> Result<Option<(ProjectItem, Vec<FieldDef>)>, StoreError> {
-        let query = Query::partition(&self.records, keys::records::project_pk(tenant, project_id))
-            .consistent(consistent);
+        let query = Query::partition(
+            &self.store.records,
+            keys::records::project_pk(tenant, project_id),
+        )
+        .consistent(consistent);
         let mut project = None;
         let mut fields = Vec::new();
-        for item in self.query_all(query).await? {
+        for item in self.store.query_all(query).await? {
             if sk_of(&item) == Some(keys::records::PROJECT_SK) {
                 project = Some(serde_dynamo::from_item::<_, ProjectItem>(item)?);
             } else {
@@ -109,11 +116,14 @@ impl Store {
         limit: i32,
         start: Option<&Position>,
     ) -> Result<Page<FieldDef>, StoreError> {
-        let query = Query::partition(&self.records, keys::records::project_pk(tenant, project_id))
-            .sk_begins_with(keys::records::FIELD_SK_PREFIX)
-            .limit(Some(limit))
-            .after(start);
-        self.query_page(query).await?.parse(FieldItem::def)
+        let query = Query::partition(
+            &self.store.records,
+            keys::records::project_pk(tenant, project_id),
+        )
+        .sk_begins_with(keys::records::FIELD_SK_PREFIX)
+        .limit(Some(limit))
+        .after(start);
+        self.store.query_page(query).await?.parse(FieldItem::def)
     }
 
     /// Adds a field and counts it (and its definition's bytes) on the project in one
@@ -138,6 +148,7 @@ impl Store {
         // At most twice: the second time only if the project's first issue came in between.
         for _ in 0..2 {
             let tx = self
+                .store
                 .transact(self.field_create_items(tenant, project_id, &def)?)
                 .await?;
             if let Tx::Committed = tx {
@@ -173,7 +184,7 @@ impl Store {
                              AND (attribute_not_exists(#b) OR #b <= :room)"
             .to_string();
         let mut count = Update::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(project_key(tenant, project_id)))
             .update_expression(
                 "SET #c = if_not_exists(#c, :zero) + :one, #b = if_not_exists(#b, :zero) + :bytes, \
@@ -199,7 +210,9 @@ impl Store {
             .build()
             .map_err(build_err)?;
         let item: Item = serde_dynamo::to_item(FieldItem::new(tenant, project_id, def))?;
-        let put = self.put_in_tx(item, Some("attribute_not_exists(PK)"))?;
+        let put = self
+            .store
+            .put_in_tx(item, Some("attribute_not_exists(PK)"))?;
         Ok(vec![
             TransactWriteItem::builder().update(count).build(),
             TransactWriteItem::builder().put(put).build(),
@@ -215,9 +228,10 @@ impl Store {
         field_id: &FieldId,
     ) -> Result<bool, StoreError> {
         let result = self
+            .store
             .client
             .update_item()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(key(
                 keys::records::project_pk(tenant, project_id),
                 &keys::records::field_sk(field_id),
@@ -265,9 +279,10 @@ impl Store {
         // `:run` is named only where the expressions use it (DynamoDB refuses unused values).
         let names_run = from.1.is_some() || to.1.is_some();
         let mut request = self
+            .store
             .client
             .update_item()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(project_key(tenant, project_id)))
             .update_expression(update)
             .condition_expression(condition)
@@ -303,8 +318,9 @@ impl Store {
     ) -> Result<bool, StoreError> {
         let pk = keys::records::project_pk(tenant, project_id);
         let Some(field) = self
+            .store
             .get_item(
-                &self.records,
+                &self.store.records,
                 key(pk.clone(), &keys::records::field_sk(field_id)),
             )
             .await?
@@ -322,14 +338,15 @@ impl Store {
                 return Ok(false);
             };
             let items = self.field_delete_items(&pk, field_id, project.field_bytes, bytes)?;
-            let tx = self.transact(items).await?;
+            let tx = self.store.transact(items).await?;
             if tx == Tx::Committed {
                 return Ok(true);
             }
             // Cancelled: the field is gone, or the count moved under us (read it again).
             if self
+                .store
                 .get_item(
-                    &self.records,
+                    &self.store.records,
                     key(pk.clone(), &keys::records::field_sk(field_id)),
                 )
                 .await?
@@ -352,7 +369,7 @@ impl Store {
         bytes: usize,
     ) -> Result<Vec<TransactWriteItem>, StoreError> {
         let delete = Delete::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(key(
                 pk.to_string(),
                 &keys::records::field_sk(field_id),
@@ -361,7 +378,7 @@ impl Store {
             .build()
             .map_err(build_err)?;
         let count = Update::builder()
-            .table_name(&self.records)
+            .table_name(&self.store.records)
             .set_key(Some(key(pk.to_string(), keys::records::PROJECT_SK)))
             .expression_attribute_names("#c", attr::FIELD_COUNT)
             .expression_attribute_names("#b", attr::FIELD_BYTES)
