@@ -29,7 +29,7 @@ pub mod indexer;
 pub mod keys;
 pub mod model;
 pub mod ops;
-pub mod read;
+pub(crate) mod read;
 pub mod runtime;
 pub mod store;
 pub mod telemetry;

@@ -10,7 +10,7 @@ mod inbox;
 mod issues;
 mod people;
 mod projects;
-pub mod views;
+pub(crate) mod views;
 
 use axum::Router;
 use axum::body::{Body, to_bytes};

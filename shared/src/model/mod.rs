@@ -12,11 +12,11 @@
 //! - [`stream`]: what a stream record is about, from its keys.
 //! - [`codec`]: an issue read from its item, through any view of its attributes.
 
-pub mod basis;
-pub mod codec;
+pub(crate) mod basis;
+pub(crate) mod codec;
 pub mod entries;
 pub mod event;
-pub mod record;
+pub(crate) mod record;
 pub mod stream;
 pub mod summary;
 pub mod watermark;

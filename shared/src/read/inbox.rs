@@ -21,7 +21,7 @@ use crate::store::index::InboxCopy;
 
 mod page;
 
-pub use page::{InboxIssue, InboxPage, InboxRequest, Source, page};
+pub use page::{InboxRequest, Source, page};
 
 /// The cursor's member: the last sort key a page consumed.
 pub const AFTER_MEMBER: &str = "after";
