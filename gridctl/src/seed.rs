@@ -266,21 +266,24 @@ fn random_issue(
     let (users, teams) = (people.users, people.teams);
     let mut participants = vec![Participant {
         kind: ParticipantKind::User,
-        id: users[rng.gen_range(0..users.len())].to_string(),
+        id: users[rng.gen_range(0..users.len())].clone().into(),
         role: Role::Reporter,
     }];
     let assignee = &users[rng.gen_range(0..users.len())];
-    if !participants.iter().any(|p| p.id == *assignee) {
+    if !participants
+        .iter()
+        .any(|p| p.id.as_str() == assignee.as_str())
+    {
         participants.push(Participant {
             kind: ParticipantKind::User,
-            id: assignee.to_string(),
+            id: assignee.clone().into(),
             role: Role::Assignee,
         });
     }
     if !teams.is_empty() && rng.gen_bool(0.3) {
         participants.push(Participant {
             kind: ParticipantKind::Team,
-            id: teams[rng.gen_range(0..teams.len())].to_string(),
+            id: teams[rng.gen_range(0..teams.len())].clone().into(),
             role: Role::Watcher,
         });
     }

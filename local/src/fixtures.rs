@@ -68,7 +68,7 @@ pub async fn seed(store: &Store) -> Result<()> {
             fields: BTreeMap::from([(field_id.clone(), StoredValue::N("5".parse()?))]),
             participants: vec![Participant {
                 kind: ParticipantKind::User,
-                id: sub.to_string(),
+                id: sub.clone().into(),
                 role: Role::Reporter,
             }],
         };

@@ -158,6 +158,26 @@ id_type!(
     is_server_id
 );
 
+id_type!(
+    /// A participant of an issue: a user's id (the token's `sub`) or a team's (a server id).
+    /// The participant's kind says which; an issue's validation holds the id to that kind's
+    /// rule, and this type to the rule both share.
+    ParticipantId,
+    is_user_id
+);
+
+impl From<UserId> for ParticipantId {
+    fn from(id: UserId) -> Self {
+        Self(id.0)
+    }
+}
+
+impl From<TeamId> for ParticipantId {
+    fn from(id: TeamId) -> Self {
+        Self(id.0)
+    }
+}
+
 impl TenantId {
     /// `-`: where the indexer parks a record whose keys name no tenant (a valid tenant id that
     /// no token is issued for).

@@ -8,7 +8,7 @@ pub mod values;
 
 pub use validation::{FieldError, IssueTooLarge, ValidationError};
 
-use crate::domain::ids::{FieldId, IssueId, ProjectId};
+use crate::domain::ids::{FieldId, IssueId, ParticipantId, ProjectId, UserId};
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Deserializer, Serialize};
@@ -112,9 +112,18 @@ impl Role {
     }
 }
 
-#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize)]
 pub struct Participant {
+    pub kind: ParticipantKind,
+    pub id: ParticipantId,
+    pub role: Role,
+}
+
+/// A participant as a request body lists it: its id is checked against its kind's rule by
+/// the body's validation, which names the member that failed.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ParticipantBody {
     pub kind: ParticipantKind,
     pub id: String,
     pub role: Role,
@@ -192,7 +201,7 @@ pub struct NewIssueBody {
     #[serde(default)]
     pub fields: Option<BTreeMap<String, Box<RawValue>>>,
     #[serde(default)]
-    pub participants: Option<Vec<Participant>>,
+    pub participants: Option<Vec<ParticipantBody>>,
 }
 
 /// A create request that passed validation.
@@ -208,7 +217,7 @@ pub struct NewIssue {
 impl NewIssueBody {
     /// Validates against the project's field definitions; `caller` becomes a `reporter`
     /// unless the body lists them already.
-    pub fn validate(self, defs: &[FieldDef], caller: &str) -> Result<NewIssue, ValidationError> {
+    pub fn validate(self, defs: &[FieldDef], caller: &UserId) -> Result<NewIssue, ValidationError> {
         let mut errors = Vec::new();
         check_title(&self.title, &mut errors);
         if let Some(d) = &self.description {
@@ -226,13 +235,13 @@ impl NewIssueBody {
                 Err(e) => errors.push(e),
             }
         }
-        let mut participants = self.participants.unwrap_or_default();
-        let listed = check_participants(&participants, caller, &mut errors);
+        let listed = self.participants.unwrap_or_default();
+        let (mut participants, caller_listed) = check_participants(&listed, caller, &mut errors);
         ValidationError::check(errors)?;
-        if !listed {
+        if !caller_listed {
             participants.push(Participant {
                 kind: ParticipantKind::User,
-                id: caller.to_string(),
+                id: ParticipantId::from(caller.clone()),
                 role: Role::Reporter,
             });
         }
@@ -354,15 +363,25 @@ impl IssuePatchBody {
 
 /// Checks a create's participants: valid ids, none twice, at most [`MAX_PARTICIPANTS`] with
 /// the caller. Whether the caller is listed (otherwise they join as reporter).
+/// The listed participants, typed, and whether the caller is among them; an error per
+/// member that fails.
 fn check_participants(
-    participants: &[Participant],
-    caller: &str,
+    participants: &[ParticipantBody],
+    caller: &UserId,
     errors: &mut Vec<FieldError>,
-) -> bool {
+) -> (Vec<Participant>, bool) {
     let mut seen = BTreeSet::new();
+    let mut typed = Vec::with_capacity(participants.len());
     for (i, p) in participants.iter().enumerate() {
-        if let Err(m) = check_participant_id(p.kind, &p.id) {
-            errors.push(FieldError::new(format!("participants[{i}].id"), m));
+        match check_participant_id(p.kind, &p.id).and_then(|()| {
+            ParticipantId::parse(&p.id).ok_or_else(|| "is not a valid id".to_string())
+        }) {
+            Ok(id) => typed.push(Participant {
+                kind: p.kind,
+                id,
+                role: p.role,
+            }),
+            Err(m) => errors.push(FieldError::new(format!("participants[{i}].id"), m)),
         }
         if !seen.insert((p.kind, p.id.as_str())) {
             errors.push(FieldError::new(
@@ -371,7 +390,7 @@ fn check_participants(
             ));
         }
     }
-    let listed = seen.contains(&(ParticipantKind::User, caller));
+    let listed = seen.contains(&(ParticipantKind::User, caller.as_str()));
     // The caller joins as reporter unless listed, so they count too.
     if seen.len() + usize::from(!listed) > MAX_PARTICIPANTS {
         errors.push(FieldError::new(
@@ -379,7 +398,7 @@ fn check_participants(
             format!("an issue has at most {MAX_PARTICIPANTS} participants, the caller included"),
         ));
     }
-    listed
+    (typed, listed)
 }
 
 fn check_title(t: &str, errors: &mut Vec<FieldError>) {
@@ -427,6 +446,10 @@ pub fn check_participant_id(kind: ParticipantKind, id: &str) -> Result<(), Strin
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn alice() -> UserId {
+        UserId::parse("alice").unwrap()
+    }
     use values::FieldType;
 
     fn defs() -> Vec<FieldDef> {
@@ -442,13 +465,13 @@ mod tests {
     #[test]
     fn creator_becomes_reporter_unless_listed() {
         let body: NewIssueBody = serde_json::from_str(r#"{"title":"t"}"#).unwrap();
-        let issue = body.validate(&defs(), "alice").unwrap();
+        let issue = body.validate(&defs(), &alice()).unwrap();
         assert_eq!(issue.participants[0].role, Role::Reporter);
         let body: NewIssueBody = serde_json::from_str(
             r#"{"title":"t","participants":[{"kind":"user","id":"alice","role":"assignee"}]}"#,
         )
         .unwrap();
-        let issue = body.validate(&defs(), "alice").unwrap();
+        let issue = body.validate(&defs(), &alice()).unwrap();
         assert_eq!(issue.participants.len(), 1);
         assert_eq!(issue.participants[0].role, Role::Assignee);
     }
@@ -471,6 +494,6 @@ mod tests {
     fn fields_outside_the_project_are_rejected() {
         let body: NewIssueBody =
             serde_json::from_str(r#"{"title":"t","fields":{"nope":1}}"#).unwrap();
-        assert!(body.validate(&defs(), "alice").is_err());
+        assert!(body.validate(&defs(), &alice()).is_err());
     }
 }

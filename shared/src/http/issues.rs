@@ -10,7 +10,7 @@ use super::extract::{Id, JsonBody, if_match, path_id};
 use super::views::IssueView;
 use super::{AppState, now};
 use crate::auth::Caller;
-use crate::domain::ids::{IssueId, ProjectId, TeamId, TenantId};
+use crate::domain::ids::{IssueId, ParticipantId, ProjectId, TeamId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::domain::{
     Issue, IssuePatch, IssuePatchBody, IssueTooLarge, MAX_ITEM_BYTES, MAX_PARTICIPANTS,
@@ -245,11 +245,13 @@ pub struct RoleBody {
     role: Role,
 }
 
-fn participant_path(kind: &str, id: &str) -> ApiResult<ParticipantKind> {
+fn participant_path(kind: &str, id: &str) -> ApiResult<(ParticipantKind, ParticipantId)> {
     let kind = ParticipantKind::parse(kind)
         .ok_or_else(|| ApiError::invalid("kind", "must be user or team"))?;
     check_participant_id(kind, id).map_err(|m| ApiError::invalid("id", m))?;
-    Ok(kind)
+    let id =
+        ParticipantId::parse(id).ok_or_else(|| ApiError::invalid("id", "is not a valid id"))?;
+    Ok((kind, id))
 }
 
 /// `PUT /issues/{id}/participants/{kind}/{id}`: adds the participant or changes their role.
@@ -260,7 +262,7 @@ pub async fn put_participant(
     JsonBody(body): JsonBody<RoleBody>,
 ) -> ApiResult<Response> {
     let issue_id: IssueId = path_id(&issue_id)?;
-    let kind = participant_path(&kind, &id)?;
+    let (kind, id) = participant_path(&kind, &id)?;
     if kind == ParticipantKind::Team {
         let no_team = || ApiError::invalid("id", "is not a team of this tenant");
         let team_id = TeamId::parse(&id).ok_or_else(no_team)?;
@@ -301,7 +303,7 @@ pub async fn delete_participant(
     Path((issue_id, kind, id)): Path<(String, String, String)>,
 ) -> ApiResult<StatusCode> {
     let issue_id: IssueId = path_id(&issue_id)?;
-    let Ok(kind) = participant_path(&kind, &id) else {
+    let Ok((kind, id)) = participant_path(&kind, &id) else {
         return Err(ApiError::NotFound("participant"));
     };
     if app

@@ -59,7 +59,7 @@ pub fn participants_of<'a>(
 ) -> BTreeSet<(ParticipantKind, String)> {
     issues
         .into_iter()
-        .flat_map(|i| i.participants.iter().map(|p| (p.kind, p.id.clone())))
+        .flat_map(|i| i.participants.iter().map(|p| (p.kind, p.id.to_string())))
         .collect()
 }
 
@@ -78,7 +78,7 @@ impl IssueView {
             .participants
             .into_iter()
             .map(|p| ParticipantView {
-                display_name: names.and_then(|n| n.get(&(p.kind, p.id.clone())).cloned()),
+                display_name: names.and_then(|n| n.get(&(p.kind, p.id.to_string())).cloned()),
                 participant: p,
             })
             .collect();

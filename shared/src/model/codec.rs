@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, HashMap};
 use std::hash::{BuildHasher, Hash};
 
 use crate::domain::decimal::DynNumber;
-use crate::domain::ids::{FieldId, IssueId, ProjectId};
+use crate::domain::ids::{FieldId, IssueId, ParticipantId, ProjectId};
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssueState, Participant, Role};
 use crate::keys;
@@ -174,7 +174,7 @@ fn parse_participant(edge: &str, role: Option<&str>) -> Option<Participant> {
     let (kind, id) = keys::records::parse_participant_edge(edge)?;
     Some(Participant {
         kind,
-        id: id.to_string(),
+        id: ParticipantId::parse(id)?,
         role: Role::parse(role?)?,
     })
 }

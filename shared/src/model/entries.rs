@@ -305,7 +305,7 @@ pub fn column_scopes(state: Option<IssueState>) -> Vec<&'static str> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::ids::{FieldId, IssueId, ProjectId};
+    use crate::domain::ids::{FieldId, IssueId, ParticipantId, ProjectId};
     use crate::domain::values::StoredValue;
     use crate::domain::{ParticipantKind, Role};
     use crate::keys;
@@ -386,12 +386,12 @@ mod tests {
         i.participants = vec![
             Participant {
                 kind: ParticipantKind::User,
-                id: "ann".into(),
+                id: ParticipantId::parse("ann").unwrap(),
                 role: Role::Assignee,
             },
             Participant {
                 kind: ParticipantKind::Team,
-                id: "T1".into(),
+                id: ParticipantId::parse("T1").unwrap(),
                 role: Role::Watcher,
             },
         ];

@@ -25,7 +25,7 @@ use serde::Deserialize;
 use serde_json::value::RawValue;
 
 use crate::domain::decimal::DynNumber;
-use crate::domain::ids::{FieldId, IssueId, ProjectId};
+use crate::domain::ids::{FieldId, IssueId, ParticipantId, ProjectId};
 use crate::domain::values::{FieldDef, StoredValue};
 use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Role};
 use crate::model::record::{IssueRecord, ValueRef};
@@ -253,7 +253,7 @@ pub fn issue_of(issue_id: &str, text: &str) -> Option<Issue> {
             .map(|(kind, id, role)| {
                 Some(Participant {
                     kind: ParticipantKind::parse(&kind)?,
-                    id,
+                    id: ParticipantId::parse(&id)?,
                     role: Role::parse(&role)?,
                 })
             })

@@ -1,7 +1,7 @@
 use super::*;
 use crate::domain::Issue;
 use crate::domain::Participant;
-use crate::domain::ids::FieldId;
+use crate::domain::ids::{FieldId, ParticipantId};
 use crate::domain::values::FieldDef;
 use crate::domain::values::{FieldType, StoredValue};
 use crate::model::summary::Summary;
@@ -335,7 +335,7 @@ fn wide_issue(fields: usize, participants: usize) -> (Issue, Vec<FieldDef>) {
     let participants = (0..participants)
         .map(|n| Participant {
             kind: ParticipantKind::User,
-            id: format!("user-{n}"),
+            id: ParticipantId::parse(&format!("user-{n}")).unwrap(),
             role: Role::Assignee,
         })
         .collect();
@@ -470,7 +470,7 @@ fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
         participants: (0..100)
             .map(|n| Participant {
                 kind: ParticipantKind::User,
-                id: format!("{n:03}{}", "u".repeat(125)),
+                id: ParticipantId::parse(&format!("{n:03}{}", "u".repeat(125))).unwrap(),
                 role: Role::Assignee,
             })
             .collect(),

@@ -3,7 +3,7 @@
 //! bound.
 
 use crate::cursor::Position;
-use crate::domain::ids::{TeamId, TenantId, UserId};
+use crate::domain::ids::{ParticipantId, TeamId, TenantId, UserId};
 use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Role};
 use crate::keys;
 use crate::read::names::names_fit;
@@ -15,7 +15,7 @@ use super::{position_after, read_merged};
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Source {
     pub kind: ParticipantKind,
-    pub id: String,
+    pub id: ParticipantId,
     pub role: Option<Role>,
 }
 
@@ -24,7 +24,7 @@ impl Source {
     pub fn user_roles(user: &UserId, roles: &[Role]) -> Vec<Self> {
         let source = |role| Self {
             kind: ParticipantKind::User,
-            id: user.to_string(),
+            id: ParticipantId::from(user.clone()),
             role,
         };
         if roles.is_empty() {
@@ -38,7 +38,7 @@ impl Source {
     pub fn team(team: &TeamId) -> Self {
         Self {
             kind: ParticipantKind::Team,
-            id: team.to_string(),
+            id: ParticipantId::from(team.clone()),
             role: None,
         }
     }

@@ -315,6 +315,7 @@ pub(crate) mod tests {
     use crate::domain::ParticipantKind;
     use crate::domain::Role;
     use crate::domain::decimal::DynNumber;
+    use crate::domain::ids::ParticipantId;
     use proptest::prelude::*;
 
     fn value() -> impl Strategy<Value = StoredValue> {
@@ -347,7 +348,7 @@ pub(crate) mod tests {
                 } else {
                     ParticipantKind::Team
                 },
-                id,
+                id: ParticipantId::parse(&id).unwrap(),
                 role,
             })
     }
