@@ -91,38 +91,27 @@ impl Indexer {
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
         let wm = self.store.index().get_watermark(tenant, issue_id).await?;
-        let behind = |wm: &Watermark, target: &Target<'_>| {
-            wm.version > target.version
-                || (wm.version == target.version && replaces == Replaces::Older)
-        };
         let (reread, reread_record);
         let mut target = *target;
         if let Some(w) = &wm
-            && behind(w, &target)
+            && !replaces.admits(w.version, target.version)
         {
-            // Re-indexing after a field change, from a read that lagged behind a newer write
-            // (a job's page reads issues eventually consistently). If that write used
-            // definitions older than these, it may lack the new column: index the record as
-            // it is now (a strongly consistent read), or the field would be marked sortable
-            // with this issue missing from it.
-            if replaces == Replaces::OlderOrSame
-                && let Some(issue) = target.issue
+            if self
+                .lags_definitions(w, &target, replaces, defs, tenant)
+                .await?
             {
-                let held = defs.get(&self.store, tenant, &issue.project_id).await?;
-                if w.fields_rev.unwrap_or(0) < held.rev {
-                    reread = self
-                        .store
-                        .records()
-                        .get_issue_item(tenant, issue_id)
-                        .await?;
-                    reread_record = reread.as_ref().map(IssueRecord::of);
-                    target = Target {
-                        version: reread.as_ref().map_or(DELETED, |i| i.version),
-                        issue: reread_record.as_ref(),
-                    };
-                }
+                reread = self
+                    .store
+                    .records()
+                    .get_issue_item(tenant, issue_id)
+                    .await?;
+                reread_record = reread.as_ref().map(IssueRecord::of);
+                target = Target {
+                    version: reread.as_ref().map_or(DELETED, |i| i.version),
+                    issue: reread_record.as_ref(),
+                };
             }
-            if behind(w, &target) {
+            if !replaces.admits(w.version, target.version) {
                 metrics.skipped += 1;
                 return Ok(());
             }
@@ -161,6 +150,26 @@ impl Indexer {
             self.catch_up(tenant, issue_id, written, metrics).await?;
         }
         Ok(())
+    }
+
+    /// Re-indexing after a field change, from a read that lagged behind a newer write (a
+    /// job's page reads issues eventually consistently): if that write used definitions older
+    /// than these, it may lack the new column, so the record is indexed as it is now (a
+    /// strongly consistent read), or the field would be marked sortable with this issue
+    /// missing from it.
+    async fn lags_definitions(
+        &self,
+        wm: &Watermark,
+        target: &Target<'_>,
+        replaces: Replaces,
+        defs: &Defs,
+        tenant: &TenantId,
+    ) -> Result<bool, IndexError> {
+        let (Replaces::OlderOrSame, Some(issue)) = (replaces, target.issue) else {
+            return Ok(false);
+        };
+        let held = defs.get(&self.store, tenant, &issue.project_id).await?;
+        Ok(wm.fields_rev.unwrap_or(0) < held.rev)
     }
 
     /// After a newer version was recorded while `written` was being written: what this wrote
@@ -252,38 +261,24 @@ impl Indexer {
             return Ok(Reconciled::Done);
         }
         let written = || compared.as_ref().map(Pending::all_of).unwrap_or_default();
-        // The pending set as this attempt leaves it: as read, and its own intent (a compact
-        // head's; a previous format's intent goes elsewhere).
-        let mut pending = if wm.legacy.is_some() {
-            0
-        } else {
-            wm.pending_count
-        };
+        let pending = wm.pending_after(&step);
+        let index = self.store.index();
         // The watermark learns what this write may change before it happens (see
         // `record_intent`), so a write cut short never leaves it wrong.
         if !(step.puts.is_empty() && step.deletes.is_empty()) {
-            if wm.legacy.is_none() {
-                let had = wm.pending.tokens();
-                pending += step.intent.tokens().difference(&had).count();
-            }
             metrics.writes += 1;
-            if !self
-                .store
-                .index()
-                .record_intent(tenant, issue_id, &wm, &step, (version, replaces))
+            let intent = (version, replaces);
+            if !index
+                .record_intent(tenant, issue_id, &wm, &step, intent)
                 .await?
             {
                 return Ok(Reconciled::Overtaken(Pending::default()));
             }
         }
-        metrics.writes += self
-            .store
-            .index()
+        metrics.writes += index
             .write_entries(step.puts.iter(), step.deletes.iter())
             .await?;
-        let (held, writes) = self
-            .store
-            .index()
+        let (held, writes) = index
             .commit_watermark(
                 (tenant, issue_id),
                 &wm,

@@ -323,6 +323,16 @@ pub enum Replaces {
     OlderOrSame,
 }
 
+impl Replaces {
+    /// Whether a write at `version` may replace a watermark stored at `stored`.
+    pub fn admits(self, stored: u64, version: u64) -> bool {
+        match self {
+            Replaces::Older => stored < version,
+            Replaces::OlderOrSame => stored <= version,
+        }
+    }
+}
+
 /// What a commit records besides the basis: the version, the bucket count, the field
 /// definitions' revision the basis was derived under, and how many pending tokens the head
 /// must hold (what was read and this attempt's own intent).
@@ -711,6 +721,19 @@ impl Watermark {
 }
 
 impl Watermark {
+    /// How many pending tokens the head holds once `step`'s intent is recorded: as read, and
+    /// the intent's new ones (a compact head's; a previous format's intent goes elsewhere).
+    pub fn pending_after(&self, step: &Step) -> usize {
+        if self.legacy.is_some() {
+            return 0;
+        }
+        if step.puts.is_empty() && step.deletes.is_empty() {
+            return self.pending_count;
+        }
+        let had = self.pending.tokens();
+        self.pending_count + step.intent.tokens().difference(&had).count()
+    }
+
     /// Adds a bucket's fields (as read; a bucket that is not there holds none) to the
     /// committed basis.
     pub fn absorb_bucket(&mut self, k: u16, fields: Option<BTreeMap<String, Option<String>>>) {

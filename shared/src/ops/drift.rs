@@ -14,7 +14,7 @@ use crate::indexer::DELETED;
 use crate::keys::index::Shards;
 use crate::keys::{self, records::entity};
 use crate::model::entries::keys_of;
-use crate::model::watermark::{Basis, Pending};
+use crate::model::watermark::{Basis, Pending, Watermark};
 use crate::model::{Entry, entries};
 use crate::store::index::{Parked, Table, entry_from_item, parked_from_item};
 use crate::store::records::items::ProjectItem;
@@ -309,6 +309,20 @@ const ATTEMPTS: u32 = 5;
 /// the entries it may touch fresh (the watermark's, the desired ones and `hints`, the ones a
 /// scan flagged), and records the result with a watermark write conditioned on the version it
 /// read. If the indexer recorded a newer version meanwhile, it starts over.
+/// The keys of the entries a watermark says are in the index, and of those that may be.
+fn recorded_and_possible(
+    wm: Option<&Watermark>,
+    tenant: &TenantId,
+    issue_id: &IssueId,
+) -> (BTreeSet<(String, String)>, BTreeSet<(String, String)>) {
+    let Some(wm) = wm else {
+        return (BTreeSet::new(), BTreeSet::new());
+    };
+    let recorded = keys_of(wm.certain(tenant, issue_id).iter());
+    let possible = keys_of(wm.possible(tenant, issue_id, &Pending::default()).iter());
+    (recorded, possible)
+}
+
 pub async fn repair_issue(
     store: &Store,
     tenant: &TenantId,
@@ -333,19 +347,7 @@ pub async fn repair_issue(
             .as_ref()
             .map(|b| b.entries(tenant, issue_id))
             .unwrap_or_default();
-        let none = Pending::default();
-        let recorded = keys_of(
-            wm.iter()
-                .flat_map(|w| w.certain(tenant, issue_id))
-                .collect::<Vec<_>>()
-                .iter(),
-        );
-        let possible = keys_of(
-            wm.iter()
-                .flat_map(|w| w.possible(tenant, issue_id, &none))
-                .collect::<Vec<_>>()
-                .iter(),
-        );
+        let (recorded, possible) = recorded_and_possible(wm.as_ref(), tenant, issue_id);
         // Every entry this may have to touch, read fresh.
         let mut candidates = keys_of(desired.iter().chain(hints));
         candidates.extend(possible.iter().cloned());
