@@ -309,12 +309,15 @@ const ATTEMPTS: u32 = 5;
 /// the entries it may touch fresh (the watermark's, the desired ones and `hints`, the ones a
 /// scan flagged), and records the result with a watermark write conditioned on the version it
 /// read. If the indexer recorded a newer version meanwhile, it starts over.
+/// Entry keys, `(PK, SK)`.
+type Keys = BTreeSet<(String, String)>;
+
 /// The keys of the entries a watermark says are in the index, and of those that may be.
 fn recorded_and_possible(
     wm: Option<&Watermark>,
     tenant: &TenantId,
     issue_id: &IssueId,
-) -> (BTreeSet<(String, String)>, BTreeSet<(String, String)>) {
+) -> (Keys, Keys) {
     let Some(wm) = wm else {
         return (BTreeSet::new(), BTreeSet::new());
     };
