@@ -60,7 +60,7 @@ enum Command {
         #[arg(long, default_value_t = 3)]
         rounds: u32,
     },
-    /// Rewrite watermarks still in the previous format (every entry key) in the compact one,
+    /// Rewrite watermarks still in the previous layout (every entry key) in the compact one,
     /// by re-indexing their issues; safe while traffic flows. `verify` counts them.
     Upgrade,
     /// Re-drive the issues named by the indexer's on-failure messages.
@@ -244,7 +244,7 @@ fn print_verify(report: &ops::VerifyReport, show: usize) {
     );
     if report.previous_layout_watermarks > 0 {
         println!(
-            "{} watermarks in a previous format, {} of their entries in the `all` scope (not drift; `gridctl upgrade` rewrites them)",
+            "{} watermarks in a previous layout, {} of their entries in the `all` scope (not drift; `gridctl upgrade` rewrites them)",
             report.previous_layout_watermarks, report.previous_layout_entries
         );
     }
@@ -320,7 +320,7 @@ async fn run_upgrade(store: &Store, segments: u32, json: bool) -> Result<i32> {
         print_json(&report)?;
     } else {
         println!(
-            "{} watermarks in a previous format: {} upgraded, {} failed",
+            "{} watermarks in a previous layout: {} upgraded, {} failed",
             report.found, report.upgraded, report.failed
         );
     }

@@ -2,7 +2,7 @@
 
 use crate::cursor::CursorKey;
 
-/// Local default signing secret for tokens; the README documents it. Never used in AWS, where
+/// Local default signing secret for tokens; docs/deploying.md documents it. Never used in AWS, where
 /// API Gateway's Cognito authorizer verifies tokens.
 pub const LOCAL_JWT_SECRET: &str = "gridline-local-development-secret";
 /// Local default cursor key; in AWS the key comes from the deployment's secret parameter.

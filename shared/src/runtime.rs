@@ -27,8 +27,8 @@ pub fn deadline_at(epoch_ms: u64) -> Instant {
     Instant::now() + Duration::from_millis(left)
 }
 
-/// A stream batch response that has the event source retry from `seq` (everything, without
-/// one), or none at all when the batch is done.
+/// The stream batch response: with `retry_from`, the event source retries from that sequence
+/// number on; without, the batch is done.
 pub fn stream_response(retry_from: Option<String>) -> DynamoDbEventResponse {
     let mut response = DynamoDbEventResponse::default();
     if let Some(seq) = retry_from {

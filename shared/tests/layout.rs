@@ -166,6 +166,29 @@ fn the_library_imports_only_down_its_layers() {
     );
 }
 
+/// The rule's scan reads `crate::module` paths: an import it cannot read that way (a grouped
+/// `crate::{a, b}`, or a module reached through `super::super`) is refused rather than missed.
+#[test]
+fn every_import_of_another_module_names_it() {
+    let mut files = Vec::new();
+    sources(&root().join("shared/src"), &mut files);
+    let mut unreadable = Vec::new();
+    for file in files {
+        let text = fs::read_to_string(&file).expect("a source file");
+        for line in non_test(&text).lines() {
+            let code = line.split("//").next().unwrap_or("");
+            if code.contains("crate::{") || code.contains("super::super") {
+                unreadable.push(format!("{}: {}", file.display(), line.trim()));
+            }
+        }
+    }
+    assert!(
+        unreadable.is_empty(),
+        "imports the rule cannot read:\n{}",
+        unreadable.join("\n")
+    );
+}
+
 /// Functions of `text` longer than `max` lines, from `fn` to the brace that closes it at the
 /// same indentation.
 fn long_functions(text: &str, max: usize) -> Vec<(String, usize)> {

@@ -121,8 +121,10 @@ pub struct Participant {
 
 /// A participant as a request body lists it: its id is checked against its kind's rule by
 /// the body's validation, which names the member that failed.
+// Named as the type was before bodies and issues had types of their own: serde names it in
+// the `400`s a malformed member gets.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename = "Participant")]
 pub struct ParticipantBody {
     pub kind: ParticipantKind,
     pub id: String,
@@ -361,10 +363,9 @@ impl IssuePatchBody {
     }
 }
 
-/// Checks a create's participants: valid ids, none twice, at most [`MAX_PARTICIPANTS`] with
-/// the caller. Whether the caller is listed (otherwise they join as reporter).
-/// The listed participants, typed, and whether the caller is among them; an error per
-/// member that fails.
+/// Checks a create's participants (valid ids, none twice, at most [`MAX_PARTICIPANTS`] with
+/// the caller), with an error per member that fails: the listed participants, typed, and
+/// whether the caller is among them (otherwise they join as reporter).
 fn check_participants(
     participants: &[ParticipantBody],
     caller: &UserId,
@@ -447,10 +448,11 @@ pub fn check_participant_id(kind: ParticipantKind, id: &str) -> Result<(), Strin
 mod tests {
     use super::*;
 
+    use values::FieldType;
+
     fn alice() -> UserId {
         UserId::parse("alice").unwrap()
     }
-    use values::FieldType;
 
     fn defs() -> Vec<FieldDef> {
         vec![FieldDef {
@@ -488,6 +490,17 @@ mod tests {
         assert!(patch.title.is_none());
         let body: IssuePatchBody = serde_json::from_str(r#"{"title":null}"#).unwrap();
         assert!(body.validate(&defs()).is_err());
+    }
+
+    #[test]
+    fn a_malformed_participant_is_named_as_the_contract_names_it() {
+        let e = serde_json::from_str::<NewIssueBody>(r#"{"title":"t","participants":["alice"]}"#)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("expected struct Participant") && !e.contains("ParticipantBody"),
+            "{e}"
+        );
     }
 
     #[test]

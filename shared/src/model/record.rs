@@ -11,7 +11,7 @@
 use std::collections::BTreeMap;
 
 use crate::domain::decimal::DynNumber;
-use crate::domain::ids::{FieldId, ProjectId, is_server_id};
+use crate::domain::ids::{FieldId, ProjectId, is_server_id, is_user_id};
 use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssueState, ParticipantKind, Role};
 use crate::keys;
@@ -170,6 +170,8 @@ fn check_value(v: &Attr<'_>) -> Result<(), Malformed> {
 /// A participant edge (`{kind}#{id}`) and its role, as the issue item holds them.
 fn seat<'a>(edge: &'a str, role: Option<&str>) -> Option<SeatRef<'a>> {
     let (kind, id) = keys::records::parse_participant_edge(edge)?;
+    // The owned decoding types the id: one it could not hold is refused here too.
+    is_user_id(id).then_some(())?;
     Some(SeatRef {
         kind,
         role: Role::parse(role?)?,
@@ -236,11 +238,16 @@ mod tests {
     fn an_item_the_api_would_not_write_is_refused_as_before() {
         for (fields, participants) in [
             (
-                json!({"M": {"f1": {"BOOL": true}}}),
+                json!({"M": {F1: {"BOOL": true}}}),
                 json!({"SS": ["user#ann"]}),
             ),
             (
-                json!({"M": {"f1": {"N": "1e999"}}}),
+                json!({"M": {F1: {"N": "1e999"}}}),
+                json!({"SS": ["user#ann"]}),
+            ),
+            // A field key that is no field id.
+            (
+                json!({"M": {"f1": {"S": "a"}}}),
                 json!({"SS": ["user#ann"]}),
             ),
             (json!({"M": {}}), json!({"SS": ["robot#x"]})),

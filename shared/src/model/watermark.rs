@@ -33,16 +33,17 @@ use crate::domain::{IssueState, ParticipantKind, Role};
 use crate::model::entries::{Entry, EntryList};
 use crate::model::summary::Summary;
 
+use crate::keys;
+use crate::keys::index::Shards;
+pub use crate::model::basis::{BUILT_IN_COLUMNS, Basis, Placement, Seat, is_built_in, zip_columns};
+use crate::model::basis::{column_entries, seat_entries};
+
 /// What the watermark derives entries from when only their keys matter (what is certain or
 /// possible in the index).
 static NO_SUMMARY: Summary = Summary {
     digest: 0,
     text: None,
 };
-use crate::keys;
-use crate::keys::index::Shards;
-pub use crate::model::basis::{BUILT_IN_COLUMNS, Basis, Placement, Seat, is_built_in, zip_columns};
-use crate::model::basis::{column_entries, seat_entries};
 
 /// What writes in flight (or cut short) may have changed, recorded before they start.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -640,8 +641,6 @@ impl Watermark {
     }
 }
 
-// --- Items ----------------------------------------------------------------------------------
-
 /// What a commit writes besides the head: the new bucket layout, the overlay, and the bucket
 /// items rewritten with their fields.
 #[derive(Debug)]
@@ -652,15 +651,14 @@ pub struct CommitPlan {
 }
 
 impl Watermark {
-    /// The buckets once `desired` is committed in a layout of `buckets` (at least one).
+    /// The buckets once `d` is committed in `buckets` buckets (at least one).
     /// Buckets not read keep their digest and overlay (they were not read because their
     /// content does not change). A bucket read whose fields only changed value keeps its
     /// item: the new values go to the overlay, until the overlay outgrows `OVERLAY_MAX` and
     /// is folded into the buckets read. Digests are of the committed content (item and
     /// overlay together).
     pub fn plan_commit(&self, d: &Basis, buckets: u16) -> CommitPlan {
-        let wm = self;
-        let same = buckets == wm.buckets.count && wm.legacy.is_none();
+        let same = buckets == self.buckets.count && self.legacy.is_none();
         let mut layout = Buckets {
             count: buckets,
             digests: Vec::with_capacity(usize::from(buckets)),
@@ -671,13 +669,13 @@ impl Watermark {
         // Buckets read whose changes sit in the overlay: folded first when it outgrows its bound.
         let mut overlaid = BTreeSet::new();
         for (&k, fields) in &desired_buckets {
-            let old_digest = wm.buckets.digests.get(usize::from(k));
+            let old_digest = self.buckets.digests.get(usize::from(k));
             if same
-                && !wm.loaded.contains(&k)
+                && !self.loaded.contains(&k)
                 && let Some(old) = old_digest
             {
                 layout.digests.push(*old);
-                let kept = wm
+                let kept = self
                     .overlay
                     .iter()
                     .filter(|(c, _)| bucket_of(c, buckets) == k);
@@ -685,7 +683,7 @@ impl Watermark {
                 continue;
             }
             layout.digests.push(digest(fields));
-            match wm.stored.get(&k).filter(|_| same) {
+            match self.stored.get(&k).filter(|_| same) {
                 Some(item) if item.keys().eq(fields.keys()) => {
                     let changed = fields.iter().filter(|(c, v)| item.get(*c) != Some(*v));
                     let before = overlay.len();

@@ -302,13 +302,6 @@ fn differences<'a>(
 /// Attempts before an issue that keeps changing is left to the stream.
 const ATTEMPTS: u32 = 5;
 
-/// Makes the index hold exactly the entries the issue's current record calls for.
-///
-/// Safe while the indexer runs: it acts only when the watermark already reflects the issue's
-/// current version (otherwise the stream is about to write and the issue is `InFlight`), reads
-/// the entries it may touch fresh (the watermark's, the desired ones and `hints`, the ones a
-/// scan flagged), and records the result with a watermark write conditioned on the version it
-/// read. If the indexer recorded a newer version meanwhile, it starts over.
 /// Entry keys, `(PK, SK)`.
 type Keys = BTreeSet<(String, String)>;
 
@@ -326,6 +319,13 @@ fn recorded_and_possible(
     (recorded, possible)
 }
 
+/// Makes the index hold exactly the entries the issue's current record calls for.
+///
+/// Safe while the indexer runs: it acts only when the watermark already reflects the issue's
+/// current version (otherwise the stream is about to write and the issue is `InFlight`), reads
+/// the entries it may touch fresh (the watermark's, the desired ones and `hints`, the ones a
+/// scan flagged), and records the result with a watermark write conditioned on the version it
+/// read. If the indexer recorded a newer version meanwhile, it starts over.
 pub async fn repair_issue(
     store: &Store,
     tenant: &TenantId,

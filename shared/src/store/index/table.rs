@@ -157,7 +157,7 @@ pub fn parked_from_item(item: &Item) -> Option<Parked> {
 
 impl IndexTable<'_> {
     /// The head of the issue's watermark (strongly consistent): everything but the fields of
-    /// a bucketed layout (see [`Store::read_buckets`]). Issues never indexed have none.
+    /// a bucketed watermark (see [`IndexTable::read_buckets`]). Issues never indexed have none.
     #[tracing::instrument(skip_all, fields(op = "get_watermark"))]
     pub async fn get_watermark(
         &self,

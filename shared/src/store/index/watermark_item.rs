@@ -437,11 +437,7 @@ fn seat_of(attr: &AttributeValue) -> Option<Seat> {
 /// head whose entries are also in the `all` scope ([`FORMAT_ALL_SCOPE`]); or one whose
 /// entries carry no summary (no [`SUMMARY_DIGEST`]).
 pub fn previous_format_head(item: &Item) -> Option<(TenantId, IssueId)> {
-    let text = |k: &str| match item.get(k) {
-        Some(AttributeValue::S(v)) => Some(v.as_str()),
-        _ => None,
-    };
-    if text(keys::SK)? != keys::index::WATERMARK_SK {
+    if text(item, keys::SK)? != keys::index::WATERMARK_SK {
         return None;
     }
     let marks = match item.get(attr::FORMAT_ATTR) {
@@ -463,7 +459,7 @@ pub fn previous_format_head(item: &Item) -> Option<(TenantId, IssueId)> {
     if matches!(item.get(attr::VERSION), Some(AttributeValue::N(v)) if v == &DELETED.to_string()) {
         return None;
     }
-    keys::index::parse_watermark_pk(text(keys::PK)?)
+    keys::index::parse_watermark_pk(text(item, keys::PK)?)
 }
 
 /// Whether a head is of the layout whose column entries are also in the `all` scope.

@@ -247,7 +247,7 @@ pub fn issue_from(item: Item, description: Option<&Item>) -> Result<Issue, Store
 }
 
 /// An issue from a stream record's image, read where the event holds it: the owned decoding
-/// the indexer's borrowed one (`index::record`) is tested against.
+/// the indexer's borrowed one (`model::record`) is tested against.
 #[cfg(test)]
 pub(crate) fn issue_from_image(
     image: &crate::model::event::Image<'_>,
