@@ -124,7 +124,11 @@ pub struct Participant {
 // Named as the type was before bodies and issues had types of their own: serde names it in
 // the `400`s a malformed member gets.
 #[derive(Clone, Debug, Deserialize)]
-#[serde(deny_unknown_fields, rename = "Participant")]
+#[serde(
+    deny_unknown_fields,
+    rename = "Participant",
+    expecting = "struct Participant"
+)]
 pub struct ParticipantBody {
     pub kind: ParticipantKind,
     pub id: String,
