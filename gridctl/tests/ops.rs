@@ -580,7 +580,7 @@ async fn downgrade_scopes(api: &TestApi) -> usize {
         {
             let format = gridline::store::index::watermark_item::FORMAT_ALL_SCOPE;
             item.insert("fmt".into(), AttributeValue::N(format.into()));
-            item.remove(gridline::store::index::watermark_item::SUMMARY_DIGEST);
+            item.remove(gridline::store::index::watermark_item::attr::SUMMARY_DIGEST);
             // One with a write of that release in flight: its placement token is the old kind.
             let (tenant, issue) = gridline::keys::index::parse_watermark_pk(&pk).unwrap();
             let wm =

@@ -15,7 +15,7 @@
 //!    ([`store::index`]), the one Query builder and backoff.
 //! 4. Use-cases and read models: [`indexer`] (the stream: batches, one issue applied,
 //!    re-index, field jobs), [`ops`] (drift, reshard; they may use the indexer and read
-//!    models), [`read`] (the grid and the inboxes, each owning its whole query).
+//!    models), `read` (the grid and the inboxes, each owning its whole query).
 //! 5. The edge: [`http`] (routes, extractors, handlers: parse, call, render), [`auth`],
 //!    [`config`], [`runtime`] (the Lambda and SQS protocol).
 

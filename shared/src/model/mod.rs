@@ -2,15 +2,15 @@
 //! them, with no AWS SDK types, so all of it is tested without an engine.
 //!
 //! - [`entries`](mod@entries): which entries an issue should have, given its project's fields.
-//! - [`basis`]: what an issue's entries derive from.
+//! - `basis`: what an issue's entries derive from.
 //! - [`watermark`]: the indexer's compact record of an issue's entries ([`Basis`]: what they
 //!   derive from; [`Watermark`]: what is stored, with any write in flight) and the step
 //!   planner that turns it and a new basis into the writes of one step.
 //! - [`summary`]: the list summary an entry carries, so a page needs no read of the issues.
 //! - [`event`]: the stream event Lambda hands the indexer, decoded from its JSON.
-//! - [`record`]: an issue as the indexer reads it, borrowed from a stream image.
+//! - `record`: an issue as the indexer reads it, borrowed from a stream image.
 //! - [`stream`]: what a stream record is about, from its keys.
-//! - [`codec`]: an issue read from its item, through any view of its attributes.
+//! - `codec`: an issue read from its item, through any view of its attributes.
 
 pub(crate) mod basis;
 pub(crate) mod codec;

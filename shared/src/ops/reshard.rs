@@ -42,7 +42,7 @@ pub const SETTLE: Duration = Duration::from_secs(130);
 
 /// The least a reshard waits between switching reads and retiring the layout they left,
 /// whatever its settle: a grid instance serves a layout it read for
-/// [`crate::read::HELD_PROJECT_MAX_AGE`], and the read it held may have been a moment stale.
+/// `read::HELD_PROJECT_MAX_AGE`, and the read it held may have been a moment stale.
 pub const READS_MOVED: Duration =
     crate::read::HELD_PROJECT_MAX_AGE.saturating_add(Duration::from_secs(1));
 

@@ -735,7 +735,7 @@ fn a_head_with_the_all_scope_reads_as_it_was_written_and_its_next_step_retires_t
     old.summary = Summary::recorded(0);
     let head = head_item(&t, &i, 5, Some(&old), &Buckets::default(), &BTreeMap::new());
     assert_eq!(head.get("fmt"), Some(&n(FORMAT_ALL_SCOPE)));
-    assert!(!head.contains_key(SUMMARY_DIGEST));
+    assert!(!head.contains_key(attr::SUMMARY_DIGEST));
     let wm = from_head(&t, &i, &head).unwrap();
     assert_eq!(wm.committed.as_ref(), Some(&old));
     assert_eq!(keys_of(&wm.certain(&t, &i)), keys_of(&old.entries(&t, &i)));

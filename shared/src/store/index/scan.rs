@@ -140,7 +140,7 @@ impl IndexTable<'_> {
         let fresh = Watermark::default();
         let (mut head, bucket_items) =
             watermark_item::commit_items(tenant, issue_id, &fresh, desired, version, buckets);
-        head.insert(watermark_item::REVISION.into(), new_revision());
+        head.insert(watermark_item::attr::REVISION.into(), new_revision());
         if desired.is_some() {
             watermark_item::set_fields_revision(&mut head, fields_rev);
         }
@@ -208,7 +208,7 @@ fn replacing(head_put: PutBuilder, read: Option<&Watermark>) -> PutBuilder {
             "version = :v AND {} AND (attribute_not_exists(#p) OR size(#p) = :n)",
             revision_condition(w.rev)
         ))
-        .expression_attribute_names("#rev", watermark_item::REVISION)
+        .expression_attribute_names("#rev", watermark_item::attr::REVISION)
         .expression_attribute_names("#p", pending)
         .expression_attribute_values(":v", AttributeValue::N(w.version.to_string()))
         .expression_attribute_values(":n", AttributeValue::N(w.pending_count.to_string()));

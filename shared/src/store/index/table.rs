@@ -88,7 +88,7 @@ pub fn intent_head_item(
     );
     if let Some(rev) = wm.rev {
         item.insert(
-            watermark_item::REVISION.into(),
+            watermark_item::attr::REVISION.into(),
             AttributeValue::N(rev.to_string()),
         );
     }
@@ -115,7 +115,7 @@ fn delete_request(pk: String, sk: &str) -> Result<WriteRequest, StoreError> {
     Ok(WriteRequest::builder().delete_request(req).build())
 }
 
-/// A fresh head revision (see [`watermark_item::REVISION`]).
+/// A fresh head revision (see [`watermark_item::attr::REVISION`]).
 pub(crate) fn new_revision() -> AttributeValue {
     AttributeValue::N(rand::random::<u64>().to_string())
 }
@@ -315,7 +315,7 @@ impl IndexTable<'_> {
         } = at;
         let (mut head, bucket_items) =
             watermark_item::commit_items(tenant, issue_id, wm, desired, version, buckets);
-        head.insert(watermark_item::REVISION.into(), new_revision());
+        head.insert(watermark_item::attr::REVISION.into(), new_revision());
         if desired.is_some() {
             watermark_item::set_fields_revision(&mut head, fields_rev);
         }
@@ -347,7 +347,7 @@ impl IndexTable<'_> {
                 newer_watermark_condition(replaces),
                 revision_condition(wm.rev)
             ))
-            .expression_attribute_names("#rev", watermark_item::REVISION)
+            .expression_attribute_names("#rev", watermark_item::attr::REVISION)
             .expression_attribute_names("#pend", attr::PENDING)
             .expression_attribute_values(":pending", AttributeValue::N(pending.to_string()))
             .expression_attribute_values(":v", AttributeValue::N(version.to_string()));

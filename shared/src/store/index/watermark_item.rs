@@ -41,8 +41,17 @@ pub mod attr {
     pub const SEATS: &str = "pp";
     /// Pending tokens (a string set intents add to).
     pub const PENDING: &str = "pend";
+    /// The head's revision. Every write that puts the head whole (the indexer's commit,
+    /// `gridctl repair`) is conditioned on the revision it read, so it never overwrites a head
+    /// whose buckets or overlay changed since, even at the same version.
     pub const REVISION: &str = "rev";
+    /// The project's field-definition revision (`fields_rev` on the project) that the
+    /// committed basis was derived under. An indexer that finds a newer one than its
+    /// definitions read them before a field change whose job has already indexed this issue:
+    /// it reads them again instead of undoing the job's work.
     pub const FIELDS_REVISION: &str = "fr";
+    /// The committed basis' summary digest (see [`crate::model::summary`]); absent in heads
+    /// written before entries carried summaries.
     pub const SUMMARY_DIGEST: &str = "sd";
     /// The previous format's entry keys, certain and pending.
     pub const LEGACY_ENTRIES: &str = "entries";
@@ -54,25 +63,10 @@ pub mod attr {
     pub const EXPIRES_AT: &str = "expires_at";
 }
 
-/// Attribute of a head's revision. Every write that puts the head whole (the indexer's commit,
-/// `gridctl repair`) is conditioned on the revision it read, so it never overwrites a head
-/// whose buckets or overlay changed since, even at the same version.
-pub const REVISION: &str = attr::REVISION;
-
-/// Attribute of the project's field-definition revision (`fields_rev` on the project) that the
-/// committed basis was derived under. An indexer that finds a newer one than its definitions
-/// read them before a field change whose job has already indexed this issue: it reads them
-/// again instead of undoing the job's work.
-pub const FIELDS_REVISION: &str = attr::FIELDS_REVISION;
-
 /// `head` records that its basis was derived under field-definition revision `fields_rev`.
 pub fn set_fields_revision(head: &mut Item, fields_rev: u64) {
-    head.insert(FIELDS_REVISION.into(), n(fields_rev));
+    head.insert(attr::FIELDS_REVISION.into(), n(fields_rev));
 }
-
-/// Attribute of the head holding the committed basis' summary digest (see
-/// [`crate::model::summary`]); absent in heads written before entries carried summaries.
-pub const SUMMARY_DIGEST: &str = attr::SUMMARY_DIGEST;
 
 /// The layout marker of this format's head: its column entries are in their state's scope
 /// only.
@@ -153,7 +147,7 @@ pub fn head_item(
         }
         item.insert(attr::UPDATED_AT.into(), s(b.updated_at.clone()));
         if b.summary.digest != 0 {
-            item.insert(SUMMARY_DIGEST.into(), n(b.summary.digest));
+            item.insert(attr::SUMMARY_DIGEST.into(), n(b.summary.digest));
         }
         let head_columns = b
             .columns
@@ -435,7 +429,7 @@ fn seat_of(attr: &AttributeValue) -> Option<Seat> {
 /// The issue of a watermark head of a previous format, unless it is a tombstone (those expire
 /// on their own): what `gridctl upgrade` rewrites. Every entry key in a string set; a compact
 /// head whose entries are also in the `all` scope ([`FORMAT_ALL_SCOPE`]); or one whose
-/// entries carry no summary (no [`SUMMARY_DIGEST`]).
+/// entries carry no summary (no [`attr::SUMMARY_DIGEST`]).
 pub fn previous_format_head(item: &Item) -> Option<(TenantId, IssueId)> {
     if text(item, keys::SK)? != keys::index::WATERMARK_SK {
         return None;
@@ -446,7 +440,7 @@ pub fn previous_format_head(item: &Item) -> Option<(TenantId, IssueId)> {
             [attr::VERSION, attr::PROJECT, attr::PENDING]
         }
         // A committed basis without a summary digest: its entries carry no summary.
-        Some(_) if item.contains_key(attr::PROJECT) && !item.contains_key(SUMMARY_DIGEST) => {
+        Some(_) if item.contains_key(attr::PROJECT) && !item.contains_key(attr::SUMMARY_DIGEST) => {
             [attr::PROJECT; 3]
         }
         Some(_) => return None,

@@ -33,16 +33,16 @@ pub struct ProjectItem {
     pub field_count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field_bytes: Option<u64>,
-    /// See [`attr::FIELDS_REV`]; absent (0) until the project's first field change.
+    /// See `attr::FIELDS_REV`; absent (0) until the project's first field change.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub fields_rev: Option<u64>,
-    /// See [`attr::SHARDS`].
+    /// See `attr::SHARDS`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards: Option<u16>,
-    /// See [`attr::SHARDS_ALSO`].
+    /// See `attr::SHARDS_ALSO`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub shards_also: Option<u16>,
-    /// See [`attr::RESHARD_RUN`].
+    /// See `attr::RESHARD_RUN`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reshard_run: Option<String>,
 }

@@ -246,10 +246,10 @@ impl Records<'_> {
     }
 
     /// Moves a project's shard layouts from `from` to `to`, each `(read, also)` (see
-    /// [`attr::SHARDS`] and [`attr::SHARDS_ALSO`]; a read count of 1 also matches an absent
+    /// `attr::SHARDS` and `attr::SHARDS_ALSO`; a read count of 1 also matches an absent
     /// one), and advances `fields_rev`: an indexer holding the layouts it read before reads
     /// them again where an issue was indexed since (as after a field change). `run` names the
-    /// reshard ([`attr::RESHARD_RUN`]): the first move records it, every later one requires
+    /// reshard (`attr::RESHARD_RUN`): the first move records it, every later one requires
     /// it, the last removes it. `false` when the project is not at `from` under `run` (another
     /// reshard moved it, or it is gone).
     #[tracing::instrument(skip_all, fields(op = "move_shards"))]
