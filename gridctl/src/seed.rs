@@ -144,7 +144,7 @@ pub async fn seed(store: &Store, spec: &Spec, progress: &ProgressBar) -> Result<
         let new = random_issue(&mut rng, &defs, &people, n)?;
         store
             .records()
-            .create_issue(t, &project.id, n, new, IssueId::new(), now.clone())
+            .create_issue(t, &project.id, new, IssueId::new(), now.clone())
             .await
             .with_context(|| format!("creating issue {}", n + 1))?;
         progress.inc(1);

@@ -59,7 +59,7 @@ pub async fn seed(store: &Store) -> Result<()> {
         store.records().add_member(&tenant, &team, &sub).await?,
         "the fixture team exists"
     );
-    for (last, id) in [(0, ISSUE), (1, ISSUE_TO_DELETE)] {
+    for id in [ISSUE, ISSUE_TO_DELETE] {
         let id = IssueId::parse(id).context("a fixture issue is not a valid issue id")?;
         let new = NewIssue {
             title: "Seeded".into(),
@@ -74,7 +74,7 @@ pub async fn seed(store: &Store) -> Result<()> {
         };
         store
             .records()
-            .create_issue(&tenant, &project_id, last, new, id, CREATED_AT.into())
+            .create_issue(&tenant, &project_id, new, id, CREATED_AT.into())
             .await?;
     }
     Ok(())

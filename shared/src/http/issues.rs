@@ -109,23 +109,15 @@ pub async fn create(
 ) -> ApiResult<Response> {
     let project_id: ProjectId = path_id(&project_id)?;
     let values = body.fields.as_ref().is_some_and(|f| !f.is_empty());
-    let (project, defs, new) = validated(&app, &caller.tenant, &project_id, values, |defs| {
+    let (_, defs, new) = validated(&app, &caller.tenant, &project_id, values, |defs| {
         body.clone().validate(defs, &caller.user)
     })
     .await?
     .ok_or(ApiError::NotFound(PROJECT))?;
-    let last_num = project.next_num.unwrap_or(0);
     let issue = app
         .store
         .records()
-        .create_issue(
-            &caller.tenant,
-            &project_id,
-            last_num,
-            new,
-            IssueId::new(),
-            now(),
-        )
+        .create_issue(&caller.tenant, &project_id, new, IssueId::new(), now())
         .await?;
     Ok(issue_response(StatusCode::CREATED, issue, &defs))
 }

@@ -14,9 +14,6 @@ pub(crate) enum Backoff {
     /// A transaction cancelled only by concurrent transactions: 10 ms doubling to 1.28 s,
     /// jittered wider so that writers contending with each other spread apart.
     Contended,
-    /// A create whose issue number another create took: short, growing linearly, as the
-    /// winner's commit is already visible and the next number is free at once.
-    NumberTaken,
 }
 
 impl Backoff {
@@ -32,7 +29,6 @@ impl Backoff {
                 let ceiling = 10u64 << round.min(7);
                 ceiling / 4..=ceiling
             }
-            Self::NumberTaken => 1..=(5 + u64::from(round.min(20)) * 2),
         }
     }
 
@@ -61,7 +57,6 @@ mod tests {
             assert!((ceiling / 2..=ceiling).contains(&ms(Backoff::Throttled)));
             let ceiling = 10u64 << round.min(7);
             assert!((ceiling / 4..=ceiling).contains(&ms(Backoff::Contended)));
-            assert!((1..=5 + 2 * u64::from(round.min(20))).contains(&ms(Backoff::NumberTaken)));
         }
     }
 }

@@ -19,8 +19,6 @@ use crate::store::query::Query;
 use crate::store::retry::Backoff;
 use crate::store::{Item, Page, StoreError, Tx, build_err, condition_held, stored_size};
 
-/// How many times a create retries when concurrent creates took the number it tried.
-const MAX_CREATE_ATTEMPTS: u32 = 200;
 /// DynamoDB's limit on one expression string.
 pub const MAX_EXPRESSION_BYTES: usize = 4096;
 /// How many times a whole-map patch re-reads and re-merges when another write moved the issue.
@@ -238,99 +236,108 @@ fn item_too_large(e: &StoreError) -> bool {
 }
 
 impl Records<'_> {
-    /// Creates an issue with the project's next number. The counter update and the issue's
-    /// items are one transaction conditioned on the counter's previous value, so numbers are
-    /// unique and gap-free: a create that loses a race re-reads the counter and tries again.
+    /// Creates an issue with the project's next number.
+    ///
+    /// The number comes from an atomic `ADD` on the project's counter that returns the new
+    /// value: concurrent creates never conflict on it (DynamoDB applies the increments one
+    /// after another), so a create is one counter update and one put whatever the load. The
+    /// put cannot lose a race (a new id); should it fail, its number stays unused — the
+    /// contract promises unique, increasing numbers, not gap-free ones.
     #[tracing::instrument(skip_all, fields(op = "create_issue"))]
     pub async fn create_issue(
         &self,
         tenant: &TenantId,
         project_id: &ProjectId,
-        mut last_num: u64,
         new: NewIssue,
         id: IssueId,
         now: String,
     ) -> Result<Issue, CreateIssueError> {
-        for attempt in 0..MAX_CREATE_ATTEMPTS {
-            let num = last_num + 1;
-            let issue = Issue {
-                id: id.clone(),
-                project_id: project_id.clone(),
-                num,
-                title: new.title.clone(),
-                state: new.state,
-                description: new.description.clone(),
-                fields: new.fields.clone(),
-                participants: new.participants.clone(),
-                version: 1,
-                created_at: now.clone(),
-                updated_at: now.clone(),
-            };
-            let items = self.create_items(tenant, &issue, last_num)?;
-            match self.store.transact(items).await {
-                Ok(Tx::Committed) => return Ok(issue),
-                Ok(Tx::ConditionFailed) => {}
-                // The measure above follows DynamoDB's rules; should DynamoDB still refuse
-                // the item for its size, that is the client's 413 too, never a 500.
-                Err(e) if item_too_large(&e) => return Err(CreateIssueError::TooLarge),
-                Err(e) => return Err(e.into()),
-            }
-            // Another create took this number (or conflicted): read the counter and go again.
-            tracing::debug!(attempt, "issue number taken, retrying");
-            let project = self
-                .get_project(tenant, project_id)
-                .await?
-                .ok_or(CreateIssueError::ProjectNotFound)?;
-            last_num = project.next_num.unwrap_or(0);
-            Backoff::NumberTaken.sleep(attempt).await;
-        }
-        Err(StoreError::Contention(MAX_CREATE_ATTEMPTS).into())
-    }
-
-    /// The transaction that creates `issue` under number `last_num + 1`: the project's counter
-    /// moved from `last_num`, the summary, and the description when there is one.
-    fn create_items(
-        &self,
-        tenant: &TenantId,
-        issue: &Issue,
-        last_num: u64,
-    ) -> Result<Vec<TransactWriteItem>, CreateIssueError> {
-        let counter = Update::builder()
-            .table_name(&self.store.records)
-            .set_key(Some(project_key(tenant, &issue.project_id)))
-            .update_expression("SET #n = :num")
-            .expression_attribute_names("#n", attr::NEXT_NUM)
-            .expression_attribute_values(":num", AttributeValue::N(issue.num.to_string()));
-        let counter = if last_num == 0 {
-            counter.condition_expression("attribute_exists(PK) AND attribute_not_exists(#n)")
-        } else {
-            counter
-                .condition_expression("#n = :last")
-                .expression_attribute_values(":last", AttributeValue::N(last_num.to_string()))
+        let num = self.take_number(tenant, project_id).await?;
+        let issue = Issue {
+            id,
+            project_id: project_id.clone(),
+            num,
+            title: new.title,
+            state: new.state,
+            description: new.description,
+            fields: new.fields,
+            participants: new.participants,
+            version: 1,
+            created_at: now.clone(),
+            updated_at: now,
         };
-        let item = issue_item(tenant, issue)?;
-        // Measured per attempt: the number it takes is part of the item.
+        let item = issue_item(tenant, &issue)?;
+        // Measured with its number: the number is part of the item.
         if stored_size(&item) > MAX_ITEM_BYTES {
             return Err(CreateIssueError::TooLarge);
         }
-        let mut items = vec![
-            TransactWriteItem::builder()
-                .update(counter.build().map_err(build_err)?)
-                .build(),
-            TransactWriteItem::builder()
-                .put(
-                    self.store
-                        .put_in_tx(item, Some("attribute_not_exists(PK)"))?,
-                )
-                .build(),
-        ];
-        if let Some(text) = &issue.description {
-            let description = self
-                .store
-                .put_in_tx(description_item(tenant, &issue.id, text), None)?;
-            items.push(TransactWriteItem::builder().put(description).build());
+        let written = match &issue.description {
+            None => self.store.put_new(item).await.map(|()| Tx::Committed),
+            Some(text) => {
+                let description = description_item(tenant, &issue.id, text);
+                let items = vec![
+                    TransactWriteItem::builder()
+                        .put(
+                            self.store
+                                .put_in_tx(item, Some("attribute_not_exists(PK)"))?,
+                        )
+                        .build(),
+                    TransactWriteItem::builder()
+                        .put(self.store.put_in_tx(description, None)?)
+                        .build(),
+                ];
+                self.store.transact(items).await
+            }
+        };
+        match written {
+            Ok(Tx::Committed) => Ok(issue),
+            // A new id's put cannot find its key taken; if it ever did, nothing was written.
+            Ok(Tx::ConditionFailed) => Err(StoreError::Contention(1).into()),
+            // The measure above follows DynamoDB's rules; should DynamoDB still refuse the
+            // item for its size, that is the client's 413 too, never a 500.
+            Err(e) if item_too_large(&e) => Err(CreateIssueError::TooLarge),
+            Err(e) => Err(e.into()),
         }
-        Ok(items)
+    }
+
+    /// The project's next issue number: its counter incremented by one, atomically, on the
+    /// condition that the project exists.
+    async fn take_number(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+    ) -> Result<u64, CreateIssueError> {
+        let result = self
+            .store
+            .client
+            .update_item()
+            .table_name(&self.store.records)
+            .set_key(Some(project_key(tenant, project_id)))
+            .update_expression("ADD #n :one")
+            .condition_expression("attribute_exists(PK)")
+            .expression_attribute_names("#n", attr::NEXT_NUM)
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .return_values(aws_sdk_dynamodb::types::ReturnValue::UpdatedNew)
+            .send()
+            .await;
+        let new = match result.map_err(aws_sdk_dynamodb::Error::from) {
+            Ok(out) => out.attributes,
+            Err(aws_sdk_dynamodb::Error::ConditionalCheckFailedException(_)) => {
+                return Err(CreateIssueError::ProjectNotFound);
+            }
+            Err(e) => {
+                return Err(StoreError::Dynamo {
+                    op: "UpdateItem",
+                    source: Box::new(e),
+                }
+                .into());
+            }
+        };
+        new.as_ref()
+            .and_then(|a| a.get(attr::NEXT_NUM))
+            .and_then(|v| v.as_n().ok())
+            .and_then(|n| n.parse().ok())
+            .ok_or_else(|| StoreError::Build("the counter update returned no number".into()).into())
     }
 
     /// Starts an UpdateItem of the issue's item.
