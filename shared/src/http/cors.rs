@@ -16,7 +16,7 @@ use axum::response::Response;
 pub const ALLOWED_ORIGINS_VAR: &str = "ALLOWED_ORIGINS";
 
 const ALLOW_METHODS: &str = "GET, POST, PUT, PATCH, DELETE, OPTIONS";
-const ALLOW_HEADERS: &str = "Authorization, Content-Type, If-Match, X-Request-Id";
+const ALLOW_HEADERS: &str = "Authorization, Content-Type, Idempotency-Key, If-Match, X-Request-Id";
 /// What a page may read of an answer besides the CORS-safelisted headers.
 const EXPOSE_HEADERS: &str = "ETag, Location, Retry-After, X-Request-Id";
 /// How long a browser may reuse a preflight's answer.

@@ -39,6 +39,10 @@ pub enum ApiError {
         "the field {field} is not sortable yet: its column is being built; retry after {retry_after_s} seconds"
     )]
     ColumnIncomplete { field: String, retry_after_s: u32 },
+    /// 422: the request is well-formed but cannot be processed as sent (an `Idempotency-Key`
+    /// reused for another request).
+    #[error("{0}")]
+    Unprocessable(String),
     /// 412: `If-Match` names a version that is no longer current.
     #[error("the issue has changed since version {0}; fetch it again")]
     PreconditionFailed(String),
@@ -68,6 +72,7 @@ impl ApiError {
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) | Self::ColumnIncomplete { .. } => StatusCode::CONFLICT,
             Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
+            Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
@@ -82,6 +87,7 @@ impl ApiError {
             Self::Conflict(_) => "conflict",
             Self::ColumnIncomplete { .. } => "column-incomplete",
             Self::PreconditionFailed(_) => "precondition-failed",
+            Self::Unprocessable(_) => "unprocessable",
             Self::PayloadTooLarge(_) => "payload-too-large",
             Self::Internal(_) => "internal",
         }

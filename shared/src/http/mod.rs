@@ -6,6 +6,7 @@ pub mod error;
 mod extract;
 pub mod fields_cache;
 mod grid;
+pub mod idempotency;
 mod inbox;
 mod issues;
 mod people;
@@ -205,6 +206,12 @@ pub fn function_routes(state: AppState, groups: &[Function]) -> Router {
             router = router.route(entry.path, handler);
         }
     }
+    // Inside the outer layers: its answers get CORS and problem+json like any, and its
+    // DynamoDB calls count in the request's record.
+    let router = router.layer(axum::middleware::from_fn_with_state(
+        state.clone(),
+        idempotency::layer,
+    ));
     with_layers(router, function, &state).with_state(state)
 }
 

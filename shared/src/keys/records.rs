@@ -20,6 +20,16 @@ pub mod entity {
     pub const FIELD: &str = "field";
     pub const ISSUE: &str = "issue";
     pub const DESCRIPTION: &str = "description";
+    pub const IDEMPOTENCY: &str = "idempotency";
+}
+
+/// Sort key of a remembered answer to a `POST` with an `Idempotency-Key`.
+pub const IDEMPOTENCY_SK: &str = "#ANSWER";
+
+/// Partition of a caller's `Idempotency-Key`: the key's digest (base64url, no `#`), as the
+/// key itself may hold any printable character.
+pub fn idempotency_pk(tenant: &TenantId, user: &UserId, key_digest: &str) -> String {
+    format!("{}#IK#{user}#{key_digest}", tenant_prefix(tenant))
 }
 
 /// Partition of a project and its field definitions (one Query reads both).
