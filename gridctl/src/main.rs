@@ -63,6 +63,13 @@ enum Command {
     /// Rewrite watermarks still in the previous layout (every entry key) in the compact one,
     /// by re-indexing their issues; safe while traffic flows. `verify` counts them.
     Upgrade,
+    /// Check every tenant's directory (the display names a page reads in one Query) against
+    /// its profiles and teams; with --fix, write what is missing or stale (for data written
+    /// before the directory existed). Safe while traffic flows; exit 1 if drift remains.
+    Directory {
+        #[arg(long)]
+        fix: bool,
+    },
     /// Re-drive the issues named by the indexer's on-failure messages.
     Replay {
         /// The stack's IndexerFailureQueueUrl; messages are deleted once replayed.
@@ -175,6 +182,7 @@ async fn run(cli: Cli) -> Result<i32> {
         Command::Verify { show } => run_verify(&store, cli.segments, json, show).await,
         Command::Repair { rounds } => run_repair(&store, cli.segments, json, rounds).await,
         Command::Upgrade => run_upgrade(&store, cli.segments, json).await,
+        Command::Directory { fix } => run_directory(&store, cli.segments, json, fix).await,
         Command::Jobs { tenant } => {
             let tenant = tenant_id(&tenant)?;
             run_jobs(&store, json, &tenant).await
@@ -325,6 +333,25 @@ async fn run_upgrade(store: &Store, segments: u32, json: bool) -> Result<i32> {
         );
     }
     Ok(if report.failed == 0 { 0 } else { 1 })
+}
+
+/// `directory [--fix]`.
+async fn run_directory(store: &Store, segments: u32, json: bool, fix: bool) -> Result<i32> {
+    let report = gridline::ops::directory::sync(store, segments, fix, &|_| {}).await?;
+    if json {
+        print_json(&report)?;
+    } else {
+        println!(
+            "{} names: {} missing from their directory, {} stale; {} fixed, {} changed since the scan",
+            report.names, report.missing, report.stale, report.fixed, report.moved
+        );
+    }
+    let drift = report.missing + report.stale;
+    Ok(if drift == 0 || (fix && report.moved == 0) {
+        0
+    } else {
+        1
+    })
 }
 
 /// `jobs`: one line per job, oldest first.

@@ -734,3 +734,61 @@ async fn jobs_lists_a_field_job_and_its_progress() {
     let report = verify(&api).await;
     assert!(report.is_clean(), "{report:?}");
 }
+
+/// `gridctl directory`: a profile whose directory entry is missing (data from before the
+/// directory) or stale is found, and `--fix` writes it with the directory's permissions only;
+/// the grid then shows the name from one Query.
+#[tokio::test]
+async fn directory_finds_and_fixes_missing_and_stale_names() {
+    let api = TestApi::start().await;
+    let seeded = seed_project(&api, 3).await;
+    let store = support::store(&api.stack, "Directory");
+    let clean = gridline::ops::directory::sync(&store, 2, false, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!((clean.missing, clean.stale), (0, 0), "{clean:?}");
+    assert_eq!(clean.names, 6 + 2);
+    // One entry gone (as before the directory existed), one stale, one naming nobody.
+    let dir_pk = gridline::keys::records::directory_pk(&acme());
+    let edge = |u: &str| {
+        gridline::keys::records::participant_edge(gridline::domain::ParticipantKind::User, u)
+    };
+    let users: Vec<String> = seeded.users.iter().map(|u| u.to_string()).collect();
+    let client = &api.stack.client;
+    let table = &api.stack.tables.records;
+    client
+        .delete_item()
+        .table_name(table)
+        .set_key(Some(index_key(&dir_pk, &edge(&users[0]))))
+        .send()
+        .await
+        .unwrap();
+    for (sk, name) in [(edge(&users[1]), "Old name"), (edge("ghost"), "Nobody")] {
+        let mut item = index_key(&dir_pk, &sk);
+        item.insert("entity".into(), AttributeValue::S("dir".into()));
+        item.insert("n".into(), AttributeValue::S(name.into()));
+        client
+            .put_item()
+            .table_name(table)
+            .set_item(Some(item))
+            .send()
+            .await
+            .unwrap();
+    }
+    let found = gridline::ops::directory::sync(&store, 2, false, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!(
+        (found.missing, found.stale, found.fixed),
+        (1, 2, 0),
+        "{found:?}"
+    );
+    let fixed = gridline::ops::directory::sync(&store, 2, true, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!((fixed.fixed, fixed.moved), (3, 0), "{fixed:?}");
+    let after = gridline::ops::directory::sync(&store, 2, false, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!((after.missing, after.stale), (0, 0), "{after:?}");
+}

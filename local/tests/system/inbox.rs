@@ -232,6 +232,67 @@ async fn grid_items_show_participants_with_their_names() {
     assert_eq!(r.body["items"][0]["participants"][0]["display_name"], "Al");
 }
 
+/// Past the size a page reads whole (250 entries), names come from a BatchGetItem of the
+/// page's own directory entries: still every name, still current, and another tenant's
+/// directory is never read.
+#[tokio::test]
+async fn a_large_directory_still_names_everyone() {
+    let api = TestApi::start().await;
+    let users: Vec<String> = (0..gridline::store::directory::READ_WHOLE_MAX_ENTRIES + 10)
+        .map(|i| format!("u{i:03}"))
+        .collect();
+    for u in &users {
+        let r = api
+            .call(
+                (u, "acme"),
+                Method::PUT,
+                "/me",
+                Some(json!({"display_name": format!("Name {u}")})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{:?}", r.body);
+    }
+    // Another tenant's same user id has its own name.
+    api.call(
+        ("u001", "globex"),
+        Method::PUT,
+        "/me",
+        Some(json!({"display_name": "Globex one"})),
+    )
+    .await;
+    let p = api.project("p").await;
+    let participants: Vec<_> = ["u001", "u259"]
+        .iter()
+        .map(|u| json!({"kind": "user", "id": u, "role": "assignee"}))
+        .collect();
+    api.issue(&p, json!({"title": "t", "participants": participants}))
+        .await;
+    api.sync().await;
+    let names = |r: &gridline_local::testing::Reply| -> Vec<Value> {
+        r.body["items"][0]["participants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["display_name"].clone())
+            .collect()
+    };
+    let r = api.get(&format!("/projects/{p}/issues")).await;
+    // Users by id: alice (the reporter, who never named herself), u001, u259.
+    assert_eq!(
+        names(&r),
+        vec![Value::Null, json!("Name u001"), json!("Name u259")]
+    );
+    api.call(
+        ("u259", "acme"),
+        Method::PUT,
+        "/me",
+        Some(json!({"display_name": "Renamed"})),
+    )
+    .await;
+    let r = api.get(&format!("/projects/{p}/issues")).await;
+    assert!(names(&r).contains(&json!("Renamed")), "{:?}", names(&r));
+}
+
 #[tokio::test]
 async fn inbox_routes_are_tenant_isolated_and_validate_their_parameters() {
     let api = TestApi::start().await;

@@ -21,6 +21,7 @@ pub mod entity {
     pub const ISSUE: &str = "issue";
     pub const DESCRIPTION: &str = "description";
     pub const IDEMPOTENCY: &str = "idempotency";
+    pub const DIRECTORY: &str = "dir";
 }
 
 /// Sort key of a remembered answer to a `POST` with an `Idempotency-Key`.
@@ -110,6 +111,17 @@ pub fn user_team_sk(team_id: &TeamId) -> String {
 /// user's teams under their cap in the membership transaction. Apart from the profile, which
 /// `PUT /me` replaces whole.
 pub const USER_TEAM_COUNT_SK: &str = "#TEAMS";
+
+/// Partition of a tenant's directory: every display name (users' and teams'), one small item
+/// each, so a page's names are one Query of a few KB.
+pub fn directory_pk(tenant: &TenantId) -> String {
+    format!("{}#DIR", tenant_prefix(tenant))
+}
+
+/// Sort key of a person's directory entry: their participant edge (`user#…`, `team#…`).
+pub fn directory_sk(kind: ParticipantKind, id: &str) -> String {
+    participant_edge(kind, id)
+}
 
 /// `(tenant, project)` of a [`project_pk`].
 pub fn parse_project_pk(pk: &str) -> Option<(TenantId, ProjectId)> {

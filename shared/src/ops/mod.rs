@@ -1,5 +1,7 @@
 //! Operations on a running stack, safe while traffic flows: drift found and repaired
-//! ([`drift`]), a project's columns resharded ([`reshard`]).
+//! ([`drift`]), a project's columns resharded ([`reshard`]), the tenant directories checked
+//! and repaired ([`directory`]).
 
+pub mod directory;
 pub mod drift;
 pub mod reshard;

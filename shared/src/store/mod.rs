@@ -25,6 +25,7 @@ use crate::keys;
 use query::Query;
 use retry::Backoff;
 
+pub use records::directory;
 pub use records::idempotency::{Answer, Claimed, KeyClaim};
 pub use records::issues::{CreateIssueError, ParticipantOutcome, PatchOutcome, patch_update};
 #[cfg(test)]

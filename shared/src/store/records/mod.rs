@@ -1,5 +1,6 @@
 //! The records table: projects and their fields, issues, people and teams, and their items.
 
+pub mod directory;
 pub(crate) mod idempotency;
 pub(crate) mod issues;
 pub(crate) mod items;

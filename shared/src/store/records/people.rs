@@ -1,11 +1,10 @@
 //! Profiles, teams and memberships. A membership is an adjacency list written in both
 //! directions in one transaction, so a team's members and a user's teams are each one Query.
 
-use std::collections::{BTreeSet, HashMap};
-
 use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
+use super::directory;
 use super::items::{attr, key, string};
 use crate::cursor::Position;
 use crate::domain::ids::{TeamId, TenantId, UserId};
@@ -123,7 +122,34 @@ impl Records<'_> {
         if let Some(name) = &profile.display_name {
             item.insert("display_name".into(), string(name));
         }
-        self.store.put(&self.store.records, item).await
+        // The directory's copy in the same transaction: a page never shows a name the
+        // profile no longer has.
+        let (kind, id) = (ParticipantKind::User, profile.id.as_str());
+        let copy = match &profile.display_name {
+            Some(name) => TransactWriteItem::builder()
+                .put(
+                    self.store
+                        .put_in_tx(directory::entry(tenant, kind, id, name), None)?,
+                )
+                .build(),
+            None => TransactWriteItem::builder()
+                .delete(
+                    Delete::builder()
+                        .table_name(&self.store.records)
+                        .set_key(Some(directory::entry_key(tenant, kind, id)))
+                        .build()
+                        .map_err(build_err)?,
+                )
+                .build(),
+        };
+        let profile = TransactWriteItem::builder()
+            .put(self.store.put_in_tx(item, None)?)
+            .build();
+        match self.store.transact(vec![profile, copy]).await? {
+            Tx::Committed => Ok(()),
+            // Neither write has a condition.
+            Tx::ConditionFailed => Err(StoreError::Contention(1)),
+        }
     }
 
     #[tracing::instrument(skip_all, fields(op = "get_profile"))]
@@ -161,7 +187,23 @@ impl Records<'_> {
         item.insert("id".into(), string(&team.id));
         item.insert("name".into(), string(&team.name));
         item.insert("created_at".into(), string(&team.created_at));
-        self.store.put_new(item).await
+        let copy = directory::entry(tenant, ParticipantKind::Team, team.id.as_str(), &team.name);
+        let items = vec![
+            TransactWriteItem::builder()
+                .put(
+                    self.store
+                        .put_in_tx(item, Some("attribute_not_exists(PK)"))?,
+                )
+                .build(),
+            TransactWriteItem::builder()
+                .put(self.store.put_in_tx(copy, None)?)
+                .build(),
+        ];
+        match self.store.transact(items).await? {
+            Tx::Committed => Ok(()),
+            // A new id cannot be taken.
+            Tx::ConditionFailed => Err(StoreError::Contention(1)),
+        }
     }
 
     #[tracing::instrument(skip_all, fields(op = "get_team"))]
@@ -340,50 +382,5 @@ impl Records<'_> {
                 name: e.name,
                 created_at: e.created_at,
             })
-    }
-
-    /// Display names of users (profile names) and teams (team names), in BatchGetItems of
-    /// 100 keys. Participants without a name are absent from the result.
-    #[tracing::instrument(skip_all, fields(op = "names", n = who.len()))]
-    pub async fn names(
-        &self,
-        tenant: &TenantId,
-        who: &BTreeSet<(ParticipantKind, String)>,
-    ) -> Result<HashMap<(ParticipantKind, String), String>, StoreError> {
-        let mut names = HashMap::new();
-        // A participant id that is no id of its kind has no name to find.
-        let keys_: Vec<Item> = who
-            .iter()
-            .filter_map(|(kind, id)| match kind {
-                ParticipantKind::User => Some(key(
-                    keys::records::user_pk(tenant, &UserId::parse(id)?),
-                    keys::records::PROFILE_SK,
-                )),
-                ParticipantKind::Team => Some(key(
-                    keys::records::team_pk(tenant, &TeamId::parse(id)?),
-                    keys::records::TEAM_SK,
-                )),
-            })
-            .collect();
-        for item in self.store.batch_get_records(keys_).await? {
-            let text = |k: &str| match item.get(k) {
-                Some(AttributeValue::S(v)) => Some(v.clone()),
-                _ => None,
-            };
-            match (text("entity").as_deref(), text("id")) {
-                (Some("user"), Some(id)) => {
-                    if let Some(n) = text("display_name") {
-                        names.insert((ParticipantKind::User, id), n);
-                    }
-                }
-                (Some("team"), Some(id)) => {
-                    if let Some(n) = text("name") {
-                        names.insert((ParticipantKind::Team, id), n);
-                    }
-                }
-                _ => {}
-            }
-        }
-        Ok(names)
     }
 }
