@@ -8,6 +8,7 @@ pub mod fields_cache;
 mod grid;
 mod inbox;
 mod issues;
+pub mod page;
 mod people;
 mod projects;
 pub(crate) mod views;
