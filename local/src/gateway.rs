@@ -1,7 +1,8 @@
 //! Lambda's and API Gateway's limits on the local API, so a request that would fail behind API
 //! Gateway fails here too: each function's `Timeout` from the template (Lambda stops the
 //! invocation; API Gateway answers `502`), API Gateway's 29-second integration timeout
-//! (`504`), Lambda's 6 MB response payload (`502`) and API Gateway's 10 MB request payload
+//! (`504`), Lambda's 6 MB response payload (`502`; measured as the proxy response that
+//! carries the body, see [`lambda_payload_len`]) and API Gateway's 10 MB request payload
 //! (`413`). Every answer is problem+json, as the template's gateway responses make them.
 
 use std::time::Duration;
@@ -31,6 +32,7 @@ pub struct Limits {
     /// API Gateway's integration timeout.
     pub gateway_timeout: Duration,
     pub max_request_bytes: usize,
+    /// The most the Lambda response payload may take ([`lambda_payload_len`]).
     pub max_response_bytes: usize,
 }
 
@@ -167,11 +169,14 @@ async fn answer(limits: Limits, req: Request<Body>, next: Next) -> Response {
         }
     };
 
-    // Lambda refuses a response over its payload limit; API Gateway then answers 502.
+    // Lambda refuses a response over its payload limit; API Gateway then answers 502. The
+    // limit holds the whole payload, which is never smaller than the body.
     let (parts, body) = response.into_parts();
     match to_bytes(body, limits.max_response_bytes).await {
-        Ok(bytes) => Response::from_parts(parts, Body::from(bytes)),
-        Err(_) => {
+        Ok(bytes) if lambda_payload_len(&parts, &bytes) <= limits.max_response_bytes => {
+            Response::from_parts(parts, Body::from(bytes))
+        }
+        _ => {
             tracing::warn!("the function's response exceeded Lambda's 6 MB payload limit");
             problem(
                 StatusCode::BAD_GATEWAY,
@@ -180,6 +185,50 @@ async fn answer(limits: Limits, req: Request<Body>, next: Next) -> Response {
             )
         }
     }
+}
+
+/// The size of the Lambda response payload that carries this response to API Gateway (REST),
+/// which is what Lambda's 6 MB limit holds: the proxy response as `lambda_http` writes it, the
+/// headers in `multiValueHeaders` and the body as a JSON string when its type is text (so every
+/// `"` and `\` of a JSON body takes two bytes), base64-encoded otherwise.
+pub fn lambda_payload_len(parts: &http::response::Parts, body: &[u8]) -> usize {
+    use aws_lambda_events::apigw::ApiGatewayProxyResponse;
+    use aws_lambda_events::encodings::Body as Payload;
+    let text = is_text(&parts.headers)
+        .then(|| std::str::from_utf8(body).ok())
+        .flatten();
+    let mut response = ApiGatewayProxyResponse::default();
+    response.status_code = i64::from(parts.status.as_u16());
+    response.multi_value_headers = parts.headers.clone();
+    response.is_base64_encoded = !body.is_empty() && text.is_none();
+    response.body = match text {
+        _ if body.is_empty() => None,
+        Some(text) => Some(Payload::Text(text.to_string())),
+        None => Some(Payload::Binary(body.to_vec())),
+    };
+    serde_json::to_vec(&response).map_or(usize::MAX, |json| json.len())
+}
+
+/// Whether `lambda_http` sends a body of these headers as text (otherwise base64): no
+/// `Content-Encoding`, and no `Content-Type` or a textual one.
+fn is_text(headers: &http::HeaderMap) -> bool {
+    if headers.contains_key(header::CONTENT_ENCODING) {
+        return false;
+    }
+    let Some(content_type) = headers.get(header::CONTENT_TYPE) else {
+        return true;
+    };
+    let content_type = content_type.to_str().unwrap_or_default();
+    let mime = content_type.split(';').next().unwrap_or_default().trim();
+    let prefixes = [
+        "text",
+        "application/json",
+        "application/javascript",
+        "application/xml",
+        "application/yaml",
+    ];
+    prefixes.iter().any(|p| content_type.starts_with(p))
+        || ["+xml", "+yaml", "+json"].iter().any(|s| mime.ends_with(s))
 }
 
 fn too_large() -> Response {

@@ -27,7 +27,9 @@ fn app() -> Router {
             }),
         )
         .route("/big", get(|| async { "x".repeat(2_001) }))
-        .route("/fits", get(|| async { "x".repeat(2_000) }))
+        .route("/fits", get(|| async { "x".repeat(1_800) }))
+        // 1,500 bytes of body, but each `"` takes two in the payload that carries it.
+        .route("/quotes", get(|| async { "\"".repeat(1_500) }))
         .route(
             "/echo",
             post(|body: String| async move { body.len().to_string() }),
@@ -70,14 +72,43 @@ async fn past_api_gateways_timeout_is_a_504_problem() {
 }
 
 #[tokio::test]
-async fn a_response_over_the_payload_limit_is_a_502_and_one_at_it_passes() {
+async fn a_response_over_the_payload_limit_is_a_502_and_one_within_it_passes() {
     let router = gateway::with_limits(app(), limits(1_000, 1_000));
     let big = send(router.clone(), Method::GET, "/big", None, None, &[]).await;
     assert_eq!(big.status, 502, "{}", big.text);
     assert_eq!(big.header("content-type"), Some("application/problem+json"));
+    let quotes = send(router.clone(), Method::GET, "/quotes", None, None, &[]).await;
+    assert_eq!(quotes.status, 502, "{}", quotes.text);
     let fits = send(router, Method::GET, "/fits", None, None, &[]).await;
     assert_eq!(fits.status, 200);
-    assert_eq!(fits.text.len(), 2_000);
+    assert_eq!(fits.text.len(), 1_800);
+}
+
+/// Lambda's limit holds the payload that carries the response to API Gateway, as
+/// `lambda_http` writes it: a text body as a JSON string, any other base64-encoded.
+#[test]
+fn the_payload_is_the_proxy_response_lambda_http_writes() {
+    let parts = |content_type: &str| {
+        let (parts, ()) = http::Response::builder()
+            .status(200)
+            .header("content-type", content_type)
+            .body(())
+            .unwrap()
+            .into_parts();
+        parts
+    };
+    let json = parts("application/problem+json");
+    let payload = r#"{"statusCode":200,"headers":{},"multiValueHeaders":{"content-type":["application/problem+json"]},"body":"{\"a\":\"\\\"\"}","isBase64Encoded":false}"#;
+    assert_eq!(
+        gateway::lambda_payload_len(&json, br#"{"a":"\""}"#),
+        payload.len()
+    );
+    let binary = parts("application/octet-stream");
+    let payload = r#"{"statusCode":200,"headers":{},"multiValueHeaders":{"content-type":["application/octet-stream"]},"body":"AAEC","isBase64Encoded":true}"#;
+    assert_eq!(
+        gateway::lambda_payload_len(&binary, &[0, 1, 2]),
+        payload.len()
+    );
 }
 
 #[tokio::test]

@@ -25,6 +25,7 @@ mod issues;
 mod limits;
 mod observability;
 mod projects;
+mod responses;
 mod secret;
 mod support;
 mod tenancy;

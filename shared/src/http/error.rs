@@ -2,6 +2,8 @@
 //! (RFC 9457). The domain's and the store's errors become [`ApiError`]s here, so neither of
 //! those layers knows about status codes.
 
+use std::borrow::Cow;
+
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::Serialize;
@@ -142,30 +144,82 @@ impl From<AddMemberError> for ApiError {
     }
 }
 
+/// Most `errors` entries a problem lists: past them the problem says how many it left out
+/// (`errors_omitted`). With each entry's echo bounded too, a problem document is at most about
+/// 160 KB whatever the request (a body of 2 MB of unknown members included), and a few KB in
+/// practice.
+pub const MAX_PROBLEM_ERRORS: usize = 100;
+/// Most bytes of an entry's `field` a problem echoes (a member's name, or a path to it).
+pub const MAX_ECHOED_FIELD_BYTES: usize = 256;
+/// Most bytes of an entry's `message` (which may quote what the request held).
+pub const MAX_ECHOED_MESSAGE_BYTES: usize = 512;
+/// Most bytes of a problem's `detail` (which may name a member and its message).
+pub const MAX_DETAIL_BYTES: usize = 1024;
+
+/// What marks an echo cut short.
+const ELLIPSIS: char = '…';
+
+/// `text` if it is at most `max` bytes; otherwise its longest start, cut on a character
+/// boundary, that fits in `max` bytes with an ellipsis after it.
+pub fn clip(text: &str, max: usize) -> Cow<'_, str> {
+    if text.len() <= max {
+        return Cow::Borrowed(text);
+    }
+    let mut end = max.saturating_sub(ELLIPSIS.len_utf8());
+    while !text.is_char_boundary(end) {
+        end -= 1;
+    }
+    Cow::Owned(format!("{}{ELLIPSIS}", &text[..end]))
+}
+
+/// One `errors` entry as a problem echoes it: bounded.
+#[derive(Serialize)]
+struct Echo<'a> {
+    field: Cow<'a, str>,
+    message: Cow<'a, str>,
+}
+
+impl<'a> Echo<'a> {
+    fn of(e: &'a FieldError) -> Self {
+        Self {
+            field: clip(&e.field, MAX_ECHOED_FIELD_BYTES),
+            message: clip(&e.message, MAX_ECHOED_MESSAGE_BYTES),
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Problem<'a> {
     #[serde(rename = "type")]
     kind: String,
     title: &'a str,
     status: u16,
-    detail: String,
+    detail: Cow<'a, str>,
     #[serde(skip_serializing_if = "Option::is_none")]
-    errors: Option<&'a [FieldError]>,
+    errors: Option<Vec<Echo<'a>>>,
+    /// How many invalid members `errors` leaves out; absent when it lists them all.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    errors_omitted: Option<usize>,
 }
 
-/// Renders a problem document for `status`.
+/// Renders a problem document for `status`: `errors` lists at most [`MAX_PROBLEM_ERRORS`]
+/// entries, and every string that may echo the request is clipped.
 pub fn problem_response(
     status: StatusCode,
     slug: &str,
     detail: String,
     errors: Option<&[FieldError]>,
 ) -> Response {
+    let omitted = errors
+        .map(|e| e.len().saturating_sub(MAX_PROBLEM_ERRORS))
+        .filter(|&n| n > 0);
     let body = Problem {
         kind: format!("urn:gridline:problem:{slug}"),
         title: status.canonical_reason().unwrap_or("Error"),
         status: status.as_u16(),
-        detail,
-        errors,
+        detail: clip(&detail, MAX_DETAIL_BYTES),
+        errors: errors.map(|e| e.iter().take(MAX_PROBLEM_ERRORS).map(Echo::of).collect()),
+        errors_omitted: omitted,
     };
     let json = serde_json::to_vec(&body).unwrap_or_default();
     let mut response = (status, json).into_response();
@@ -240,5 +294,48 @@ mod tests {
         let (status, body) = body_of(IssueTooLarge.into()).await;
         assert_eq!(status, StatusCode::PAYLOAD_TOO_LARGE);
         assert!(body.contains("409600 bytes, DynamoDB's item limit"));
+    }
+
+    #[test]
+    fn clipped_echoes_fit_their_bound_on_a_character_boundary() {
+        assert_eq!(clip("short", 10), "short");
+        assert_eq!(clip("abcdefghij", 10), "abcdefghij");
+        assert_eq!(clip("abcdefghijk", 10), "abcdefg…");
+        // "é" is two bytes: the cut never splits one.
+        let accents = "é".repeat(10);
+        let clipped = clip(&accents, 10);
+        assert_eq!(clipped, "ééé…");
+        assert!(clipped.len() <= 10);
+    }
+
+    #[tokio::test]
+    async fn a_problem_lists_a_bounded_number_of_bounded_errors() {
+        let long = "n".repeat(1_000_000);
+        let mut errors: Vec<FieldError> = (0..100_000)
+            .map(|i| FieldError::new(format!("fields.f{i}"), "is not a field of this project"))
+            .collect();
+        errors.insert(
+            0,
+            FieldError::new(format!("fields.{long}"), format!("`{long}`")),
+        );
+        let response = ApiError::from_errors(errors).into_response();
+        let bytes = to_bytes(response.into_body(), 64 * 1024).await.unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert_eq!(body["detail"], "100001 members of the request are invalid");
+        let listed = body["errors"].as_array().unwrap();
+        assert_eq!(listed.len(), MAX_PROBLEM_ERRORS);
+        assert_eq!(body["errors_omitted"], 100_001 - MAX_PROBLEM_ERRORS);
+        let first = &listed[0];
+        assert!(first["field"].as_str().unwrap().len() <= MAX_ECHOED_FIELD_BYTES);
+        assert!(first["field"].as_str().unwrap().ends_with('…'));
+        assert!(first["message"].as_str().unwrap().len() <= MAX_ECHOED_MESSAGE_BYTES);
+        assert_eq!(listed[1]["field"], "fields.f0");
+        assert!(bytes.len() < 16 * 1024, "{} bytes", bytes.len());
+        // One long error: the detail that names it is bounded too.
+        let one = ApiError::invalid(long.clone(), long).into_response();
+        let bytes = to_bytes(one.into_body(), 64 * 1024).await.unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&bytes).unwrap();
+        assert!(body["detail"].as_str().unwrap().len() <= MAX_DETAIL_BYTES);
+        assert!(body.get("errors_omitted").is_none());
     }
 }

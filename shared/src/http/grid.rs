@@ -6,20 +6,20 @@
 //! project's size; the project's field definitions are read when the instance has not read
 //! them in the last seconds ([`FieldsCache`]). The query, from its partitions to the page's
 //! issues, is [`crate::read::grid::page()`]; this interprets the request, calls it, reads the
-//! names and renders.
+//! names and renders the page within its byte budget ([`super::page`]).
 //!
 //! [`FieldsCache`]: super::fields_cache::FieldsCache
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use axum::Json;
 use axum::extract::{Query, State};
 
 use super::AppState;
 use super::extract::{Id, Paging, unknown_params};
 use super::fields_cache::ProjectFields;
-use super::views::{IssueView, List, participants_of};
+use super::page::{PageBody, render};
+use super::views::{IssueView, participants_of};
 use crate::auth::Caller;
 use crate::domain::ids::{ProjectId, TenantId};
 use crate::domain::values::FieldDef;
@@ -142,7 +142,7 @@ pub async fn list(
     paging: Paging,
     Id(project_id): Id<ProjectId>,
     Query(mut params): Query<HashMap<String, String>>,
-) -> ApiResult<Json<List<IssueView>>> {
+) -> ApiResult<PageBody> {
     params.remove("limit");
     params.remove("cursor");
     let (fields, query) = interpret(&app, &caller.tenant, &project_id, &params).await?;
@@ -159,15 +159,14 @@ pub async fn list(
     let names = app
         .store
         .records()
-        .names(&caller.tenant, &participants_of(&page.issues))
+        .names(
+            &caller.tenant,
+            &participants_of(page.issues.iter().map(|(i, _)| i)),
+        )
         .await?;
     let items = page
         .issues
         .into_iter()
-        .map(|i| IssueView::list_item(i, &fields.defs, &names))
-        .collect();
-    Ok(Json(List {
-        items,
-        next_cursor: page.next.map(|p| cursor.seal(&p)),
-    }))
+        .map(|(i, after)| (IssueView::list_item(i, &fields.defs, &names), after));
+    render(items, page.next, &cursor)
 }

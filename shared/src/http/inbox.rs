@@ -2,16 +2,17 @@
 //! copies. A list over several partitions (roles, or the caller's teams) queries them in
 //! parallel, merges by sort key and shows each issue once: [`crate::read::inbox`] is that
 //! merge, its partitions and its cursor; this parses the request, calls
-//! [`crate::read::inbox::page()`], reads the names and renders.
+//! [`crate::read::inbox::page()`], reads the names and renders the page within its byte
+//! budget ([`super::page`]).
 
 use std::collections::{BTreeMap, HashMap};
 
-use axum::Json;
 use axum::extract::{Path, Query, State};
 
 use super::AppState;
 use super::extract::{BoundCursor, Paging, path_id, unknown_params};
-use super::views::{InboxItem, IssueView, List, participants_of};
+use super::page::{PageBody, render};
+use super::views::{InboxItem, IssueView, participants_of};
 use crate::auth::Caller;
 use crate::cursor::Position;
 use crate::domain::FieldError;
@@ -49,7 +50,7 @@ async fn read(
     state: IssueState,
     paging: &Paging,
     cursor: &BoundCursor<'_>,
-) -> ApiResult<Json<List<InboxItem>>> {
+) -> ApiResult<PageBody> {
     let after = match cursor.start()? {
         None => None,
         Some(p) => Some(
@@ -69,21 +70,17 @@ async fn read(
         .records()
         .names(
             &caller.tenant,
-            &participants_of(page.issues.iter().map(|i| &i.issue)),
+            &participants_of(page.issues.iter().map(|(i, _)| &i.issue)),
         )
         .await?;
-    let items = page
-        .issues
-        .into_iter()
-        .map(|i| InboxItem {
+    let items = page.issues.into_iter().map(|(i, after)| {
+        let item = InboxItem {
             issue: IssueView::inbox_summary(i.issue, &names),
             via: i.via,
-        })
-        .collect();
-    Ok(Json(List {
-        items,
-        next_cursor: page.next.map(|p| cursor.seal(&p)),
-    }))
+        };
+        (item, after)
+    });
+    render(items, page.next, cursor)
 }
 
 pub async fn my_issues(
@@ -91,7 +88,7 @@ pub async fn my_issues(
     caller: Caller,
     paging: Paging,
     Query(params): Query<HashMap<String, String>>,
-) -> ApiResult<Json<List<InboxItem>>> {
+) -> ApiResult<PageBody> {
     let mut errors = unknown_params(&params, &["state", "role"]);
     let state = parse_state(&params, &mut errors);
     let mut roles: Vec<Role> = Vec::new();
@@ -131,7 +128,7 @@ pub async fn team_issues(
     Path(team_id): Path<String>,
     paging: Paging,
     Query(params): Query<HashMap<String, String>>,
-) -> ApiResult<Json<List<InboxItem>>> {
+) -> ApiResult<PageBody> {
     let state = state_only(&params)?;
     let team_id: TeamId = path_id(&team_id)?;
     if app
@@ -154,7 +151,7 @@ pub async fn my_teams_issues(
     caller: Caller,
     paging: Paging,
     Query(params): Query<HashMap<String, String>>,
-) -> ApiResult<Json<List<InboxItem>>> {
+) -> ApiResult<PageBody> {
     let state = state_only(&params)?;
     // The caller's teams, read now: joining or leaving a team changes this list at once.
     let mut teams = BTreeMap::new();
@@ -165,7 +162,7 @@ pub async fn my_teams_issues(
             .records()
             .teams_of_user(&caller.tenant, &caller.user, None, start.as_ref())
             .await?;
-        teams.extend(page.items.into_iter().map(|t| (t.id.clone(), t)));
+        teams.extend(page.items.into_iter().map(|(t, _)| (t.id.clone(), t)));
         start = page.next;
         if start.is_none() {
             break;

@@ -9,6 +9,7 @@ mod grid;
 pub mod idempotency;
 mod inbox;
 mod issues;
+pub mod page;
 mod people;
 mod projects;
 pub(crate) mod views;

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::AppState;
 use super::extract::{Id, Ids, JsonBody, Paging};
-use super::views::List;
+use super::page::{PageBody, render};
 use super::{now, projects::created};
 use crate::auth::Caller;
 use crate::domain::ParticipantKind;
@@ -142,7 +142,7 @@ pub async fn list_members(
     caller: Caller,
     paging: Paging,
     Id(team_id): Id<TeamId>,
-) -> ApiResult<Json<List<UserView>>> {
+) -> ApiResult<PageBody> {
     team_of(&app, &caller.tenant, &team_id).await?;
     let cursor = paging.bind(format!("team_id={team_id}"));
     let start = cursor.start()?;
@@ -154,21 +154,17 @@ pub async fn list_members(
     let who = page
         .items
         .iter()
-        .map(|u| (ParticipantKind::User, u.to_string()))
+        .map(|(u, _)| (ParticipantKind::User, u.to_string()))
         .collect();
     let mut names = app.store.records().names(&caller.tenant, &who).await?;
-    let items = page
-        .items
-        .into_iter()
-        .map(|id| UserView {
+    let items = page.items.into_iter().map(|(id, after)| {
+        let user = UserView {
             display_name: names.remove(&(ParticipantKind::User, id.to_string())),
             id,
-        })
-        .collect();
-    Ok(Json(List {
-        items,
-        next_cursor: page.next.map(|p| cursor.seal(&p)),
-    }))
+        };
+        (user, after)
+    });
+    render(items, page.next, &cursor)
 }
 
 async fn teams_list(
@@ -176,7 +172,7 @@ async fn teams_list(
     caller: &Caller,
     user_id: &UserId,
     paging: &Paging,
-) -> ApiResult<Json<List<Team>>> {
+) -> ApiResult<PageBody> {
     let cursor = paging.bind(format!("user_id={user_id}"));
     let start = cursor.start()?;
     let page = app
@@ -184,17 +180,14 @@ async fn teams_list(
         .records()
         .teams_of_user(&caller.tenant, user_id, Some(paging.limit), start.as_ref())
         .await?;
-    Ok(Json(List {
-        items: page.items,
-        next_cursor: page.next.map(|p| cursor.seal(&p)),
-    }))
+    render(page.items, page.next, &cursor)
 }
 
 pub async fn my_teams(
     State(app): State<AppState>,
     caller: Caller,
     paging: Paging,
-) -> ApiResult<Json<List<Team>>> {
+) -> ApiResult<PageBody> {
     teams_list(&app, &caller, &caller.user, &paging).await
 }
 
@@ -203,7 +196,7 @@ pub async fn user_teams(
     caller: Caller,
     Path(user_id): Path<String>,
     paging: Paging,
-) -> ApiResult<Json<List<Team>>> {
+) -> ApiResult<PageBody> {
     let user_id = UserId::parse(&user_id).ok_or(ApiError::NotFound("user"))?;
     teams_list(&app, &caller, &user_id, &paging).await
 }

@@ -8,7 +8,8 @@ use axum::response::{IntoResponse, Response};
 use super::AppState;
 use super::extract::{Id, Ids, JsonBody, Paging, path_id};
 use super::now;
-use super::views::{List, ProjectWithFields};
+use super::page::{PageBody, render};
+use super::views::ProjectWithFields;
 use crate::auth::Caller;
 use crate::domain::ids::{FieldId, ProjectId};
 use crate::domain::{NewFieldBody, NewProjectBody, Project};
@@ -49,7 +50,7 @@ pub async fn list(
     State(app): State<AppState>,
     caller: Caller,
     paging: Paging,
-) -> ApiResult<Json<List<Project>>> {
+) -> ApiResult<PageBody> {
     let cursor = paging.bind("");
     let start = cursor.start()?;
     let page = app
@@ -57,10 +58,7 @@ pub async fn list(
         .records()
         .list_projects(&caller.tenant, paging.limit, start.as_ref())
         .await?;
-    Ok(Json(List {
-        items: page.items,
-        next_cursor: page.next.map(|p| cursor.seal(&p)),
-    }))
+    render(page.items, page.next, &cursor)
 }
 
 pub async fn get(
@@ -104,7 +102,7 @@ pub async fn list_fields(
     caller: Caller,
     paging: Paging,
     Id(project_id): Id<ProjectId>,
-) -> ApiResult<Json<List<crate::domain::values::FieldDef>>> {
+) -> ApiResult<PageBody> {
     let cursor = paging.bind(format!("project_id={project_id}"));
     let start = cursor.start()?;
     let page = app
@@ -124,10 +122,7 @@ pub async fn list_fields(
     {
         return Err(ApiError::NotFound(PROJECT));
     }
-    Ok(Json(List {
-        items: page.items,
-        next_cursor: page.next.map(|p| cursor.seal(&p)),
-    }))
+    render(page.items, page.next, &cursor)
 }
 
 pub async fn delete_field(

@@ -122,6 +122,31 @@ impl<'a> Query<'a> {
     }
 }
 
+impl Query<'_> {
+    /// The key attributes of the items this Query reads: the table's, and GSI1's when it reads
+    /// that index. An item's values of them are the `ExclusiveStartKey` that resumes right
+    /// after it: the `LastEvaluatedKey` DynamoDB gives when a page ends at that item.
+    fn key_names(&self) -> &'static [&'static str] {
+        if self.gsi1 {
+            &[keys::PK, keys::SK, keys::GSI1_PK, keys::GSI1_SK]
+        } else {
+            &[keys::PK, keys::SK]
+        }
+    }
+}
+
+/// `item`'s values of the key attributes `names`, as a position (every key attribute of ours
+/// is a string).
+fn key_of(item: &Item, names: &[&str]) -> Result<Position, StoreError> {
+    names
+        .iter()
+        .map(|&name| match item.get(name) {
+            Some(AttributeValue::S(s)) => Ok((name.to_string(), s.clone())),
+            _ => Err(StoreError::Corrupt(format!("an item without key {name}"))),
+        })
+        .collect()
+}
+
 impl<T> Page<T> {
     /// The page with each item mapped through `f` (the position stays).
     pub(crate) fn try_map<U, E>(self, f: impl FnMut(T) -> Result<U, E>) -> Result<Page<U>, E> {
@@ -133,16 +158,33 @@ impl<T> Page<T> {
 }
 
 impl Page<Item> {
-    /// The page's items read as `T` and mapped through `f`.
-    pub(crate) fn parse<T: serde::de::DeserializeOwned, U>(
+    /// The page's items read as `T` and mapped through `f`, each with its key (`names`, see
+    /// [`Query::key_names`]): the position that resumes right after it, for a list that ends
+    /// its page early.
+    fn parse_keyed<T: serde::de::DeserializeOwned, U>(
         self,
+        names: &[&str],
         f: impl Fn(T) -> U,
-    ) -> Result<Page<U>, StoreError> {
-        self.try_map(|i| serde_dynamo::from_item(i).map(&f).map_err(StoreError::from))
+    ) -> Result<Page<(U, Position)>, StoreError> {
+        self.try_map(|i| {
+            let key = key_of(&i, names)?;
+            Ok((f(serde_dynamo::from_item(i)?), key))
+        })
     }
 }
 
 impl Store {
+    /// One page of `query`, its items read as `T` and mapped through `f`, each with the
+    /// position that resumes right after it.
+    pub(crate) async fn query_keyed<T: serde::de::DeserializeOwned, U>(
+        &self,
+        query: Query<'_>,
+        f: impl Fn(T) -> U,
+    ) -> Result<Page<(U, Position)>, StoreError> {
+        let names = query.key_names();
+        self.query_page(query).await?.parse_keyed(names, f)
+    }
+
     /// Sends one Query: one page of items and, when DynamoDB stopped early (at the limit or
     /// at 1 MB), the position of the next.
     #[tracing::instrument(level = "debug", skip_all)]

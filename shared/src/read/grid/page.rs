@@ -24,11 +24,12 @@ pub struct PageRequest<'a> {
     pub start: Option<Position>,
 }
 
-/// A grid page: its issues in the column's order, and where the next one starts (`None`:
-/// the end).
+/// A grid page: its issues in the column's order, each with the position that resumes right
+/// after it (where a page the handler ends early resumes), and where the next one starts
+/// (`None`: the end).
 #[derive(Debug, Default)]
 pub struct GridPage {
-    pub issues: Vec<Issue>,
+    pub issues: Vec<(Issue, Position)>,
     pub next: Option<Position>,
 }
 
@@ -87,7 +88,10 @@ pub async fn page(store: &Store, request: PageRequest<'_>) -> Result<GridPage, S
         issues.truncate(fit);
     }
     Ok(GridPage {
-        issues: issues.into_iter().map(|(_, i)| i).collect(),
+        issues: issues
+            .into_iter()
+            .map(|(at, i)| (i, read.entries[at].position_after()))
+            .collect(),
         next,
     })
 }

@@ -77,10 +77,12 @@ pub struct InboxIssue {
     pub via: Vec<Participant>,
 }
 
-/// An inbox page: its issues, newest first, and where the next one starts (`None`: the end).
+/// An inbox page: its issues, newest first, each with the position that resumes right after
+/// it (where a page the handler ends early resumes), and where the next one starts (`None`:
+/// the end).
 #[derive(Debug, Default)]
 pub struct InboxPage {
-    pub issues: Vec<InboxIssue>,
+    pub issues: Vec<(InboxIssue, Position)>,
     pub next: Option<Position>,
 }
 
@@ -129,7 +131,10 @@ pub async fn page(store: &Store, request: InboxRequest<'_>) -> Result<InboxPage,
         issues.truncate(fit);
     }
     Ok(InboxPage {
-        issues: issues.into_iter().map(|(_, i)| i).collect(),
+        issues: issues
+            .into_iter()
+            .map(|(sk, i)| (i, position_after(sk)))
+            .collect(),
         next: cut.filter(|_| any_left).map(position_after),
     })
 }

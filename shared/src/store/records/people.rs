@@ -341,7 +341,8 @@ impl Records<'_> {
         Ok(tx == Tx::Committed)
     }
 
-    /// A page of a team's member ids: one Query of the team's partition.
+    /// A page of a team's member ids: one Query of the team's partition; each with the
+    /// position that resumes after it.
     #[tracing::instrument(skip_all, fields(op = "list_members"))]
     pub async fn list_members(
         &self,
@@ -349,18 +350,18 @@ impl Records<'_> {
         team_id: &TeamId,
         limit: i32,
         start: Option<&Position>,
-    ) -> Result<Page<UserId>, StoreError> {
+    ) -> Result<Page<(UserId, Position)>, StoreError> {
         let query = Query::partition(&self.store.records, keys::records::team_pk(tenant, team_id))
             .sk_begins_with(keys::records::MEMBER_SK_PREFIX)
             .limit(Some(limit))
             .after(start);
         self.store
-            .query_page(query)
-            .await?
-            .parse(|e: MemberEdge| e.user_id)
+            .query_keyed(query, |e: MemberEdge| e.user_id)
+            .await
     }
 
-    /// A page of a user's teams: one Query of the user's partition.
+    /// A page of a user's teams: one Query of the user's partition; each with the position
+    /// that resumes after it.
     #[tracing::instrument(skip_all, fields(op = "teams_of_user"))]
     pub async fn teams_of_user(
         &self,
@@ -368,19 +369,18 @@ impl Records<'_> {
         user_id: &UserId,
         limit: Option<i32>,
         start: Option<&Position>,
-    ) -> Result<Page<Team>, StoreError> {
+    ) -> Result<Page<(Team, Position)>, StoreError> {
         let query = Query::partition(&self.store.records, keys::records::user_pk(tenant, user_id))
             .sk_begins_with(keys::records::USER_TEAM_SK_PREFIX)
             .limit(limit)
             .consistent(true)
             .after(start);
         self.store
-            .query_page(query)
-            .await?
-            .parse(|e: UserTeamEdge| Team {
+            .query_keyed(query, |e: UserTeamEdge| Team {
                 id: e.team_id,
                 name: e.name,
                 created_at: e.created_at,
             })
+            .await
     }
 }

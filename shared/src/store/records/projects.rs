@@ -36,21 +36,21 @@ impl Records<'_> {
             .await
     }
 
-    /// A tenant's projects, by name (case-insensitive), a page at a time.
+    /// A tenant's projects, by name (case-insensitive), a page at a time; each with the
+    /// position that resumes after it.
     #[tracing::instrument(skip_all, fields(op = "list_projects"))]
     pub async fn list_projects(
         &self,
         tenant: &TenantId,
         limit: i32,
         start: Option<&Position>,
-    ) -> Result<Page<Project>, StoreError> {
+    ) -> Result<Page<(Project, Position)>, StoreError> {
         let query = Query::gsi1(&self.store.records, keys::records::projects_gsi1_pk(tenant))
             .limit(Some(limit))
             .after(start);
         self.store
-            .query_page(query)
-            .await?
-            .parse(|p: ProjectItem| p.project())
+            .query_keyed(query, |p: ProjectItem| p.project())
+            .await
     }
 
     /// The project item alone (strongly consistent).
@@ -107,7 +107,8 @@ impl Records<'_> {
         Ok(project.map(|p| (p, fields)))
     }
 
-    /// Field definitions of a project, in creation order (ids are ULIDs), a page at a time.
+    /// Field definitions of a project, in creation order (ids are ULIDs), a page at a time;
+    /// each with the position that resumes after it.
     #[tracing::instrument(skip_all, fields(op = "list_fields"))]
     pub async fn list_fields(
         &self,
@@ -115,7 +116,7 @@ impl Records<'_> {
         project_id: &ProjectId,
         limit: i32,
         start: Option<&Position>,
-    ) -> Result<Page<FieldDef>, StoreError> {
+    ) -> Result<Page<(FieldDef, Position)>, StoreError> {
         let query = Query::partition(
             &self.store.records,
             keys::records::project_pk(tenant, project_id),
@@ -123,7 +124,7 @@ impl Records<'_> {
         .sk_begins_with(keys::records::FIELD_SK_PREFIX)
         .limit(Some(limit))
         .after(start);
-        self.store.query_page(query).await?.parse(FieldItem::def)
+        self.store.query_keyed(query, FieldItem::def).await
     }
 
     /// Adds a field and counts it (and its definition's bytes) on the project in one
