@@ -137,6 +137,12 @@ const UNUSED_BUT_KEPT: &[(&str, &str, &str, &str)] = &[
     ),
     (
         "FieldJobFunction",
+        "sqs:SendMessage",
+        "FieldJobQueue",
+        "a job's next step, sent when its time runs low: this workload's jobs finish in one step; field_jobs.rs continues them",
+    ),
+    (
+        "FieldJobFunction",
         "dynamodb:GetItem",
         "table/{records}",
         "re-reads an issue changed while the job indexed it (a race), as the indexer does",
