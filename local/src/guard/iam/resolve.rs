@@ -162,6 +162,17 @@ impl Resolver<'_> {
                 .cloned()
                 .with_context(|| format!("no local stream for {id}")),
             (Some("AWS::SQS::Queue"), "Arn") => Ok(queue_arn(id)),
+            // The group's ARN as CloudFormation gives it: with `:*`, so it covers its streams.
+            (Some("AWS::Logs::LogGroup"), "Arn") => {
+                let name = self
+                    .resource(id)
+                    .and_then(|r| r.get("Properties")?.get("LogGroupName"))
+                    .with_context(|| format!("{id} has no LogGroupName"))?;
+                let name = scalar(&self.value(name)?);
+                Ok(format!(
+                    "arn:aws:logs:{REGION}:{ACCOUNT}:log-group:{name}:*"
+                ))
+            }
             (kind, _) => {
                 bail!("!GetAtt {id}.{attribute} ({kind:?}) is not implemented by the local guard")
             }
@@ -312,7 +323,7 @@ impl Resolver<'_> {
 }
 
 /// `!Fn args` or `{ "Fn::Fn": args }` (`Ref` and `Condition` without `Fn::`).
-fn intrinsic(v: &Value) -> Option<(String, &Value)> {
+pub(super) fn intrinsic(v: &Value) -> Option<(String, &Value)> {
     match v {
         Value::Tagged(t) => Some((
             t.tag.to_string().trim_start_matches('!').to_string(),
