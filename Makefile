@@ -83,7 +83,7 @@ deploy: build ## sam deploy: --guided the first time (answers saved to samconfig
 	  PATH="$(abspath $(BIN)):$$PATH" $(BIN)/sam deploy --guided --capabilities CAPABILITY_IAM; \
 	fi
 
-delete: $(STAMP) ## sam delete: the stack and everything in it but the two tables (retained)
+delete: $(STAMP) ## sam delete: the stack and everything in it but the two tables (retained and deletion-protected)
 	$(BIN)/sam delete
 
 invoke: build ## sam local invoke (needs Docker): make invoke FN=IssuesFunction EVENT=events/issues-get.json

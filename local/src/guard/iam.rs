@@ -1,6 +1,7 @@
-//! IAM on the local stack: each function's policy from `template.yaml` (its `Policies`, and
-//! what SAM adds for its events), and AWS's evaluation of it: an explicit `Deny` wins, else an
-//! `Allow` whose action and resource patterns match, else the implicit deny.
+//! IAM on the local stack: each function's policy from `template.yaml` (the inline policies of
+//! its own `Role`, or else its `Policies` and what SAM adds for its events), and AWS's
+//! evaluation of it: an explicit `Deny` wins, else an `Allow` whose action and resource
+//! patterns match, else the implicit deny.
 //!
 //! Every check that passes is recorded process-wide ([`used`]), so a test can compare what a
 //! workload used against what the template grants.
@@ -11,31 +12,9 @@ use std::sync::{Arc, Mutex};
 use anyhow::{Context, Result, bail};
 use serde_yaml_ng::{Mapping, Value};
 
-/// The actions of SAM's DynamoDB policy templates, as policy_templates.json lists them.
-const SAM_DYNAMODB_READ: [&str; 5] = [
-    "dynamodb:GetItem",
-    "dynamodb:Scan",
-    "dynamodb:Query",
-    "dynamodb:BatchGetItem",
-    "dynamodb:DescribeTable",
-];
-const SAM_DYNAMODB_CRUD: [&str; 10] = [
-    "dynamodb:GetItem",
-    "dynamodb:DeleteItem",
-    "dynamodb:PutItem",
-    "dynamodb:Scan",
-    "dynamodb:Query",
-    "dynamodb:UpdateItem",
-    "dynamodb:BatchWriteItem",
-    "dynamodb:BatchGetItem",
-    "dynamodb:DescribeTable",
-    "dynamodb:ConditionCheckItem",
-];
-const SAM_DYNAMODB_WRITE: [&str; 3] = [
-    "dynamodb:PutItem",
-    "dynamodb:UpdateItem",
-    "dynamodb:BatchWriteItem",
-];
+mod resolve;
+
+use resolve::Resolver;
 
 /// The account and region every local ARN names.
 pub const ACCOUNT: &str = "123456789012";
@@ -106,12 +85,11 @@ pub fn used() -> BTreeSet<(String, String, String)> {
 }
 
 impl Policy {
+    /// A principal's policy; its caller is the role SAM would name for it (`{principal}Role`).
     pub fn new(principal: &str, statements: Vec<Statement>) -> Self {
         Self {
             principal: principal.to_string(),
-            caller_arn: format!(
-                "arn:aws:sts::{ACCOUNT}:assumed-role/{STACK}-{principal}Role-LOCAL/{STACK}-{principal}"
-            ),
+            caller_arn: caller_arn(&format!("{principal}Role"), principal),
             statements,
         }
     }
@@ -179,6 +157,11 @@ impl Policy {
     }
 }
 
+/// The session of `role` (its logical id) that runs `function`, as AWS names it.
+fn caller_arn(role: &str, function: &str) -> String {
+    format!("arn:aws:sts::{ACCOUNT}:assumed-role/{STACK}-{role}-LOCAL/{STACK}-{function}")
+}
+
 /// IAM's wildcard match: `*` any run of characters, `?` any one.
 pub fn wildcard(pattern: &str, value: &str) -> bool {
     let (p, v): (Vec<char>, Vec<char>) = (pattern.chars().collect(), value.chars().collect());
@@ -242,75 +225,138 @@ pub fn function_policies(template: &str, local: &Local) -> Result<BTreeMap<Strin
         .collect()
 }
 
-/// One function's policy: its `Policies` and what SAM adds for its events.
+/// One function's policy: what its execution role grants. Its own `Role`, an
+/// `AWS::IAM::Role` of the template, when it names one (SAM then generates no role, so adds
+/// nothing for its events and ignores `Policies`); else the role SAM generates.
 pub fn function_policy(template: &str, function: &str, local: &Local) -> Result<Policy> {
     let doc = document(template)?;
     let r = Resolver { doc: &doc, local };
     let props = &resources(&doc)?
         .get(function)
         .with_context(|| format!("no function {function} in template.yaml"))?["Properties"];
+    let Some(role) = props.get("Role") else {
+        return Ok(Policy::new(function, sam_role(&r, function, props)?));
+    };
+    if props.get("Policies").is_some() {
+        bail!("{function} has a Role and Policies: SAM ignores Policies when Role is set");
+    }
+    let role = role_id(role).with_context(|| {
+        format!("{function}'s Role: only !GetAtt <role>.Arn of an AWS::IAM::Role in the template is known to the local guard")
+    })?;
+    let mut policy = Policy::new(function, role_statements(&r, role)?);
+    policy.caller_arn = caller_arn(role, function);
+    Ok(policy)
+}
+
+/// The role SAM generates for a function: its `Policies` and what SAM adds for its events.
+fn sam_role(r: &Resolver, function: &str, props: &Value) -> Result<Vec<Statement>> {
     let mut statements = Vec::new();
-    if let Some(Value::Sequence(policies)) = props.get("Policies") {
-        for p in policies {
-            statements.extend(
-                r.policy(p)
-                    .with_context(|| format!("{function}'s Policies"))?,
-            );
-        }
-    } else if let Some(p) = props.get("Policies") {
+    let policies = match props.get("Policies") {
+        Some(Value::Sequence(policies)) => policies.clone(),
+        Some(one) => vec![one.clone()],
+        None => Vec::new(),
+    };
+    for p in &policies {
         statements.extend(
             r.policy(p)
                 .with_context(|| format!("{function}'s Policies"))?,
         );
     }
-    if let Some(Value::Mapping(events)) = props.get("Events") {
-        for (_, event) in events {
-            let kind = event.get("Type").and_then(Value::as_str).unwrap_or("");
-            match kind {
-                "DynamoDB" => {
-                    // The managed policy SAM attaches (its CloudWatch Logs actions aside: the
-                    // local stack does not emulate Logs).
+    let Some(Value::Mapping(events)) = props.get("Events") else {
+        return Ok(statements);
+    };
+    for (_, event) in events {
+        match event.get("Type").and_then(Value::as_str).unwrap_or("") {
+            "DynamoDB" => {
+                // The managed policy SAM attaches (its CloudWatch Logs actions aside: the
+                // local stack does not emulate Logs).
+                statements.push(allow(
+                    &[
+                        "dynamodb:DescribeStream",
+                        "dynamodb:GetRecords",
+                        "dynamodb:GetShardIterator",
+                        "dynamodb:ListStreams",
+                    ],
+                    vec!["*".into()],
+                    "AWSLambdaDynamoDBExecutionRole (SAM, DynamoDB event)",
+                ));
+                let on_failure = &event["Properties"]["DestinationConfig"]["OnFailure"];
+                if on_failure["Type"].as_str() == Some("SQS") {
+                    let queue = r.strings(&on_failure["Destination"])?;
                     statements.push(allow(
-                        &[
-                            "dynamodb:DescribeStream",
-                            "dynamodb:GetRecords",
-                            "dynamodb:GetShardIterator",
-                            "dynamodb:ListStreams",
-                        ],
-                        vec!["*".into()],
-                        "AWSLambdaDynamoDBExecutionRole (SAM, DynamoDB event)",
+                        &["sqs:SendMessage"],
+                        queue,
+                        "SQSSendMessagePolicy (SAM, OnFailure destination)",
                     ));
-                    let on_failure = &event["Properties"]["DestinationConfig"]["OnFailure"];
-                    if on_failure["Type"].as_str() == Some("SQS") {
-                        let queue = r.strings(&on_failure["Destination"])?;
-                        statements.push(allow(
-                            &["sqs:SendMessage"],
-                            queue,
-                            "SQSSendMessagePolicy (SAM, OnFailure destination)",
-                        ));
-                    } else if !on_failure.is_null() {
-                        bail!("{function}: OnFailure destination type not implemented locally");
-                    }
+                } else if !on_failure.is_null() {
+                    bail!("{function}: OnFailure destination type not implemented locally");
                 }
-                "SQS" => {
-                    // The managed policy SAM attaches for an SQS event source: the mapping
-                    // receives and deletes with the function's role.
-                    statements.push(allow(
-                        &[
-                            "sqs:ReceiveMessage",
-                            "sqs:DeleteMessage",
-                            "sqs:GetQueueAttributes",
-                        ],
-                        vec!["*".into()],
-                        "AWSLambdaSQSQueueExecutionRole (SAM, SQS event)",
-                    ));
-                }
-                "Api" => {}
-                other => bail!("{function}: events of type {other} not implemented by the guard"),
             }
+            "SQS" => {
+                // The managed policy SAM attaches for an SQS event source: the mapping
+                // receives and deletes with the function's role.
+                statements.push(allow(
+                    &[
+                        "sqs:ReceiveMessage",
+                        "sqs:DeleteMessage",
+                        "sqs:GetQueueAttributes",
+                    ],
+                    vec!["*".into()],
+                    "AWSLambdaSQSQueueExecutionRole (SAM, SQS event)",
+                ));
+            }
+            "Api" => {}
+            other => bail!("{function}: events of type {other} not implemented by the guard"),
         }
     }
-    Ok(Policy::new(function, statements))
+    Ok(statements)
+}
+
+/// The logical id `X` of `!GetAtt X.Arn`.
+fn role_id(role: &Value) -> Option<&str> {
+    let (f, args) = resolve::intrinsic(role)?;
+    if f != "GetAtt" {
+        return None;
+    }
+    match args {
+        Value::String(s) => s.strip_suffix(".Arn"),
+        Value::Sequence(a) if a.len() == 2 && a[1].as_str() == Some("Arn") => a[0].as_str(),
+        _ => None,
+    }
+}
+
+/// The statements of the template's role `id`: its inline `Policies`. A managed policy or a
+/// permissions boundary is refused: the guard cannot know what it grants.
+fn role_statements(r: &Resolver, id: &str) -> Result<Vec<Statement>> {
+    let role = r
+        .doc
+        .get("Resources")
+        .and_then(|res| res.get(id))
+        .filter(|res| res.get("Type").and_then(Value::as_str) == Some("AWS::IAM::Role"))
+        .with_context(|| format!("no AWS::IAM::Role {id} in template.yaml"))?;
+    let props = &role["Properties"];
+    for unknown in ["ManagedPolicyArns", "PermissionsBoundary"] {
+        if props.get(unknown).is_some() {
+            bail!("{id}'s {unknown}: not known to the local guard (write its statements inline)");
+        }
+    }
+    let mut statements = Vec::new();
+    for p in props
+        .get("Policies")
+        .and_then(Value::as_sequence)
+        .with_context(|| format!("{id} has no Policies"))?
+    {
+        let name = p.get("PolicyName").and_then(Value::as_str).unwrap_or("");
+        let document = p
+            .get("PolicyDocument")
+            .with_context(|| format!("{id}'s policy {name} has no PolicyDocument"))?;
+        let origin = format!("{id} (its policy {name})");
+        statements.extend(
+            statements_of(document, &origin, &mut |v| r.value(v))
+                .with_context(|| format!("{id}'s policy {name}"))?,
+        );
+    }
+    Ok(statements)
 }
 
 fn allow(actions: &[&str], resources: Vec<String>, origin: &str) -> Statement {
@@ -394,314 +440,6 @@ fn statements_of(
     Ok(out)
 }
 
-/// Resolves the template's intrinsic functions as the local stack deploys it: parameters at
-/// their defaults (so `CreateCursorSecret` and `CreateUserPool` hold), tables under their
-/// local names.
-struct Resolver<'a> {
-    doc: &'a Value,
-    local: &'a Local,
-}
-
-impl Resolver<'_> {
-    fn policy(&self, p: &Value) -> Result<Vec<Statement>> {
-        match p {
-            Value::Mapping(m) if m.contains_key("Statement") => {
-                statements_of(p, "Policies", &mut |v| self.value(v))
-            }
-            Value::Mapping(m) if m.len() == 1 => {
-                let (name, args) = m.iter().next().context("empty policy")?;
-                let name = name.as_str().context("a policy template's name")?;
-                self.sam_template(name, args)
-            }
-            Value::String(name) => bail!(
-                "managed policy {name}: not known to the local guard (add its statements to guard/iam.rs)"
-            ),
-            other => bail!("a policy the local guard cannot read: {other:?}"),
-        }
-    }
-
-    /// The SAM policy templates (policy_templates.json), those with DynamoDB, SQS and
-    /// Secrets Manager actions.
-    fn sam_template(&self, name: &str, args: &Value) -> Result<Vec<Statement>> {
-        let arg = |k: &str| -> Result<String> {
-            let v = self.value(args.get(k).with_context(|| format!("{name} without {k}"))?)?;
-            v.as_str()
-                .map(str::to_string)
-                .with_context(|| format!("{name}'s {k}"))
-        };
-        let table = |t: &str| {
-            let arn = table_arn(t);
-            vec![arn.clone(), format!("{arn}/index/*")]
-        };
-        let (actions, resources): (&[&str], Vec<String>) = match name {
-            "DynamoDBReadPolicy" => (&SAM_DYNAMODB_READ, table(&arg("TableName")?)),
-            "DynamoDBCrudPolicy" => (&SAM_DYNAMODB_CRUD, table(&arg("TableName")?)),
-            "DynamoDBWritePolicy" => (&SAM_DYNAMODB_WRITE, table(&arg("TableName")?)),
-            "SQSSendMessagePolicy" => (
-                &["sqs:SendMessage*"],
-                vec![format!(
-                    "arn:aws:sqs:{REGION}:{ACCOUNT}:{}",
-                    arg("QueueName")?
-                )],
-            ),
-            "AWSSecretsManagerGetSecretValuePolicy" => {
-                (&["secretsmanager:GetSecretValue"], vec![arg("SecretArn")?])
-            }
-            other => bail!("SAM policy template {other} is not implemented by the local guard"),
-        };
-        let origin = format!("{name} (SAM policy template)");
-        Ok(vec![allow(actions, resources, &origin)])
-    }
-
-    fn resource(&self, id: &str) -> Option<&Value> {
-        self.doc.get("Resources")?.get(id)
-    }
-
-    fn resource_type(&self, id: &str) -> Option<&str> {
-        self.resource(id)?.get("Type")?.as_str()
-    }
-
-    /// `!Ref id`.
-    fn reference(&self, id: &str) -> Result<Value> {
-        match id {
-            "AWS::Region" => return Ok(Value::String(REGION.into())),
-            "AWS::AccountId" => return Ok(Value::String(ACCOUNT.into())),
-            "AWS::Partition" => return Ok(Value::String("aws".into())),
-            "AWS::StackName" => return Ok(Value::String(STACK.into())),
-            "AWS::URLSuffix" => return Ok(Value::String("amazonaws.com".into())),
-            "AWS::NoValue" => return Ok(Value::Null),
-            _ => {}
-        }
-        if let Some(p) = self.doc.get("Parameters").and_then(|p| p.get(id)) {
-            let default = match p.get("Default") {
-                Some(Value::Number(n)) => n.to_string(),
-                Some(Value::String(s)) => s.clone(),
-                Some(Value::Bool(b)) => b.to_string(),
-                _ => String::new(),
-            };
-            if p.get("Type").and_then(Value::as_str) == Some("CommaDelimitedList") {
-                return Ok(Value::Sequence(
-                    default
-                        .split(',')
-                        .map(|s| Value::String(s.into()))
-                        .collect(),
-                ));
-            }
-            return Ok(Value::String(default));
-        }
-        let name = format!("{STACK}-{id}");
-        Ok(Value::String(match self.resource_type(id) {
-            Some("AWS::DynamoDB::Table") => self
-                .local
-                .tables
-                .get(id)
-                .cloned()
-                .with_context(|| format!("no local table for {id}"))?,
-            Some("AWS::SecretsManager::Secret") => {
-                format!("arn:aws:secretsmanager:{REGION}:{ACCOUNT}:secret:{name}")
-            }
-            Some("AWS::SQS::Queue") => {
-                format!("https://sqs.{REGION}.amazonaws.com/{ACCOUNT}/{name}")
-            }
-            Some(_) => name,
-            None => bail!("!Ref {id}: no such parameter or resource"),
-        }))
-    }
-
-    /// `!GetAtt id.attribute`.
-    fn get_att(&self, id: &str, attribute: &str) -> Result<String> {
-        match (self.resource_type(id), attribute) {
-            (Some("AWS::DynamoDB::Table"), "Arn") => Ok(table_arn(
-                self.local
-                    .tables
-                    .get(id)
-                    .with_context(|| format!("no local table for {id}"))?,
-            )),
-            (Some("AWS::DynamoDB::Table"), "StreamArn") => self
-                .local
-                .streams
-                .get(id)
-                .cloned()
-                .with_context(|| format!("no local stream for {id}")),
-            (Some("AWS::SQS::Queue"), "Arn") => Ok(queue_arn(id)),
-            (kind, _) => {
-                bail!("!GetAtt {id}.{attribute} ({kind:?}) is not implemented by the local guard")
-            }
-        }
-    }
-
-    fn condition(&self, name: &str) -> Result<bool> {
-        let c = self
-            .doc
-            .get("Conditions")
-            .and_then(|c| c.get(name))
-            .with_context(|| format!("no condition {name}"))?;
-        self.truth(c)
-    }
-
-    fn truth(&self, v: &Value) -> Result<bool> {
-        let (f, args) = intrinsic(v).with_context(|| format!("not a condition: {v:?}"))?;
-        let list = |args: &Value| -> Result<Vec<Value>> {
-            Ok(args
-                .as_sequence()
-                .context("a condition's arguments")?
-                .clone())
-        };
-        let truths = |conditions: Vec<Value>| -> Result<Vec<bool>> {
-            conditions.iter().map(|c| self.truth(c)).collect()
-        };
-        Ok(match f.as_str() {
-            "Equals" => {
-                let a = list(args)?;
-                anyhow::ensure!(a.len() == 2, "Equals takes two values");
-                scalar(&self.value(&a[0])?) == scalar(&self.value(&a[1])?)
-            }
-            "Not" => !self.truth(list(args)?.first().context("Not takes one")?)?,
-            // Every operand is evaluated before combining, so an error in any one is reported.
-            "And" => truths(list(args)?)?.into_iter().all(|b| b),
-            "Or" => truths(list(args)?)?.into_iter().any(|b| b),
-            "Condition" => self.condition(args.as_str().context("Condition's name")?)?,
-            other => bail!("{other} is not a condition function"),
-        })
-    }
-
-    /// A value with every intrinsic function resolved.
-    fn value(&self, v: &Value) -> Result<Value> {
-        if let Some((f, args)) = intrinsic(v) {
-            return self.resolve(&f, args);
-        }
-        match v {
-            Value::Sequence(items) => Ok(Value::Sequence(
-                items
-                    .iter()
-                    .map(|i| self.value(i))
-                    .collect::<Result<Vec<_>>>()?
-                    .into_iter()
-                    .filter(|i| !i.is_null())
-                    .collect(),
-            )),
-            Value::Mapping(m) => {
-                let mut out = Mapping::new();
-                for (k, v) in m {
-                    out.insert(k.clone(), self.value(v)?);
-                }
-                Ok(Value::Mapping(out))
-            }
-            other => Ok(other.clone()),
-        }
-    }
-
-    /// The intrinsic function `f` (`Ref`, `GetAtt`, `Sub`, `If`, `Join`) applied to `args`.
-    fn resolve(&self, f: &str, args: &Value) -> Result<Value> {
-        match f {
-            "Ref" => self.reference(args.as_str().context("!Ref takes a name")?),
-            "GetAtt" => {
-                let (id, attribute) = match args {
-                    Value::String(s) => s.split_once('.').context("!GetAtt X.Attribute")?,
-                    Value::Sequence(a) if a.len() == 2 => (
-                        a[0].as_str().context("!GetAtt")?,
-                        a[1].as_str().context("!GetAtt")?,
-                    ),
-                    _ => bail!("!GetAtt {args:?}"),
-                };
-                Ok(Value::String(self.get_att(id, attribute)?))
-            }
-            "Sub" => {
-                let (text, vars) = match args {
-                    Value::String(s) => (s.clone(), Mapping::new()),
-                    Value::Sequence(a) if a.len() == 2 => (
-                        a[0].as_str().context("!Sub's string")?.to_string(),
-                        a[1].as_mapping().cloned().unwrap_or_default(),
-                    ),
-                    _ => bail!("!Sub {args:?}"),
-                };
-                Ok(Value::String(self.sub(&text, &vars)?))
-            }
-            "If" => {
-                let a = args.as_sequence().context("!If takes a list")?;
-                anyhow::ensure!(a.len() == 3, "!If takes three values");
-                let cond = self.condition(a[0].as_str().context("!If's condition")?)?;
-                self.value(if cond { &a[1] } else { &a[2] })
-            }
-            "Join" => {
-                let a = args.as_sequence().context("!Join takes a list")?;
-                anyhow::ensure!(a.len() == 2, "!Join takes two values");
-                let sep = a[0].as_str().context("!Join's separator")?;
-                let parts = match self.value(&a[1])? {
-                    Value::Sequence(p) => p,
-                    other => bail!("!Join of {other:?}"),
-                };
-                let parts = parts.iter().map(scalar).collect::<Vec<_>>();
-                Ok(Value::String(parts.join(sep)))
-            }
-            other => bail!("!{other} is not implemented by the local guard"),
-        }
-    }
-
-    fn strings(&self, v: &Value) -> Result<Vec<String>> {
-        match self.value(v)? {
-            Value::String(s) => Ok(vec![s]),
-            Value::Sequence(s) => Ok(s.iter().map(scalar).collect()),
-            other => bail!("not a string: {other:?}"),
-        }
-    }
-
-    /// `${Name}` and `${Name.Attribute}` in `!Sub`'s text.
-    fn sub(&self, text: &str, vars: &Mapping) -> Result<String> {
-        let mut out = String::new();
-        let mut rest = text;
-        while let Some(start) = rest.find("${") {
-            out.push_str(&rest[..start]);
-            let after = &rest[start + 2..];
-            let end = after.find('}').context("!Sub: an unclosed ${")?;
-            let name = &after[..end];
-            if let Some(literal) = name.strip_prefix('!') {
-                out.push_str("${");
-                out.push_str(literal);
-                out.push('}');
-            } else if let Some(v) = vars.get(name) {
-                out.push_str(&scalar(&self.value(v)?));
-            } else if let Some((id, attribute)) = name.split_once('.') {
-                out.push_str(&self.get_att(id, attribute)?);
-            } else {
-                out.push_str(&scalar(&self.reference(name)?));
-            }
-            rest = &after[end + 1..];
-        }
-        out.push_str(rest);
-        Ok(out)
-    }
-}
-
-/// `!Fn args` or `{ "Fn::Fn": args }` (`Ref` and `Condition` without `Fn::`).
-fn intrinsic(v: &Value) -> Option<(String, &Value)> {
-    match v {
-        Value::Tagged(t) => Some((
-            t.tag.to_string().trim_start_matches('!').to_string(),
-            &t.value,
-        )),
-        Value::Mapping(m) if m.len() == 1 => {
-            let (k, args) = m.iter().next()?;
-            let k = k.as_str()?;
-            match k {
-                "Ref" | "Condition" => Some((k.to_string(), args)),
-                _ => k.strip_prefix("Fn::").map(|f| (f.to_string(), args)),
-            }
-        }
-        _ => None,
-    }
-}
-
-fn scalar(v: &Value) -> String {
-    match v {
-        Value::String(s) => s.clone(),
-        Value::Number(n) => n.to_string(),
-        Value::Bool(b) => b.to_string(),
-        Value::Sequence(items) => items.iter().map(scalar).collect::<Vec<_>>().join(","),
-        _ => String::new(),
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -716,16 +454,19 @@ mod tests {
         assert!(wildcard("*", ""));
     }
 
-    #[test]
-    fn every_function_of_the_template_has_a_policy() {
-        let local = Local {
+    fn local() -> Local {
+        Local {
             tables: [("RecordsTable", "records"), ("IndexTable", "index")]
                 .into_iter()
                 .map(|(a, b)| (a.to_string(), b.to_string()))
                 .collect(),
             streams: [("RecordsTable".to_string(), "arn:stream".to_string())].into(),
-        };
-        let policies = function_policies(crate::template::TEMPLATE, &local).unwrap();
+        }
+    }
+
+    #[test]
+    fn every_function_of_the_template_has_a_policy() {
+        let policies = function_policies(crate::template::TEMPLATE, &local()).unwrap();
         assert!(policies.len() >= 6, "{:?}", policies.keys());
         let indexer = &policies["IndexerFunction"];
         assert!(indexer.check("dynamodb:GetRecords", "arn:stream").is_ok());
@@ -738,6 +479,119 @@ mod tests {
             "{}",
             denied.message()
         );
+    }
+
+    /// The indexer and the field job run with roles of their own, not SAM's: their policies
+    /// are those roles' statements, and the stream and queue actions SAM's managed policies
+    /// would grant on every resource are granted on their own stream and queue only.
+    #[test]
+    fn the_indexer_and_field_job_policies_are_their_roles_with_their_own_stream_and_queue() {
+        let policies = function_policies(crate::template::TEMPLATE, &local()).unwrap();
+        for (function, role) in [
+            ("IndexerFunction", "IndexerFunctionRole"),
+            ("FieldJobFunction", "FieldJobFunctionRole"),
+        ] {
+            let policy = &policies[function];
+            assert!(!policy.statements.is_empty(), "{function}");
+            for s in &policy.statements {
+                assert!(s.origin.starts_with(role), "{function}: {s:?}");
+            }
+            assert!(
+                policy
+                    .caller_arn
+                    .contains(&format!("assumed-role/{STACK}-{role}-")),
+                "{}",
+                policy.caller_arn
+            );
+            let logs = format!(
+                "arn:aws:logs:{REGION}:{ACCOUNT}:log-group:/aws/lambda/{STACK}-{}:log-stream:x",
+                function.trim_end_matches("Function").to_lowercase()
+            );
+            assert!(policy.check("logs:PutLogEvents", &logs).is_ok(), "{logs}");
+            let other_group = logs.replace("/aws/lambda/", "/aws/lambda/other-");
+            assert!(policy.check("logs:PutLogEvents", &other_group).is_err());
+        }
+        let other_stream = "arn:aws:dynamodb:us-east-1:123456789012:table/other/stream/x";
+        let other_queue = queue_arn("OtherQueue");
+        let stream_actions = [
+            "dynamodb:DescribeStream",
+            "dynamodb:GetRecords",
+            "dynamodb:GetShardIterator",
+            "dynamodb:ListStreams",
+        ];
+        let queue_actions = [
+            "sqs:ReceiveMessage",
+            "sqs:DeleteMessage",
+            "sqs:GetQueueAttributes",
+        ];
+        let indexer = &policies["IndexerFunction"];
+        let job = &policies["FieldJobFunction"];
+        for action in stream_actions {
+            assert!(indexer.check(action, "arn:stream").is_ok(), "{action}");
+        }
+        for action in queue_actions {
+            assert!(
+                job.check(action, &queue_arn("FieldJobQueue")).is_ok(),
+                "{action}"
+            );
+            assert!(
+                job.check(action, &queue_arn("FieldJobDeadLetterQueue"))
+                    .is_err()
+            );
+        }
+        // No function reads another stream or takes from another queue.
+        for (function, policy) in &policies {
+            for action in stream_actions {
+                assert!(policy.check(action, other_stream).is_err(), "{function}");
+            }
+            for action in queue_actions {
+                assert!(policy.check(action, &other_queue).is_err(), "{function}");
+            }
+        }
+    }
+
+    /// SAM ignores `Policies` beside a `Role`, and a managed policy's statements are unknown
+    /// here: both are refused rather than read as granting something they do not.
+    #[test]
+    fn a_role_beside_policies_or_with_a_managed_policy_is_refused() {
+        let template = |function_extra: &str, role_extra: &str| {
+            format!(
+                "Resources:
+  F:
+    Type: AWS::Serverless::Function
+    Properties:
+      Role: !GetAtt R.Arn{function_extra}
+  R:
+    Type: AWS::IAM::Role
+    Properties:{role_extra}
+      Policies:
+        - PolicyName: p
+          PolicyDocument:
+            Statement:
+              - Effect: Allow
+                Action: sqs:SendMessage
+                Resource: !GetAtt Q.Arn
+  Q:
+    Type: AWS::SQS::Queue
+"
+            )
+        };
+        let read = |t: String| function_policy(&t, "F", &local());
+        let policy = read(template("", "")).unwrap();
+        assert!(policy.check("sqs:SendMessage", &queue_arn("Q")).is_ok());
+        assert!(
+            policy
+                .caller_arn
+                .contains("assumed-role/gridline-R-LOCAL/gridline-F")
+        );
+        let both = "\n      Policies:\n        - Statement: []";
+        let err = read(template(both, "")).unwrap_err();
+        assert!(format!("{err:#}").contains("ignores Policies"), "{err:#}");
+        let managed = "\n      ManagedPolicyArns: [arn:aws:iam::aws:policy/ReadOnlyAccess]";
+        let err = read(template("", managed)).unwrap_err();
+        assert!(format!("{err:#}").contains("ManagedPolicyArns"), "{err:#}");
+        let elsewhere = template("", "").replace("!GetAtt R.Arn", "arn:aws:iam::1:role/x");
+        assert!(read(elsewhere).is_err());
     }
 
     #[test]

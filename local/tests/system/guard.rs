@@ -1,5 +1,6 @@
-//! The local IAM guard: each function's AWS clients are held to its `Policies` in
-//! `template.yaml`, as AWS holds them, and the template grants nothing that no route uses.
+//! The local IAM guard: each function's AWS clients are held to its role's grants in
+//! `template.yaml` (its own `Role`'s, or its `Policies` and what SAM adds), as AWS holds them,
+//! and the template grants nothing that no route uses.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -126,14 +127,63 @@ const UNUSED_BUT_KEPT: &[(&str, &str, &str, &str)] = &[
     (
         "IndexerFunction",
         "dynamodb:ListStreams",
+        // The records table's stream, whatever the engine names it.
+        "",
+        "Lambda's stream poller's, one of the four actions AWS documents for it; the local poller lists no streams",
+    ),
+    (
         "*",
-        "SAM's AWSLambdaDynamoDBExecutionRole for the stream event, not ours to narrow",
+        "logs:CreateLogStream",
+        "",
+        "Lambda writes the function's log (its own role's grant); the local stack has no CloudWatch Logs",
+    ),
+    (
+        "*",
+        "logs:PutLogEvents",
+        "",
+        "Lambda writes the function's log (its own role's grant); the local stack has no CloudWatch Logs",
+    ),
+    (
+        "*",
+        "xray:PutTraceSegments",
+        "*",
+        "active tracing (its own role's grant); the local stack has no X-Ray",
+    ),
+    (
+        "*",
+        "xray:PutTelemetryRecords",
+        "*",
+        "active tracing (its own role's grant); the local stack has no X-Ray",
+    ),
+    (
+        "*",
+        "xray:GetSamplingRules",
+        "*",
+        "active tracing (its own role's grant); the local stack has no X-Ray",
+    ),
+    (
+        "*",
+        "xray:GetSamplingTargets",
+        "*",
+        "active tracing (its own role's grant); the local stack has no X-Ray",
+    ),
+    (
+        "*",
+        "xray:GetSamplingStatisticSummaries",
+        "*",
+        "active tracing (its own role's grant); the local stack has no X-Ray",
     ),
     (
         "IndexerFunction",
         "dynamodb:GetItem",
         "table/{records}",
         "re-reads an issue changed while its entries were written (a race), and reindex_issue",
+    ),
+    (
+        "FieldJobFunction",
+        "sqs:SendMessage",
+        "FieldJobQueue",
+        "a job's next step, sent when its time runs low: this workload's jobs finish in one step; field_jobs.rs continues them",
     ),
     (
         "FieldJobFunction",
@@ -151,8 +201,8 @@ const UNUSED_BUT_KEPT: &[(&str, &str, &str, &str)] = &[
     (
         "FieldJobFunction",
         "sqs:GetQueueAttributes",
-        "*",
-        "SAM's AWSLambdaSQSQueueExecutionRole for the SQS event, not ours to narrow",
+        "FieldJobQueue",
+        "the SQS event source mapping's, on its own queue; the local worker reads no attributes",
     ),
 ];
 
