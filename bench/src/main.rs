@@ -612,6 +612,10 @@ pub(crate) const ALL_STATES: &str = "grid page by custom field, every state";
 
 /// The row of a grid page whose issues involve a team of 12 people.
 pub(crate) const TEAM_OF_12: &str = "grid page by custom field, people from a team of 12";
+/// The row of one issue create.
+pub(crate) const CREATE: &str = "create issue";
+/// The row of 50 creates at once on one project (per create).
+pub(crate) const CREATE_50: &str = "create issue, 50 at once";
 
 /// A grid page of 50 by a custom field in a project of 1,000 issues whose people are a team
 /// of 12 and 2 teams (another tenant, seeded and indexed here), beside the seed's mix of 50
@@ -658,7 +662,7 @@ async fn issue_patterns(
     );
     timed!(
         rows,
-        "create issue",
+        CREATE,
         measure(&env.meter, s, |i| {
             let path = format!("/projects/{p}/issues");
             let body = json!({"title": format!("bench {i}"), "fields": {points: i}});
@@ -666,6 +670,7 @@ async fn issue_patterns(
         })
         .await?,
     );
+    timed!(rows, CREATE_50, creates_at_once(env, 50).await?);
     let mut rng = StdRng::seed_from_u64(n + 1);
     timed!(
         rows,
@@ -678,6 +683,38 @@ async fn issue_patterns(
         .await?,
     );
     Ok(())
+}
+
+/// `n` creates sent at once on one project: calls and capacity per create (retries
+/// included), and the spread of their latencies.
+async fn creates_at_once(env: &Env, n: usize) -> Result<Stat> {
+    let (p, points, me) = project_points_caller(env);
+    let before = env.meter.now();
+    let replies = futures::future::join_all((0..n).map(|i| {
+        let path = format!("/projects/{p}/issues");
+        let body = json!({"title": format!("at once {i}"), "fields": {points: i}});
+        async move {
+            let started = Instant::now();
+            let reply = request(env, me, Method::POST, path, Some(body), 201).await;
+            reply.map(|_| started.elapsed().as_secs_f64() * 1000.0)
+        }
+    }))
+    .await;
+    let mut latencies = replies.into_iter().collect::<Result<Vec<f64>>>()?;
+    let d = env.meter.now() - before;
+    latencies.sort_by(f64::total_cmp);
+    let k = n as f64;
+    Ok(Stat {
+        samples: n,
+        calls: d.calls as f64 / k,
+        capacity: d.capacity / k,
+        items: d.items as f64 / k,
+        rows: 1.0,
+        p50_ms: percentile(&latencies, 0.5),
+        p99_ms: percentile(&latencies, 0.99),
+        write_capacity: d.write_capacity / k,
+        names_capacity: d.names_capacity / k,
+    })
 }
 
 /// One request of a single-issue pattern, which must answer `expect`: one row.

@@ -156,9 +156,18 @@ impl Storable for Kind {
     type Storer = StoreReplace<Self>;
 }
 
-/// Whether a request body is a BatchGetItem of display names only: every key a user's
-/// profile or a team (the only keys `Store::names` asks for).
+/// Whether a request body reads display names only: a BatchGetItem whose every key is a
+/// directory entry, a user's profile or a team, or a Query of a tenant's directory (what
+/// `Records::names` asks for, now and before the directory).
 fn names_only(body: &Value) -> bool {
+    let directory_pk = |pk: &str| pk.starts_with("T#") && pk.ends_with("#DIR");
+    if let Some(Value::Object(values)) = body.get("ExpressionAttributeValues") {
+        let pk = values
+            .get(":pk")
+            .and_then(|v| v.pointer("/S"))
+            .and_then(Value::as_str);
+        return body.get("KeyConditionExpression").is_some() && pk.is_some_and(directory_pk);
+    }
     let keys_of = |t: &Value| t.get("Keys").and_then(Value::as_array).cloned();
     let Some(Value::Object(tables)) = body.get("RequestItems") else {
         return false;
@@ -166,10 +175,12 @@ fn names_only(body: &Value) -> bool {
     let keys: Vec<Value> = tables.values().filter_map(keys_of).flatten().collect();
     !keys.is_empty()
         && keys.iter().all(|k| {
-            matches!(
-                k.pointer("/SK/S").and_then(Value::as_str),
-                Some(keys::records::PROFILE_SK | keys::records::TEAM_SK)
-            )
+            let pk = k.pointer("/PK/S").and_then(Value::as_str).unwrap_or("");
+            directory_pk(pk)
+                || matches!(
+                    k.pointer("/SK/S").and_then(Value::as_str),
+                    Some(keys::records::PROFILE_SK | keys::records::TEAM_SK)
+                )
         })
 }
 
@@ -239,7 +250,7 @@ fn ask_for_capacity(request: &mut HttpRequest) -> Result<(u64, Kind, Vec<String>
     }
     let kind = Kind {
         write,
-        names: is(&["BatchGetItem"]) && names_only(&body),
+        names: is(&["BatchGetItem", "Query"]) && names_only(&body),
     };
     let bytes = serde_json::to_vec(&body)?;
     request

@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub(crate) const NAMES: [(&str, &str); 30] = [
+pub(crate) const NAMES: [(&str, &str); 38] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -68,7 +68,11 @@ pub(crate) const NAMES: [(&str, &str); 30] = [
     ),
     (
         "grid_page_custom_field_{size}_rcu_issues",
-        "its read capacity units, all but the display names' BatchGetItem (the meter tells it apart: a BatchGetItem whose keys are all profiles and teams)",
+        "its read capacity units, all but the display names' read (the meter tells it apart: a Query of a tenant's directory, or a BatchGetItem whose keys are all directory entries, profiles or teams)",
+    ),
+    (
+        "grid_page_custom_field_{size}_rcu_total",
+        "its read capacity units with the display names' (the page as a client pays for it)",
     ),
     (
         "grid_page_all_states_{size}_calls",
@@ -79,8 +83,12 @@ pub(crate) const NAMES: [(&str, &str); 30] = [
         "its read capacity units, all but the display names'",
     ),
     (
+        "grid_page_all_states_{size}_rcu_total",
+        "its read capacity units with the display names'",
+    ),
+    (
         "grid_page_custom_field_{size}_rcu_names",
-        "the display names' read units of that page (one BatchGetItem of its distinct people; the seed's mix: 50 people and 5 teams, so nearly every issue names people no other issue on the page does)",
+        "the display names' read units of that page (one Query of the tenant's directory while it holds at most 250 entries, else one BatchGetItem of the page's distinct people; runs before 2026-11-26 read a BatchGetItem of their profiles and teams; the seed's mix: 50 people and 5 teams, so nearly every issue names people no other issue on the page does)",
     ),
     (
         "grid_page_team_of_12_{size}_rcu_names",
@@ -99,12 +107,33 @@ pub(crate) const NAMES: [(&str, &str); 30] = [
         "its read capacity units, all but the display names'",
     ),
     (
+        "inbox_me_{size}_rcu_total",
+        "its read capacity units with the display names'",
+    ),
+    (
         "inbox_my_teams_{size}_calls",
         "DynamoDB calls of a page of `/me/teams/issues`, the caller in 5 teams (the `my teams' issues` row)",
     ),
     (
         "inbox_my_teams_{size}_rcu_issues",
         "its read capacity units, all but the display names'",
+    ),
+    (
+        "inbox_my_teams_{size}_rcu_total",
+        "its read capacity units with the display names'",
+    ),
+    (
+        "create_{size}_calls",
+        "DynamoDB calls of one `POST /projects/{id}/issues` (title and one field value, no description, no `Idempotency-Key`; the `create issue` row): the project's fields read, the number taken, the issue put",
+    ),
+    ("create_{size}_wcu", "its write capacity units"),
+    (
+        "create_concurrent_50_calls_per_create",
+        "DynamoDB calls per create, retries included, of 50 creates sent at once on one project (the `create issue, 50 at once` row), at the largest size run (the counter does not depend on the project's size)",
+    ),
+    (
+        "create_concurrent_50_p99_ms",
+        "the 99th percentile of those 50 creates' latencies (with 50, the slowest), in milliseconds, on the local stack",
     ),
     (
         "field_add_{size}_request_calls",
@@ -261,6 +290,10 @@ fn pattern_figures(r: &Results, f: &mut Figures) {
             if let Some(s) = patterns.get(row) {
                 f.insert(format!("{name}_{size}_calls"), s.calls);
                 f.insert(format!("{name}_{size}_rcu_issues"), rcu_issues(s));
+                f.insert(
+                    format!("{name}_{size}_rcu_total"),
+                    s.capacity - s.write_capacity,
+                );
             }
         }
     }
@@ -273,6 +306,15 @@ fn pattern_figures(r: &Results, f: &mut Figures) {
                     rcu,
                 );
             }
+        }
+        if let Some(s) = patterns.get(crate::CREATE) {
+            f.insert(format!("create_{size}_calls"), s.calls);
+            f.insert(format!("create_{size}_wcu"), s.write_capacity);
+        }
+        if let Some(s) = patterns.get(crate::CREATE_50) {
+            // Sizes run in increasing order: the largest one's figure stays.
+            f.insert("create_concurrent_50_calls_per_create".into(), s.calls);
+            f.insert("create_concurrent_50_p99_ms".into(), s.p99_ms);
         }
         for (name, row) in [
             ("grid_page_custom_field", "grid page by custom field"),
@@ -419,6 +461,8 @@ mod tests {
             crate::TEAM_OF_12,
             baselines::GSI_VALUES,
             baselines::gsi_missing_row(20),
+            crate::CREATE,
+            crate::CREATE_50,
         ] {
             patterns.insert(row, Stat::default());
         }

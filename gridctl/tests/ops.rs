@@ -736,8 +736,8 @@ async fn jobs_lists_a_field_job_and_its_progress() {
 }
 
 /// `gridctl directory`: a profile whose directory entry is missing (data from before the
-/// directory) or stale is found, and `--fix` writes it with the directory's permissions only;
-/// the grid then shows the name from one Query.
+/// directory) or stale is found, and `--fix` writes it with the directory's permissions only,
+/// never undoing a rename made since its scan.
 #[tokio::test]
 async fn directory_finds_and_fixes_missing_and_stale_names() {
     let api = TestApi::start().await;
@@ -791,4 +791,32 @@ async fn directory_finds_and_fixes_missing_and_stale_names() {
         .await
         .unwrap();
     assert_eq!((after.missing, after.stale), (0, 0), "{after:?}");
+
+    // A rename between a repair's scan and its write: the repair, holding the old name,
+    // changes nothing (its transaction checks the profile too), whatever the entry holds.
+    let user = gridline::domain::ParticipantKind::User;
+    let renamed = gridline::store::Profile {
+        id: seeded.users[2].clone(),
+        display_name: Some("Renamed".into()),
+    };
+    api.stack
+        .state
+        .store
+        .records()
+        .put_profile(&acme(), &renamed)
+        .await
+        .unwrap();
+    let scanned = format!("User {}", users[2]);
+    for seen in [Some("Renamed"), Some(scanned.as_str())] {
+        let wrote = store
+            .records()
+            .fix_directory_entry(&acme(), (user, &users[2]), seen, Some(&scanned))
+            .await
+            .unwrap();
+        assert!(!wrote, "a repair undid a rename (entry seen as {seen:?})");
+    }
+    let now = gridline::ops::directory::sync(&store, 2, false, &|_| {})
+        .await
+        .unwrap();
+    assert_eq!((now.missing, now.stale), (0, 0), "{now:?}");
 }

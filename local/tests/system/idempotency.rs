@@ -137,3 +137,99 @@ async fn concurrent_repeats_create_once() {
     let next = api.post_issue(&p, json!({"title": "n"})).await;
     assert_eq!(next.body["num"], 2);
 }
+
+/// A claim's lease outlives any request holding it: every HTTP function's timeout (Lambda
+/// runs on after API Gateway's 29 s answer, up to it) is under the lease, so a repeat can
+/// take over only a claim whose request is gone.
+#[test]
+fn every_http_functions_timeout_is_under_the_claims_lease() {
+    for function in gridline::http::Function::ALL {
+        let timeout =
+            gridline_local::gateway::function_timeout(function.function_logical_id()).unwrap();
+        assert!(
+            (timeout.as_secs() as i64) < gridline::store::idempotency::LEASE_S,
+            "{function:?}: {timeout:?}"
+        );
+    }
+}
+
+/// Through the store, at chosen times: an expired item not yet deleted by TTL is claimed
+/// anew, a claim past its lease is taken over (and its late answer is then not kept), and
+/// the same user id and key in another tenant is another claim. An answer larger than one
+/// item comes back whole.
+#[tokio::test]
+async fn claims_expire_leases_end_and_large_answers_come_back_whole() {
+    use gridline::domain::ids::{TenantId, UserId};
+    use gridline::store::{Answer, Claimed, KeyClaim};
+    let api = TestApi::start().await;
+    let records = api.stack.state.store.records();
+    let (acme, globex) = (
+        TenantId::parse("acme").unwrap(),
+        TenantId::parse("globex").unwrap(),
+    );
+    let user = UserId::parse("alice").unwrap();
+    let claim = |tenant, token| KeyClaim {
+        tenant,
+        user: &user,
+        key_digest: "k",
+        fingerprint: "f",
+        token,
+    };
+    let t0 = 1_000_000;
+    assert_eq!(
+        records.claim_key(&claim(&acme, "a"), t0).await.unwrap(),
+        Claimed::Won
+    );
+    assert_eq!(
+        records.claim_key(&claim(&acme, "b"), t0 + 1).await.unwrap(),
+        Claimed::Running
+    );
+    assert_eq!(
+        records
+            .claim_key(&claim(&globex, "g"), t0 + 1)
+            .await
+            .unwrap(),
+        Claimed::Won
+    );
+    // Past the lease: taken over; the first request's answer is no longer its to keep.
+    let later = t0 + gridline::store::idempotency::LEASE_S + 1;
+    assert_eq!(
+        records.claim_key(&claim(&acme, "c"), later).await.unwrap(),
+        Claimed::Won
+    );
+    let big = Answer {
+        status: 201,
+        headers: vec![("location".into(), "/issues/x".into())],
+        body: Some(vec![b'x'; gridline::store::idempotency::PART_BYTES * 2 + 7]),
+    };
+    let stale = Answer {
+        body: Some(b"first".to_vec()),
+        ..big.clone()
+    };
+    records
+        .remember_answer(&claim(&acme, "a"), &stale, later)
+        .await
+        .unwrap();
+    records
+        .remember_answer(&claim(&acme, "c"), &big, later)
+        .await
+        .unwrap();
+    let again = records
+        .claim_key(&claim(&acme, "d"), later + 1)
+        .await
+        .unwrap();
+    // Compared, not printed: the body is 600 KB.
+    assert!(
+        again == Claimed::Done(big),
+        "the answer came back different"
+    );
+    // A day on, the item (not yet removed by TTL) is claimed anew.
+    let next_day = later + gridline::store::idempotency::REMEMBERED_FOR_S + 1;
+    assert_eq!(
+        records
+            .claim_key(&claim(&acme, "e"), next_day)
+            .await
+            .unwrap(),
+        Claimed::Won
+    );
+}

@@ -18,15 +18,18 @@ use super::AppState;
 use super::error::ApiError;
 use super::extract::MAX_BODY_BYTES;
 use crate::auth::Caller;
+use crate::store::idempotency::{LEASE_S, MAX_PARTS, PART_BYTES};
 use crate::store::{Answer, Claimed, KeyClaim};
 
 pub const IDEMPOTENCY_KEY: &str = "idempotency-key";
 /// The longest key the contract allows.
 pub const MAX_KEY_LEN: usize = 255;
-/// The largest answer kept whole, well inside DynamoDB's 400 KB item with the claim's other
-/// attributes. Only an issue that large answers more; its repeat is a `409` naming where the
-/// issue is (`Location`), never a second create.
-pub const MAX_REMEMBERED_BODY: usize = 300 * 1024;
+/// The largest answer kept: far above any create's (an issue's answer is under 1 MB). One
+/// larger would be kept without its body, and its repeat is a `409` naming where the created
+/// resource is (`Location`), never a second create.
+pub const MAX_REMEMBERED_BODY: usize = PART_BYTES * MAX_PARTS;
+/// Attempts at keeping an answer before the claim is left to its lease.
+const REMEMBER_ATTEMPTS: u32 = 3;
 /// The answer's headers a repeat gets again.
 const KEPT_HEADERS: [HeaderName; 3] = [header::CONTENT_TYPE, header::ETAG, header::LOCATION];
 
@@ -62,11 +65,13 @@ pub async fn layer(State(app): State<AppState>, req: Request, next: Next) -> Res
         parts.uri.path().as_bytes(),
         &bytes,
     ]);
+    let token = ulid::Ulid::new().to_string();
     let claim = KeyClaim {
         tenant: &caller.tenant,
         user: &caller.user,
         key_digest: &key_digest,
         fingerprint: &fingerprint,
+        token: &token,
     };
     let req = Request::from_parts(parts, Body::from(bytes));
     match run_once(&app, &claim, req, next).await {
@@ -86,9 +91,14 @@ async fn run_once(
     match records.claim_key(claim, epoch_seconds()).await? {
         Claimed::Won => {}
         Claimed::Running => {
-            return Err(ApiError::Conflict(
+            let mut response = ApiError::Conflict(
                 "a request with this Idempotency-Key is still running; retry shortly".into(),
-            ));
+            )
+            .into_response();
+            response
+                .headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(1));
+            return Ok(response);
         }
         Claimed::Mismatch => {
             return Err(ApiError::Unprocessable(
@@ -110,11 +120,35 @@ async fn run_once(
         .await
         .map_err(|e| ApiError::Internal(crate::store::StoreError::Build(e.to_string())))?;
     let answer = answer_of(parts.status, &parts.headers, &bytes);
-    // The create happened: a failure to keep its answer must not turn it into an error.
-    if let Err(e) = records.remember_answer(claim, &answer).await {
-        tracing::warn!(error = %crate::telemetry::chain(&e), "an answer was not remembered");
-    }
+    remember(app, claim, &answer).await;
     Ok(Response::from_parts(parts, Body::from(bytes)))
+}
+
+/// Keeps the answer, retrying a few times: the create happened, so a failure must not turn it
+/// into an error — but a claim left running lets a repeat past its lease create again.
+async fn remember(app: &AppState, claim: &KeyClaim<'_>, answer: &Answer) {
+    for attempt in 0..REMEMBER_ATTEMPTS {
+        if attempt > 0 {
+            tokio::time::sleep(std::time::Duration::from_millis(50 << attempt)).await;
+        }
+        match app
+            .store
+            .records()
+            .remember_answer(claim, answer, epoch_seconds())
+            .await
+        {
+            Ok(()) => return,
+            Err(e) => tracing::warn!(
+                attempt,
+                error = %crate::telemetry::chain(&e),
+                "an answer was not remembered"
+            ),
+        }
+    }
+    tracing::error!(
+        lease_s = LEASE_S,
+        "an answer was not remembered: a repeat after the lease would create again"
+    );
 }
 
 /// What is kept of a successful answer.

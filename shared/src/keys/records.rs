@@ -27,6 +27,11 @@ pub mod entity {
 /// Sort key of a remembered answer to a `POST` with an `Idempotency-Key`.
 pub const IDEMPOTENCY_SK: &str = "#ANSWER";
 
+/// Sort key of part `i` of a remembered answer too large for its item.
+pub fn idempotency_part_sk(i: usize) -> String {
+    format!("{IDEMPOTENCY_SK}#{i:02}")
+}
+
 /// Partition of a caller's `Idempotency-Key`: the key's digest (base64url, no `#`), as the
 /// key itself may hold any printable character.
 pub fn idempotency_pk(tenant: &TenantId, user: &UserId, key_digest: &str) -> String {

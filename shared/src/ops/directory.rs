@@ -1,8 +1,9 @@
 //! The tenant directories checked against the profiles and teams they copy, and repaired:
 //! for data written before the directory existed, and for any copy a fault left stale.
 //!
-//! Every repair is conditioned on the entry it saw, so one running beside traffic never
-//! overwrites a rename made since its scan.
+//! Every repair is one transaction conditioned on the entry it saw and on the profile's or
+//! team's name it saw, so one running beside traffic never undoes a rename made since its
+//! scan, whichever of the two its scan read first.
 
 use std::collections::{BTreeMap, BTreeSet};
 

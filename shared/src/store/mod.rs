@@ -25,7 +25,6 @@ use crate::keys;
 use query::Query;
 use retry::Backoff;
 
-pub use records::directory;
 pub use records::idempotency::{Answer, Claimed, KeyClaim};
 pub use records::issues::{CreateIssueError, ParticipantOutcome, PatchOutcome, patch_update};
 #[cfg(test)]
@@ -33,6 +32,7 @@ pub(crate) use records::items::issue_from_image;
 pub use records::items::{ProjectItem, field_def_from, issue_from, issue_item_size};
 pub use records::people::{AddMemberError, Profile, Team};
 pub use records::projects::CreateFieldError;
+pub use records::{directory, idempotency};
 pub use size::{number_size, stored_size};
 
 pub type Item = HashMap<String, AttributeValue>;

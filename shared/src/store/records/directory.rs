@@ -2,8 +2,9 @@
 //! each in one partition, written in the same transaction as the profile or team it copies.
 //!
 //! A page's names are then one eventually consistent Query of the whole directory while it is
-//! small — up to [`READ_WHOLE_MAX_ENTRIES`] entries, about 80 bytes each, so at most ~2.5 RCU
-//! — instead of a BatchGetItem that bills every person a whole read unit. A larger directory
+//! small — up to [`READ_WHOLE_MAX_ENTRIES`] entries: about 80 bytes each with typical ids and
+//! names, so ~2.5 RCU for 250 (at most ~20 RCU were every id and name 128 bytes long) —
+//! instead of a BatchGetItem that bills every person half a read unit whatever their size. A larger directory
 //! is read with a BatchGetItem of just the page's people (its entries, not the profiles), and
 //! the instance remembers for a while that the tenant's directory is large, so the Query that
 //! found out is not repeated on every page. Freshness is the BatchGetItem's as before (both
@@ -13,13 +14,13 @@ use std::collections::{BTreeSet, HashMap};
 use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use aws_sdk_dynamodb::types::AttributeValue;
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, Put, TransactWriteItem};
 
 use super::items::{key, string};
 use crate::domain::ParticipantKind;
-use crate::domain::ids::TenantId;
+use crate::domain::ids::{TeamId, TenantId, UserId};
 use crate::keys::{self, records::entity};
-use crate::store::{Item, Records, StoreError, condition_held, sdk};
+use crate::store::{Item, Records, StoreError, Tx, build_err, sdk};
 
 /// Most entries a page reads the whole directory for; past it, the page's own entries.
 pub const READ_WHOLE_MAX_ENTRIES: i32 = 250;
@@ -108,9 +109,10 @@ impl Records<'_> {
             .collect())
     }
 
-    /// Sets `kind`'s `id`'s entry to `name` (`None`: removes it) if the entry still holds
-    /// `seen` (`None`: there is none): a repair never overwrites a rename made since it looked.
-    /// `false` when the entry had changed.
+    /// Sets `kind`'s `id`'s entry to `name` (`None`: removes it), in one transaction on the
+    /// conditions that the entry still holds `seen` (`None`: there is none) and that the
+    /// profile or team still has that name: a repair never undoes a rename made since it
+    /// looked, whatever order its scan read the two in. `false` when either had changed.
     pub async fn fix_directory_entry(
         &self,
         tenant: &TenantId,
@@ -118,44 +120,84 @@ impl Records<'_> {
         seen: Option<&str>,
         name: Option<&str>,
     ) -> Result<bool, StoreError> {
-        let (condition, values) = match seen {
+        let (condition, names, values) = match seen {
             Some(old) => (
                 "#n = :seen",
+                Some(HashMap::from([("#n".to_string(), NAME.to_string())])),
                 Some(HashMap::from([(":seen".to_string(), string(old))])),
             ),
-            None => ("attribute_not_exists(PK)", None),
+            None => ("attribute_not_exists(PK)", None, None),
         };
-        let names = seen.map(|_| HashMap::from([("#n".to_string(), NAME.to_string())]));
-        let result = match name {
-            Some(name) => self
-                .store
-                .client
-                .put_item()
-                .table_name(&self.store.records)
-                .set_item(Some(entry(tenant, kind, id, name)))
-                .condition_expression(condition)
-                .set_expression_attribute_names(names)
-                .set_expression_attribute_values(values)
-                .send()
-                .await
-                .map(|_| ()),
-            None => {
-                return condition_held(
-                    "DeleteItem",
-                    self.store
-                        .client
-                        .delete_item()
-                        .table_name(&self.store.records)
-                        .set_key(Some(entry_key(tenant, kind, id)))
-                        .condition_expression(condition)
-                        .set_expression_attribute_names(names)
-                        .set_expression_attribute_values(values)
-                        .send()
-                        .await,
-                );
-            }
+        let write = match name {
+            Some(name) => TransactWriteItem::builder().put(
+                Put::builder()
+                    .table_name(&self.store.records)
+                    .set_item(Some(entry(tenant, kind, id, name)))
+                    .condition_expression(condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .build()
+                    .map_err(build_err)?,
+            ),
+            None => TransactWriteItem::builder().delete(
+                Delete::builder()
+                    .table_name(&self.store.records)
+                    .set_key(Some(entry_key(tenant, kind, id)))
+                    .condition_expression(condition)
+                    .set_expression_attribute_names(names)
+                    .set_expression_attribute_values(values)
+                    .build()
+                    .map_err(build_err)?,
+            ),
         };
-        condition_held("PutItem", result)
+        let mut items = vec![write.build()];
+        if let Some(check) = self.source_has(tenant, (kind, id), name)? {
+            items.push(TransactWriteItem::builder().condition_check(check).build());
+        }
+        Ok(self.store.transact(items).await? == Tx::Committed)
+    }
+
+    /// The check that `kind`'s `id`'s profile or team is called `name` (`None`: has no name);
+    /// none for an id no profile or team can have (its entry is removed unchecked).
+    fn source_has(
+        &self,
+        tenant: &TenantId,
+        (kind, id): (ParticipantKind, &str),
+        name: Option<&str>,
+    ) -> Result<Option<ConditionCheck>, StoreError> {
+        let (key_, attribute) = match kind {
+            ParticipantKind::User => match UserId::parse(id) {
+                Some(user) => (
+                    key(
+                        keys::records::user_pk(tenant, &user),
+                        keys::records::PROFILE_SK,
+                    ),
+                    "display_name",
+                ),
+                None => return Ok(None),
+            },
+            ParticipantKind::Team => match TeamId::parse(id) {
+                Some(team) => (
+                    key(
+                        keys::records::team_pk(tenant, &team),
+                        keys::records::TEAM_SK,
+                    ),
+                    "name",
+                ),
+                None => return Ok(None),
+            },
+        };
+        let check = ConditionCheck::builder()
+            .table_name(&self.store.records)
+            .set_key(Some(key_))
+            .expression_attribute_names("#a", attribute);
+        let check = match name {
+            Some(name) => check
+                .condition_expression("#a = :want")
+                .expression_attribute_values(":want", string(name)),
+            None => check.condition_expression("attribute_not_exists(#a)"),
+        };
+        check.build().map(Some).map_err(build_err)
     }
 
     /// Every name of the tenant's directory, or `None` when it holds more than
@@ -171,7 +213,9 @@ impl Records<'_> {
                 ":pk",
                 AttributeValue::S(keys::records::directory_pk(tenant)),
             )
-            .limit(READ_WHOLE_MAX_ENTRIES)
+            // One more than the most: a directory of exactly the most is read whole (DynamoDB
+            // answers a `LastEvaluatedKey` whenever it stops at the limit).
+            .limit(READ_WHOLE_MAX_ENTRIES + 1)
             .send()
             .await
             .map_err(sdk("Query"))?;

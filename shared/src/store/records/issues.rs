@@ -252,11 +252,11 @@ impl Records<'_> {
         id: IssueId,
         now: String,
     ) -> Result<Issue, CreateIssueError> {
-        let num = self.take_number(tenant, project_id).await?;
-        let issue = Issue {
+        let mut issue = Issue {
             id,
             project_id: project_id.clone(),
-            num,
+            // Measured first with the widest number, so a 413 takes no number.
+            num: u64::MAX,
             title: new.title,
             state: new.state,
             description: new.description,
@@ -266,11 +266,11 @@ impl Records<'_> {
             created_at: now.clone(),
             updated_at: now,
         };
-        let item = issue_item(tenant, &issue)?;
-        // Measured with its number: the number is part of the item.
-        if stored_size(&item) > MAX_ITEM_BYTES {
+        if stored_size(&issue_item(tenant, &issue)?) > MAX_ITEM_BYTES {
             return Err(CreateIssueError::TooLarge);
         }
+        issue.num = self.take_number(tenant, project_id).await?;
+        let item = issue_item(tenant, &issue)?;
         let written = match &issue.description {
             None => self.store.put_new(item).await.map(|()| Tx::Committed),
             Some(text) => {

@@ -1,7 +1,7 @@
 //! The records table: projects and their fields, issues, people and teams, and their items.
 
 pub mod directory;
-pub(crate) mod idempotency;
+pub mod idempotency;
 pub(crate) mod issues;
 pub(crate) mod items;
 pub(crate) mod people;
