@@ -102,13 +102,14 @@ fn the_template_defines_both_tables_and_streams_the_records() {
 }
 
 /// Nothing reads a record's old image, so the stream carries the new one only; tombstone
-/// watermarks expire by TTL on `expires_at` (the attribute the indexer writes).
+/// watermarks expire by TTL on `expires_at` (the attribute the indexer writes), and so do the
+/// records table's remembered idempotency answers (the only items there that have it).
 #[test]
 fn the_stream_carries_new_images_and_the_index_expires_tombstones() {
     let tables = tables(TEMPLATE).unwrap();
     assert_eq!(tables["RecordsTable"].stream_view_type(), Some("NEW_IMAGE"));
     assert_eq!(tables["IndexTable"].ttl_attribute(), Some("expires_at"));
-    assert_eq!(tables["RecordsTable"].ttl_attribute(), None);
+    assert_eq!(tables["RecordsTable"].ttl_attribute(), Some("expires_at"));
 }
 
 /// GSI1 copies only what `list_projects` deserialises from it; issues are read from the

@@ -174,6 +174,12 @@ const UNUSED_BUT_KEPT: &[(&str, &str, &str, &str)] = &[
         "active tracing (its own role's grant); the local stack has no X-Ray",
     ),
     (
+        "PeopleFunction",
+        "dynamodb:BatchGetItem",
+        "table/{records}",
+        "a team's members' names in a tenant past 250 directory entries (the page's own entries); the workload's tenant is small, and inbox.rs's a_large_directory_still_names_everyone takes that path through the grid",
+    ),
+    (
         "IndexerFunction",
         "dynamodb:GetItem",
         "table/{records}",

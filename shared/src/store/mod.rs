@@ -218,6 +218,20 @@ impl Store {
         Ok(())
     }
 
+    /// Puts `new` into the records table (its key must not exist yet) and `beside` (replacing
+    /// any item with its key) in one transaction: an item and its companion, never one alone.
+    pub(crate) async fn put_new_with(&self, new: Item, beside: Item) -> Result<Tx, StoreError> {
+        let items = vec![
+            TransactWriteItem::builder()
+                .put(self.put_in_tx(new, Some("attribute_not_exists(PK)"))?)
+                .build(),
+            TransactWriteItem::builder()
+                .put(self.put_in_tx(beside, None)?)
+                .build(),
+        ];
+        self.transact(items).await
+    }
+
     /// Puts an item, replacing any with its key.
     #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn put(&self, table: &str, item: Item) -> Result<(), StoreError> {

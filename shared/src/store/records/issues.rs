@@ -255,8 +255,9 @@ impl Records<'_> {
         let mut issue = Issue {
             id,
             project_id: project_id.clone(),
-            // Measured first with the widest number, so a 413 takes no number.
-            num: u64::MAX,
+            // Measured first with the narrowest number: an issue too large even then is a 413
+            // that takes no number; only one within a few bytes of the limit is measured again.
+            num: 1,
             title: new.title,
             state: new.state,
             description: new.description,
@@ -271,22 +272,15 @@ impl Records<'_> {
         }
         issue.num = self.take_number(tenant, project_id).await?;
         let item = issue_item(tenant, &issue)?;
+        // With its number: accepted right up to DynamoDB's limit.
+        if stored_size(&item) > MAX_ITEM_BYTES {
+            return Err(CreateIssueError::TooLarge);
+        }
         let written = match &issue.description {
             None => self.store.put_new(item).await.map(|()| Tx::Committed),
             Some(text) => {
                 let description = description_item(tenant, &issue.id, text);
-                let items = vec![
-                    TransactWriteItem::builder()
-                        .put(
-                            self.store
-                                .put_in_tx(item, Some("attribute_not_exists(PK)"))?,
-                        )
-                        .build(),
-                    TransactWriteItem::builder()
-                        .put(self.store.put_in_tx(description, None)?)
-                        .build(),
-                ];
-                self.store.transact(items).await
+                self.store.put_new_with(item, description).await
             }
         };
         match written {

@@ -188,18 +188,7 @@ impl Records<'_> {
         item.insert("name".into(), string(&team.name));
         item.insert("created_at".into(), string(&team.created_at));
         let copy = directory::entry(tenant, ParticipantKind::Team, team.id.as_str(), &team.name);
-        let items = vec![
-            TransactWriteItem::builder()
-                .put(
-                    self.store
-                        .put_in_tx(item, Some("attribute_not_exists(PK)"))?,
-                )
-                .build(),
-            TransactWriteItem::builder()
-                .put(self.store.put_in_tx(copy, None)?)
-                .build(),
-        ];
-        match self.store.transact(items).await? {
+        match self.store.put_new_with(item, copy).await? {
             Tx::Committed => Ok(()),
             // A new id cannot be taken.
             Tx::ConditionFailed => Err(StoreError::Contention(1)),
