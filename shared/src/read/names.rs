@@ -5,7 +5,8 @@ use std::collections::BTreeSet;
 
 use crate::domain::{Issue, ParticipantKind};
 
-/// Most distinct participants whose names one page looks up: one BatchGetItem of 100 keys.
+/// Most distinct participants whose names one page looks up: one BatchGetItem of 100 keys
+/// when the tenant's directory is too large to read whole (otherwise one Query reads it).
 pub const MAX_NAMES_PER_PAGE: usize = 100;
 
 /// How many of `issues`, from the first, a page keeps so that their participants' names are
