@@ -11,6 +11,7 @@ pub mod jobs;
 pub mod stream;
 pub mod template;
 pub mod testing;
+pub mod usage_plan;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -225,6 +226,10 @@ pub struct Stack {
     in_flight: std::sync::Mutex<BTreeMap<String, guard::InFlight>>,
     /// The field-job queue (in a file beside the data for a file-backed stack).
     pub field_job_queue: jobs::LocalQueue,
+    /// API Gateway's usage plan: each tenant's own rate limit, from the template (see
+    /// [`usage_plan`]). `None` serves without it (the test harness, whose tests of other
+    /// things send hundreds of requests a second as one tenant).
+    pub usage_plan: Option<usage_plan::UsagePlan>,
 }
 
 pub struct StackOptions {
@@ -257,6 +262,10 @@ impl Stack {
         ensure_tables(&client, &opts.tables).await?;
         let names = local_names(&client, &opts.tables).await?;
         let policies = guard::iam::function_policies(template::TEMPLATE, &names)?;
+        let usage_plan = usage_plan::UsagePlan::new(
+            usage_plan::TenantLimits::from_template()?,
+            &opts.jwt_secret,
+        );
         let state = AppState {
             store: Store::new(
                 client.clone(),
@@ -286,6 +295,7 @@ impl Stack {
             state,
             names,
             policies,
+            usage_plan: Some(usage_plan),
         })
     }
 
@@ -465,6 +475,9 @@ impl Stack {
             };
             let function = gridline::http::function_routes(state, &[group]);
             routes = routes.merge(gateway::lambda_limits(function, id));
+        }
+        if let Some(plan) = &self.usage_plan {
+            routes = usage_plan::with_usage_plan(routes, plan.clone());
         }
         gridline::http::serve(routes, "local", &self.state)
     }

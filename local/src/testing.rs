@@ -72,8 +72,10 @@ impl Reply {
 
 /// A stack for tests and benchmarks: the test secrets, tables `records` and `index`, the
 /// engine on any free port, data where `data` says.
+/// No per-tenant rate limit: tests of other things send hundreds of requests a second as one
+/// tenant ([`TestApi::with_tenant_limits`] tests the limit).
 pub async fn test_stack(data: Data) -> anyhow::Result<Stack> {
-    Stack::start(StackOptions {
+    let mut stack = Stack::start(StackOptions {
         data,
         engine_port: 0,
         tables: TableNames {
@@ -84,7 +86,9 @@ pub async fn test_stack(data: Data) -> anyhow::Result<Stack> {
         cursor_key: TEST_CURSOR_KEY.to_vec(),
         cors: test_cors(),
     })
-    .await
+    .await?;
+    stack.usage_plan = None;
+    Ok(stack)
 }
 
 pub struct TestApi {
@@ -96,10 +100,19 @@ pub struct TestApi {
 }
 
 impl TestApi {
-    /// A fresh engine with fresh tables.
+    /// A fresh engine with fresh tables, without a per-tenant rate limit.
     pub async fn start() -> Self {
+        Self::start_with(None).await
+    }
+
+    /// [`TestApi::start`] with API Gateway's usage plan: `limits` for each tenant.
+    pub async fn with_tenant_limits(limits: crate::usage_plan::TenantLimits) -> Self {
+        Self::start_with(Some(limits)).await
+    }
+
+    async fn start_with(limits: Option<crate::usage_plan::TenantLimits>) -> Self {
         let (data, tables) = test_data();
-        let stack = Stack::start(StackOptions {
+        let mut stack = Stack::start(StackOptions {
             data,
             engine_port: 0,
             tables,
@@ -109,6 +122,7 @@ impl TestApi {
         })
         .await
         .expect("local stack starts");
+        stack.usage_plan = limits.map(|l| crate::usage_plan::UsagePlan::new(l, TEST_JWT_SECRET));
         let router = stack.router();
         let poller = tokio::sync::Mutex::new(stack.poller(stack.indexer()).await);
         let jobs = stack

@@ -12,6 +12,7 @@ mod contract;
 mod cors;
 mod engine;
 mod events;
+mod fair_use;
 mod faults;
 mod field_jobs;
 mod gateway;
