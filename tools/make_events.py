@@ -1,8 +1,11 @@
 #!/usr/bin/env python3
-"""Writes events/*.json (API Gateway REST proxy events with Cognito claims) and
+"""Writes events/*.json (API Gateway REST proxy events with the caller the API's Lambda
+authorizer passes on in requestContext.authorizer) and
 events/manifest.json (each event's function, the status it gets against the seeded
 fixtures in local/tests/events.rs, and its purpose). Run it after changing routes:
     python3 tools/make_events.py
+The authorizer's events (events/authorizer-*.json) are not written here: their tokens were
+signed once with a key since thrown away, whose public half is local/src/fixtures.rs's JWKS.
 """
 import json
 import pathlib
@@ -56,16 +59,10 @@ def event(method, resource, path_params=None, body=None, query=None, headers=Non
         "identity": {"sourceIp": "203.0.113.10", "userAgent": "curl/8.5.0"},
     }
     if claims:
-        ctx["authorizer"] = {
-            "claims": {
-                "sub": SUB,
-                "custom:tenant_id": TENANT,
-                "email": "alice@example.com",
-                "token_use": "id",
-                "aud": CLIENT_ID,
-                **(claim_overrides or {}),
-            }
-        }
+        # What the authorizer (shared/src/authorizer) puts in its context, with API
+        # Gateway's own principalId and integrationLatency.
+        verified = {"sub": SUB, "tenant": TENANT, "client_id": CLIENT_ID, **(claim_overrides or {})}
+        ctx["authorizer"] = {"principalId": verified["sub"], "integrationLatency": 0, **verified}
     if base_path:
         ctx["domainName"] = "api.example.com"
         hdrs["Host"] = "api.example.com"
@@ -98,7 +95,7 @@ EVENTS = [
      event("GET", "/projects/{project_id}", P)),
     ("projects-get-missing", "ProjectsFunction", 404, "A project that does not exist (or is another tenant's).",
      event("GET", "/projects/{project_id}", {"project_id": MISSING})),
-    ("projects-get-unauthenticated", "ProjectsFunction", 401, "No authorizer claims in the request context.",
+    ("projects-get-unauthenticated", "ProjectsFunction", 401, "No caller in the request context (no authorizer ran): 401.",
      event("GET", "/projects/{project_id}", P, claims=False)),
     ("fields-create", "ProjectsFunction", 201, "Add a select field with ordered options.",
      event("POST", "/projects/{project_id}/fields", P, body={"name": "Priority", "type": "select", "options": ["low", "medium", "high"]})),
@@ -175,14 +172,11 @@ EVENTS += [
      event("GET", "/users/{user_id}/teams", {"user_id": "svc/ci?x%y"})),
 ]
 
-# Tokens the functions refuse although the authorizer verified them.
+# A caller the functions refuse although an authorizer passed it on.
 EVENTS += [
     ("projects-get-other-client", "ProjectsFunction", 401,
-     "An ID token of another app client of the pool (`aud` not in ALLOWED_CLIENT_IDS): 401.",
-     event("GET", "/projects/{project_id}", P, claim_overrides={"aud": "someotherappclient"})),
-    ("projects-get-access-token", "ProjectsFunction", 401,
-     "An access token (token_use access) instead of an ID token: 401.",
-     event("GET", "/projects/{project_id}", P, claim_overrides={"token_use": "access"})),
+     "The authorizer passed on a client not in the function's ALLOWED_CLIENT_IDS: 401 (the check is kept in the functions too).",
+     event("GET", "/projects/{project_id}", P, claim_overrides={"client_id": "someotherappclient"})),
 ]
 
 # CORS preflights: no token (the OPTIONS methods have no authorizer), answered before routing.

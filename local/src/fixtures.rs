@@ -16,10 +16,15 @@ pub const FIELD: &str = "01JDQ5S0000000000000000F01";
 pub const ISSUE: &str = "01JDQ5S0000000000000000N01";
 pub const ISSUE_TO_DELETE: &str = "01JDQ5S0000000000000000N02";
 pub const TEAM: &str = "01JDQ5S0000000000000000T01";
-/// The `sub` of the events' Cognito claims.
+/// The `sub` of the events' callers.
 pub const SUB: &str = "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6";
 /// The app client id the events' tokens were issued to (`aud`), and the one `invoke` accepts.
 pub const CLIENT_ID: &str = "5example0client0id0gridline";
+/// The user pool the `authorizer-*` events' tokens name as issuer.
+pub const ISSUER: &str = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_Example";
+/// The key set of that pool: the public half of a key made once to sign the `authorizer-*`
+/// events' tokens (valid until 2100, but `authorizer-expired`), then thrown away.
+pub const JWKS: &str = r#"{"keys": [{"kty": "RSA", "kid": "gridline-sample-events", "alg": "RS256", "use": "sig", "n": "vUZThOcx3-mOeW6Yyrp4kp4cXfG3CBmI3AoP_PG4UJK6FNlzVmlNgkD2tG75fIhmYIt87hdf3vorWMQNXt3IVuUjvLBpflLuCoPzpdvP443hmL8DhInm05KkgvAlzt2KoKoVUTKNvWpGhaiNcJLO66NBzXs5uyeomyUE2ZW1aRVybIHWVAw0e-7hzpyb5GfUxZ4v5qDk4D0j-xHgNnQXY6csgN80c1B87Hpl79gndVp-tZm6U666mj_xTWWE7JKsWJzT3IYunr0c3DRnuWbjqxpvMo6wlpz_tyaneyQQqCGrkR9yTP7EjULDyWdRo3MEtg6b_lglaJfYUpX9q8LujQ", "e": "AQAB"}]}"#;
 /// The browser origin the CORS events come from, and the one `invoke` allows.
 pub const ORIGIN: &str = "https://app.example.com";
 const CREATED_AT: &str = "2026-11-21T20:42:03.123Z";

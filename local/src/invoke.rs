@@ -1,9 +1,10 @@
 //! `make invoke-local`: a sample event through its function's handler, without Docker.
 //!
 //! An API event goes through `lambda_http`'s own event parsing and the function's router with
-//! claims from the request context, exactly as in Lambda; a stream event goes to the indexer's
-//! handler. Responses print as Lambda returns them (an API Gateway proxy response, or the
-//! batch-item-failures response).
+//! the caller from the request context, exactly as in Lambda; a stream event goes to the
+//! indexer's handler; a TOKEN authorizer event to the authorizer's, with the key set of
+//! [`crate::fixtures::JWKS`]. Responses print as Lambda returns them (an API Gateway proxy
+//! response, the batch-item-failures response, the authorizer's policy or its error).
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -40,7 +41,12 @@ pub struct ManifestEntry {
     pub writes: Option<usize>,
     pub writes_at_least: Option<usize>,
     pub units: Option<usize>,
+    /// Authorizer events: whether the token is allowed.
+    pub authorized: Option<bool>,
 }
+
+/// The template's logical id of the authorizer.
+pub const AUTHORIZER_FUNCTION: &str = "AuthorizerFunction";
 
 impl ManifestEntry {
     /// What the manifest expects that `outcome` does not give (its status, or its batch item
@@ -62,6 +68,10 @@ impl ManifestEntry {
                     .filter(|want| **want != got)
                     .map(|want| format!("batch item failures {want:?}"))
             }
+            Outcome::Authorizer(answer) => self
+                .authorized
+                .filter(|want| *want != answer.is_ok())
+                .map(|want| format!("authorized {want}")),
             Outcome::Queue(response) => {
                 let got: Vec<String> = response
                     .batch_item_failures
@@ -99,6 +109,8 @@ pub enum Outcome {
     },
     /// The field-job function's answer to an SQS event.
     Queue(SqsBatchResponse),
+    /// The authorizer's answer, or its error's message (`Unauthorized`).
+    Authorizer(Result<Value, String>),
 }
 
 impl Outcome {
@@ -122,6 +134,10 @@ impl Outcome {
                 serde_json::to_value(response).unwrap_or(Value::Null)
             }
             Outcome::Queue(response) => serde_json::to_value(response).unwrap_or(Value::Null),
+            Outcome::Authorizer(Ok(answer)) => answer.clone(),
+            Outcome::Authorizer(Err(message)) => {
+                json!({"errorType": "&str", "errorMessage": message})
+            }
         }
     }
 }
@@ -145,13 +161,16 @@ pub async fn invoke(stack: &Stack, function: &str, event: &str) -> Result<Outcom
         let response = gridline::runtime::handle_sqs(&stack.field_jobs(), &event, deadline).await;
         return Ok(Outcome::Queue(response));
     }
+    if function == AUTHORIZER_FUNCTION {
+        return authorize(event);
+    }
     let Some(group) = Function::ALL
         .into_iter()
         .find(|g| g.function_logical_id() == function)
     else {
         bail!("no function {function} in template.yaml");
     };
-    // As in Lambda: the function's own (guarded) clients, claims from API Gateway's
+    // As in Lambda: the function's own (guarded) clients, the caller from API Gateway's
     // authorizer, EMF request records on stdout.
     let state = AppState {
         auth: AuthMode::ApiGateway {
@@ -166,4 +185,20 @@ pub async fn invoke(stack: &Stack, function: &str, event: &str) -> Result<Outcom
         .await
         .context("the router failed")?;
     Ok(Outcome::Api(into_reply(response).await))
+}
+
+/// The authorizer's handler, for the pool of [`crate::fixtures`], at the present time.
+fn authorize(event: &str) -> Result<Outcome> {
+    use gridline::authorizer::{Authorizer, Jwks, handle};
+    let event = serde_json::from_str(event).context("not a TOKEN authorizer event")?;
+    let authorizer = Authorizer {
+        issuer: crate::fixtures::ISSUER.into(),
+        client_ids: gridline::auth::ClientIds::parse(crate::fixtures::CLIENT_ID),
+        keys: Jwks::parse(crate::fixtures::JWKS.as_bytes())?,
+    };
+    let now = time::OffsetDateTime::now_utc().unix_timestamp();
+    let answer = handle(&authorizer, &event, now)
+        .map(|a| serde_json::to_value(a).unwrap_or(Value::Null))
+        .map_err(|e| e.to_string());
+    Ok(Outcome::Authorizer(answer))
 }

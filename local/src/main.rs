@@ -258,7 +258,7 @@ async fn invoke(
 }
 
 /// A function's logical id from what `--function` may say: a route function's name
-/// (`grid`), `indexer`, `fieldjob`, or the logical id itself.
+/// (`grid`), `indexer`, `fieldjob`, `authorizer`, or the logical id itself.
 fn logical_id(f: String) -> String {
     let f = gridline::http::Function::ALL
         .into_iter()
@@ -267,6 +267,7 @@ fn logical_id(f: String) -> String {
     match f.as_str() {
         "indexer" => gridline_local::invoke::INDEXER_FUNCTION.to_string(),
         "fieldjob" => gridline_local::jobs::FIELD_JOB_FUNCTION.to_string(),
+        "authorizer" => gridline_local::invoke::AUTHORIZER_FUNCTION.to_string(),
         _ => f,
     }
 }

@@ -1,8 +1,9 @@
 //! Who is calling: the tenant and user, from verified claims only.
 //!
-//! Behind API Gateway the Cognito authorizer has verified the token and the claims arrive in
-//! the request context. On the local stack the server verifies an HS256 token itself. Nothing
-//! is ever read from a header the client controls other than the token.
+//! Behind API Gateway the API's Lambda authorizer ([`crate::authorizer`]) has verified the
+//! token and the caller arrives in the request context, in the fields the authorizer set. On
+//! the local stack the server verifies an HS256 token itself. Nothing is ever read from a
+//! header the client controls other than the token.
 
 use axum::extract::{FromRef, FromRequestParts};
 use axum::http::header::AUTHORIZATION;
@@ -19,6 +20,14 @@ use crate::domain::ids::{TenantId, UserId};
 /// The claim that carries the tenant (Cognito's convention for a custom attribute).
 pub const TENANT_CLAIM: &str = "custom:tenant_id";
 
+/// The `requestContext.authorizer` field holding the caller's user id (the token's `sub`),
+/// as the authorizer sets it.
+pub const CONTEXT_SUB: &str = "sub";
+/// The `requestContext.authorizer` field holding the caller's tenant.
+pub const CONTEXT_TENANT: &str = "tenant";
+/// The `requestContext.authorizer` field holding the app client the token was issued to.
+pub const CONTEXT_CLIENT: &str = "client_id";
+
 /// The authenticated caller.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
@@ -30,10 +39,9 @@ pub struct Caller {
 /// comma-separated (the template joins the stack's own client and `AllowedClientIds`).
 pub const ALLOWED_CLIENT_IDS_VAR: &str = "ALLOWED_CLIENT_IDS";
 
-/// The Cognito app clients whose ID tokens the API accepts. A user pool authorizer accepts a
-/// token from any app client of the pool, and another client of a shared pool may let its
-/// users write their own `custom:tenant_id`; so the functions check the token's `aud` too.
-/// An empty list accepts nothing.
+/// The Cognito app clients whose ID tokens the API accepts. Another client of a shared pool
+/// may let its users write their own `custom:tenant_id`, so the authorizer checks the token's
+/// `aud`, and the functions check the client it passes on too. An empty list accepts nothing.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ClientIds(Vec<String>);
 
@@ -53,7 +61,8 @@ impl ClientIds {
         Self::parse(&std::env::var(ALLOWED_CLIENT_IDS_VAR).unwrap_or_default())
     }
 
-    fn contains(&self, client: &str) -> bool {
+    /// Whether `client` is one of the list.
+    pub fn contains(&self, client: &str) -> bool {
         self.0.iter().any(|c| c == client)
     }
 }
@@ -61,8 +70,9 @@ impl ClientIds {
 /// Where claims come from.
 #[derive(Clone)]
 pub enum AuthMode {
-    /// API Gateway's authorizer verified the token; read `requestContext.authorizer.claims`,
-    /// and accept only ID tokens issued to one of `client_ids`.
+    /// API Gateway's authorizer verified the token; read the caller from
+    /// `requestContext.authorizer` (the fields [`crate::authorizer`] sets), and accept only
+    /// tokens issued to one of `client_ids`.
     ApiGateway { client_ids: ClientIds },
     /// Verify `Authorization: Bearer` as an HS256 JWT with this secret (the local stack).
     Hs256 { secret: Vec<u8> },
@@ -101,18 +111,13 @@ fn from_request_context(parts: &Parts, client_ids: &ClientIds) -> Option<Caller>
     let RequestContext::ApiGatewayV1(ctx) = parts.extensions.get::<RequestContext>()? else {
         return None;
     };
-    let claims = ctx.authorizer.fields.get("claims")?;
-    // Only ID tokens carry `custom:tenant_id`; an access token's `client_id` plays `aud`'s
-    // part, but access tokens are refused outright, so `aud` is what names the client.
-    if claims.get("token_use")?.as_str()? != "id"
-        || !client_ids.contains(claims.get("aud")?.as_str()?)
-    {
+    let field = |name: &str| ctx.authorizer.fields.get(name)?.as_str();
+    // The authorizer refuses all but ID tokens of the allowed clients; the client is checked
+    // here too, so a function never serves a token its own configuration does not accept.
+    if !client_ids.contains(field(CONTEXT_CLIENT)?) {
         return None;
     }
-    caller_from(
-        claims.get("sub")?.as_str()?,
-        claims.get(TENANT_CLAIM)?.as_str()?,
-    )
+    caller_from(field(CONTEXT_SUB)?, field(CONTEXT_TENANT)?)
 }
 
 fn caller_from(sub: &str, tenant: &str) -> Option<Caller> {

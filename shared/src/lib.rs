@@ -17,9 +17,11 @@
 //!    re-index, field jobs), [`ops`] (drift, reshard; they may use the indexer and read
 //!    models), `read` (the grid and the inboxes, each owning its whole query).
 //! 5. The edge: [`http`] (routes, extractors, handlers: parse, call, render), [`auth`],
-//!    [`config`], [`runtime`] (the Lambda and SQS protocol).
+//!    [`authorizer`] (the API's Lambda authorizer), [`config`], [`runtime`] (the Lambda and
+//!    SQS protocol).
 
 pub mod auth;
+pub mod authorizer;
 pub mod config;
 pub mod cursor;
 pub mod domain;

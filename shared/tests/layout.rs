@@ -34,6 +34,7 @@ const RULE: &[(&str, &[&str])] = &[
         &["domain", "indexer", "keys", "model", "read", "store"],
     ),
     ("auth", &["domain", "telemetry"]),
+    ("authorizer", &["auth", "domain", "telemetry"]),
     ("config", &["cursor", "indexer", "store"]),
     (
         "runtime",

@@ -1,5 +1,5 @@
 //! Every file in `events/` runs through its function's handler — the same parsing
-//! `lambda_http` does for a real invocation, claims from the request context — against the
+//! `lambda_http` does for a real invocation, the caller from the request context — against the
 //! embedded engine with the fixtures the events name, and gets the status its manifest says.
 
 use gridline_local::fixtures::seed;
@@ -70,6 +70,25 @@ async fn every_sample_event_gets_its_expected_outcome_through_its_handler() {
                 }
                 if let Some(u) = entry.units {
                     assert_eq!(metrics.units, u, "{}: {metrics:?}", entry.file);
+                }
+            }
+            Outcome::Authorizer(answer) => {
+                let want = entry
+                    .authorized
+                    .unwrap_or_else(|| panic!("{}: no authorized", entry.file));
+                match answer {
+                    Ok(answer) if want => {
+                        let acme = gridline::domain::ids::TenantId::parse("acme").unwrap();
+                        assert_eq!(answer["context"]["tenant"], "acme", "{}", entry.file);
+                        assert_eq!(
+                            answer["usageIdentifierKey"],
+                            gridline::authorizer::usage_key(&acme),
+                            "{}",
+                            entry.file
+                        );
+                    }
+                    Err(message) if !want => assert_eq!(message, "Unauthorized"),
+                    other => panic!("{}: {other:?}", entry.file),
                 }
             }
             Outcome::Queue(response) => {

@@ -1,0 +1,159 @@
+//! The API's Lambda authorizer (TOKEN type). It verifies the caller's Cognito ID token itself
+//! (RS256 against the pool's keys, fetched once per cold start; issuer, expiry, `token_use`,
+//! audience), and answers API Gateway with
+//! - an Allow policy for every method of the stage (API Gateway caches the answer per token,
+//!   so it must hold for whatever route the token calls next);
+//! - a `context` with the caller ([`CONTEXT_SUB`], [`CONTEXT_TENANT`], [`CONTEXT_CLIENT`]),
+//!   which the functions read from `requestContext.authorizer`;
+//! - `usageIdentifierKey`: the tenant's API key value ([`usage_key`]), so the stage's usage
+//!   plan throttles each tenant on its own (`ApiKeySourceType: AUTHORIZER`).
+//!
+//! A token it refuses is the error `Unauthorized`, which API Gateway answers `401`.
+
+mod jwks;
+mod token;
+
+use aws_lambda_events::apigw::{
+    ApiGatewayCustomAuthorizerPolicy, ApiGatewayCustomAuthorizerRequest,
+    ApiGatewayCustomAuthorizerResponse,
+};
+use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
+use lambda_http::lambda_runtime::{self, LambdaEvent, service_fn};
+use sha2::{Digest, Sha256};
+
+pub use jwks::{Jwks, JwksError, fetch};
+pub use token::{Expected, Rejection, Verified, verify};
+
+use crate::auth::ClientIds;
+pub use crate::auth::{CONTEXT_CLIENT, CONTEXT_SUB, CONTEXT_TENANT};
+use crate::domain::ids::TenantId;
+/// The environment variable naming the pool as tokens name it (`iss`).
+pub const ISSUER_VAR: &str = "TOKEN_ISSUER";
+
+/// The usage-plan key of `tenant`: what API Gateway throttles the tenant's requests by. The
+/// hex SHA-256 of a fixed prefix and the tenant id (64 characters; API keys take 20–128). Not
+/// a secret: with `ApiKeySourceType: AUTHORIZER` no client can present a key, and
+/// authentication is the token. `gridctl tenant-key` creates the key with this value.
+pub fn usage_key(tenant: &TenantId) -> String {
+    let digest = Sha256::digest(format!("gridline-usage-plan-key:{}", tenant.as_str()));
+    digest.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The pool's key-set address, from its issuer.
+pub fn jwks_url(issuer: &str) -> String {
+    format!("{}/.well-known/jwks.json", issuer.trim_end_matches('/'))
+}
+
+/// What the authorizer knows for its process's life.
+pub struct Authorizer {
+    pub issuer: String,
+    pub client_ids: ClientIds,
+    pub keys: Jwks,
+}
+
+/// The authorizer cannot start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("{ISSUER_VAR} is not set")]
+    NoIssuer,
+    #[error(transparent)]
+    Jwks(#[from] JwksError),
+}
+
+impl Authorizer {
+    /// From the environment (`TOKEN_ISSUER`, `ALLOWED_CLIENT_IDS`), the keys fetched from the
+    /// pool.
+    pub async fn from_env() -> Result<Self, StartError> {
+        let issuer = std::env::var(ISSUER_VAR)
+            .ok()
+            .filter(|i| !i.is_empty())
+            .ok_or(StartError::NoIssuer)?;
+        let keys = fetch(&jwks_url(&issuer)).await?;
+        Ok(Self {
+            issuer,
+            client_ids: ClientIds::from_env(),
+            keys,
+        })
+    }
+
+    /// API Gateway's answer for `event` at `now` (seconds since the epoch).
+    pub fn authorize(
+        &self,
+        event: &ApiGatewayCustomAuthorizerRequest,
+        now: i64,
+    ) -> Result<ApiGatewayCustomAuthorizerResponse, Rejection> {
+        let expected = Expected {
+            issuer: &self.issuer,
+            client_ids: &self.client_ids,
+        };
+        let authorization = event.authorization_token.as_deref().unwrap_or_default();
+        let verified = verify(authorization, &self.keys, &expected, now)?;
+        let resource = event
+            .method_arn
+            .as_deref()
+            .and_then(stage_arn)
+            .ok_or(Rejection::Malformed)?;
+        Ok(allow(&verified, resource))
+    }
+}
+
+/// `arn:…:{api id}/{stage}/*` from a method's ARN (`arn:…:{api id}/{stage}/{verb}/{path}`):
+/// every method of the stage, so a cached answer holds for the token's next route too.
+fn stage_arn(method_arn: &str) -> Option<String> {
+    let mut parts = method_arn.splitn(3, '/');
+    let (api, stage) = (parts.next()?, parts.next()?);
+    (api.starts_with("arn:") && !stage.is_empty()).then(|| format!("{api}/{stage}/*"))
+}
+
+fn allow(verified: &Verified, resource: String) -> ApiGatewayCustomAuthorizerResponse {
+    let mut statement = IamPolicyStatement::default();
+    statement.action = vec!["execute-api:Invoke".into()];
+    statement.effect = IamPolicyEffect::Allow;
+    statement.resource = vec![resource];
+    let mut policy = ApiGatewayCustomAuthorizerPolicy::default();
+    policy.version = Some("2012-10-17".into());
+    policy.statement = vec![statement];
+    let caller = &verified.caller;
+    let mut response = ApiGatewayCustomAuthorizerResponse::default();
+    response.principal_id = Some(caller.user.as_str().to_string());
+    response.policy_document = policy;
+    response.context = serde_json::json!({
+        CONTEXT_SUB: caller.user.as_str(),
+        CONTEXT_TENANT: caller.tenant.as_str(),
+        CONTEXT_CLIENT: verified.client_id,
+    });
+    response.usage_identifier_key = Some(usage_key(&caller.tenant));
+    response
+}
+
+/// Handles one invocation: the answer, or the error `Unauthorized` (API Gateway's `401`).
+pub fn handle(
+    authorizer: &Authorizer,
+    event: &ApiGatewayCustomAuthorizerRequest,
+    now: i64,
+) -> Result<ApiGatewayCustomAuthorizerResponse, lambda_runtime::Error> {
+    authorizer.authorize(event, now).map_err(|rejection| {
+        tracing::info!(?rejection, "token refused");
+        lambda_runtime::Error::from("Unauthorized")
+    })
+}
+
+/// Runs the authorizer on Lambda.
+pub async fn run_lambda() -> Result<(), lambda_runtime::Error> {
+    crate::telemetry::init_lambda();
+    let authorizer = Authorizer::from_env().await?;
+    let authorizer = &authorizer;
+    lambda_runtime::run(service_fn(
+        move |event: LambdaEvent<ApiGatewayCustomAuthorizerRequest>| async move {
+            handle(authorizer, &event.payload, now())
+        },
+    ))
+    .await
+}
+
+fn now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+#[cfg(test)]
+mod tests;
