@@ -4,3 +4,4 @@
 pub mod ops;
 pub mod replay;
 pub mod seed;
+pub mod tenant_key;

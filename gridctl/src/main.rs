@@ -1,6 +1,6 @@
 //! `gridctl`: verify and repair the index, replay the indexer's failed batches, reshard a hot
-//! project, list field jobs, seed data — against the local stack (`--endpoint`) or AWS
-//! (credentials and region from the environment).
+//! project, list field jobs, give tenants their usage-plan keys, seed data — against the local
+//! stack (`--endpoint`) or AWS (credentials and region from the environment).
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -107,6 +107,18 @@ enum Command {
         #[arg(long, default_value_t = gridline::ops::reshard::SETTLE.as_secs())]
         settle_seconds: u64,
     },
+    /// Give tenants their usage-plan key, so API Gateway throttles each tenant on its own
+    /// (TenantRateLimit): creates the API key the authorizer names for the tenant and adds it
+    /// to the stack's usage plan. Until then the tenant's requests get 403. Safe to run again;
+    /// exit 1 if a tenant's key is disabled. AWS only: the local stack needs no key.
+    TenantKey {
+        /// The tenants (their custom:tenant_id).
+        #[arg(required = true)]
+        tenants: Vec<String>,
+        /// The stack's TenantUsagePlanId output.
+        #[arg(long, env = "TENANT_USAGE_PLAN_ID")]
+        usage_plan_id: String,
+    },
     /// Create a realistic project: fields of every type, users, teams, issues.
     Seed {
         #[arg(long, default_value = "acme")]
@@ -199,6 +211,10 @@ async fn run(cli: Cli) -> Result<i32> {
             let settle = Duration::from_secs(settle_seconds);
             run_reshard(&store, json, (&tenant, &project), shards, settle).await
         }
+        Command::TenantKey {
+            tenants,
+            usage_plan_id,
+        } => run_tenant_key(cli.endpoint.as_deref(), json, &tenants, &usage_plan_id).await,
         Command::Replay {
             queue_url,
             file,
@@ -226,6 +242,48 @@ async fn run(cli: Cli) -> Result<i32> {
             run_seed(&store, json, &spec).await
         }
     }
+}
+
+/// `tenant-key`: one tenant at a time (API Gateway allows few key creations a second; the
+/// SDK retries a throttled call). Exit 1 if a key is disabled.
+async fn run_tenant_key(
+    endpoint: Option<&str>,
+    json: bool,
+    tenants: &[String],
+    plan: &str,
+) -> Result<i32> {
+    use gridctl::tenant_key::{Gateway, provision};
+    anyhow::ensure!(
+        endpoint.is_none(),
+        "tenant-key works on AWS only: the local stack throttles every tenant without a key"
+    );
+    let tenants = tenants
+        .iter()
+        .map(|t| tenant_id(t))
+        .collect::<Result<Vec<_>>>()?;
+    let api = Gateway(aws_sdk_apigateway::Client::new(&sdk_config(None).await));
+    let mut done = Vec::new();
+    for tenant in &tenants {
+        let p = provision(&api, plan, tenant).await?;
+        if !json {
+            let what = match (p.created, p.added_to_plan) {
+                (true, _) => "created, in the plan",
+                (false, true) => "existed, added to the plan",
+                (false, false) => "already in the plan",
+            };
+            let off = if p.enabled {
+                ""
+            } else {
+                " (DISABLED: the tenant still gets 403)"
+            };
+            println!("{}: key {} {what}{off}", p.tenant, p.key_id);
+        }
+        done.push(p);
+    }
+    if json {
+        print_json(&done)?;
+    }
+    Ok(if done.iter().all(|p| p.enabled) { 0 } else { 1 })
 }
 
 /// `verify`: exit 0 when clean, 1 on any drift.
