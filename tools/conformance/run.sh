@@ -12,7 +12,10 @@ target="${CARGO_TARGET_DIR:-$root/target}"
 mkdir -p "$target"
 port="$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')"
 log="$target/conformance-server.log"
-PORT="$port" ENGINE_PORT=0 RUST_LOG=warn "$target/debug/gridline-local" serve --in-memory >"$log" 2>&1 &
+# One tenant sends everything here: a per-tenant limit far above the run's rate, so the
+# handlers are what is exercised (429 is documented on every operation all the same).
+GRIDLINE_TENANT_RATE_LIMIT=100000 GRIDLINE_TENANT_BURST_LIMIT=100000 \
+  PORT="$port" ENGINE_PORT=0 RUST_LOG=warn "$target/debug/gridline-local" serve --in-memory >"$log" 2>&1 &
 server=$!
 trap 'kill "$server" 2>/dev/null || true; wait "$server" 2>/dev/null || true' EXIT
 for _ in $(seq 1 100); do
