@@ -10,6 +10,8 @@ use serde::Deserialize;
 
 /// A key set is a few keys; anything larger is not the pool's.
 const MAX_JWKS_BYTES: usize = 64 * 1024;
+/// The fetch's share of the function's start-up (Lambda gives its init 10 seconds).
+const FETCH_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Why the key set could not be had: the authorizer cannot start without it.
 #[derive(Debug, thiserror::Error)]
@@ -22,6 +24,8 @@ pub enum JwksError {
     },
     #[error("the user pool's keys answered HTTP {status}")]
     Status { status: u16 },
+    #[error("the user pool's keys did not arrive within {FETCH_TIMEOUT:?}")]
+    Timeout,
     #[error("the user pool's key set is not a JSON Web Key Set")]
     Parse(#[from] serde_json::Error),
     #[error("the user pool's key set holds no RSA signing key")]
@@ -104,8 +108,14 @@ pub enum KeyError {
 }
 
 /// GETs the key set at `url` (the pool's `/.well-known/jwks.json`) over HTTPS, with the
-/// system's roots.
+/// system's roots, within [`FETCH_TIMEOUT`].
 pub async fn fetch(url: &str) -> Result<Jwks, JwksError> {
+    tokio::time::timeout(FETCH_TIMEOUT, fetch_now(url))
+        .await
+        .map_err(|_| JwksError::Timeout)?
+}
+
+async fn fetch_now(url: &str) -> Result<Jwks, JwksError> {
     let fetch_error = |source: Box<dyn std::error::Error + Send + Sync>| JwksError::Fetch {
         url: url.to_string(),
         source,

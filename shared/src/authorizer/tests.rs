@@ -249,3 +249,18 @@ fn a_key_set_without_rsa_signing_keys_is_refused() {
     );
     assert_eq!(stage_arn("nonsense"), None);
 }
+
+#[tokio::test]
+async fn a_key_set_that_cannot_be_fetched_is_an_error_not_a_hang() {
+    // Nothing listens there, and plain HTTP is refused anyway.
+    assert!(
+        fetch("https://127.0.0.1:9/.well-known/jwks.json")
+            .await
+            .is_err()
+    );
+    assert!(
+        fetch("http://127.0.0.1:9/.well-known/jwks.json")
+            .await
+            .is_err()
+    );
+}
