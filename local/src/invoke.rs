@@ -109,8 +109,8 @@ pub enum Outcome {
     },
     /// The field-job function's answer to an SQS event.
     Queue(SqsBatchResponse),
-    /// The authorizer's answer, or its error's message (`Unauthorized`).
-    Authorizer(Result<Value, String>),
+    /// The authorizer's answer, or its error (`{"errorType", "errorMessage"}`).
+    Authorizer(Result<Value, Value>),
 }
 
 impl Outcome {
@@ -134,10 +134,7 @@ impl Outcome {
                 serde_json::to_value(response).unwrap_or(Value::Null)
             }
             Outcome::Queue(response) => serde_json::to_value(response).unwrap_or(Value::Null),
-            Outcome::Authorizer(Ok(answer)) => answer.clone(),
-            Outcome::Authorizer(Err(message)) => {
-                json!({"errorType": "&str", "errorMessage": message})
-            }
+            Outcome::Authorizer(Ok(answer) | Err(answer)) => answer.clone(),
         }
     }
 }
@@ -199,6 +196,6 @@ fn authorize(event: &str) -> Result<Outcome> {
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let answer = handle(&authorizer, &event, now)
         .map(|a| serde_json::to_value(a).unwrap_or(Value::Null))
-        .map_err(|e| e.to_string());
+        .map_err(|e| serde_json::to_value(e).unwrap_or(Value::Null));
     Ok(Outcome::Authorizer(answer))
 }

@@ -87,7 +87,7 @@ async fn every_sample_event_gets_its_expected_outcome_through_its_handler() {
                             entry.file
                         );
                     }
-                    Err(message) if !want => assert_eq!(message, "Unauthorized"),
+                    Err(error) if !want => assert_eq!(error["errorMessage"], "Unauthorized"),
                     other => panic!("{}: {other:?}", entry.file),
                 }
             }

@@ -18,7 +18,7 @@ use aws_lambda_events::apigw::{
     ApiGatewayCustomAuthorizerResponse,
 };
 use aws_lambda_events::iam::{IamPolicyEffect, IamPolicyStatement};
-use lambda_http::lambda_runtime::{self, LambdaEvent, service_fn};
+use lambda_http::lambda_runtime::{self, Diagnostic, LambdaEvent, service_fn};
 use sha2::{Digest, Sha256};
 
 pub use jwks::{Jwks, JwksError, fetch};
@@ -126,15 +126,20 @@ fn allow(verified: &Verified, resource: String) -> ApiGatewayCustomAuthorizerRes
     response
 }
 
-/// Handles one invocation: the answer, or the error `Unauthorized` (API Gateway's `401`).
+/// Handles one invocation: the answer, or the error whose message is `Unauthorized`, which
+/// API Gateway answers `401` (any other error is its `500`).
 pub fn handle(
     authorizer: &Authorizer,
     event: &ApiGatewayCustomAuthorizerRequest,
     now: i64,
-) -> Result<ApiGatewayCustomAuthorizerResponse, lambda_runtime::Error> {
+) -> Result<ApiGatewayCustomAuthorizerResponse, Diagnostic> {
     authorizer.authorize(event, now).map_err(|rejection| {
+        // The reason only: never the token.
         tracing::info!(?rejection, "token refused");
-        lambda_runtime::Error::from("Unauthorized")
+        Diagnostic {
+            error_type: "Unauthorized".into(),
+            error_message: "Unauthorized".into(),
+        }
     })
 }
 

@@ -213,7 +213,7 @@ fn forged_and_malformed_tokens_are_refused() {
 fn a_refusal_is_the_error_api_gateway_answers_401() {
     let pool = pool();
     let error = handle(&pool.authorizer, &event("x.y.z"), NOW).unwrap_err();
-    assert_eq!(error.to_string(), "Unauthorized");
+    assert_eq!(error.error_message, "Unauthorized");
     let mut stale = claims();
     stale["exp"] = json!(NOW - 1);
     assert!(handle(&pool.authorizer, &event(&pool.token(&stale)), NOW).is_err());
