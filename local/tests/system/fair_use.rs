@@ -106,3 +106,70 @@ fn the_local_limits_are_the_templates_defaults() {
         }
     );
 }
+
+/// The template's gateway response `kind`, its body read with API Gateway's message filled in.
+fn gateway_response(kind: &str) -> (serde_yaml_ng::Value, serde_json::Value) {
+    let doc: serde_yaml_ng::Value =
+        serde_yaml_ng::from_str(gridline_local::template::TEMPLATE).unwrap();
+    let response = doc["Resources"]["GridlineApi"]["Properties"]["GatewayResponses"][kind].clone();
+    let template = response["ResponseTemplates"]["application/json"]
+        .as_str()
+        .unwrap()
+        .replace("$context.error.messageString", "\"Too Many Requests\"");
+    (response, serde_json::from_str(&template).unwrap())
+}
+
+#[tokio::test]
+async fn the_local_429_is_the_templates_throttled_response() {
+    let (response, body) = gateway_response("THROTTLED");
+    assert_eq!(response["StatusCode"].as_str(), Some("429"));
+    let headers = &response["ResponseParameters"]["Headers"];
+    assert_eq!(headers["Retry-After"].as_str(), Some("'1'"));
+
+    let api = TestApi::with_tenant_limits(TenantLimits {
+        rate: 50.0,
+        burst: 1,
+    })
+    .await;
+    api.call(NOISY, Method::GET, "/projects", None).await;
+    let reply = api.call(NOISY, Method::GET, "/projects", None).await;
+    assert_eq!(reply.status, StatusCode::TOO_MANY_REQUESTS);
+    for key in ["type", "title", "status"] {
+        assert_eq!(reply.body[key], body[key], "{key}");
+    }
+    // At the template's rate a token is back within a second: the template's fixed `1`.
+    assert_eq!(reply.header("retry-after"), Some("1"));
+    api.stop().await;
+}
+
+#[test]
+fn a_tenant_without_its_key_gets_a_problem_that_says_so() {
+    let (response, body) = gateway_response("INVALID_API_KEY");
+    assert_eq!(response["StatusCode"].as_str(), Some("403"));
+    assert_eq!(body["status"], 403);
+    assert_eq!(body["type"], "urn:gridline:problem:tenant-not-provisioned");
+    assert!(
+        body["detail"]
+            .as_str()
+            .unwrap()
+            .contains("gridctl tenant-key")
+    );
+}
+
+#[test]
+fn openapi_documents_the_429_on_every_operation() {
+    let text =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../openapi.yaml")).unwrap();
+    let doc: serde_yaml_ng::Value = serde_yaml_ng::from_str(&text).unwrap();
+    for (path, ops) in doc["paths"].as_mapping().unwrap() {
+        for (method, op) in ops.as_mapping().unwrap() {
+            if method.as_str() == Some("parameters") {
+                continue;
+            }
+            assert!(
+                !op["responses"]["429"].is_null(),
+                "{method:?} {path:?} does not document 429"
+            );
+        }
+    }
+}
