@@ -27,6 +27,7 @@ pub use token::{Expected, Rejection, Verified, verify};
 use crate::auth::ClientIds;
 pub use crate::auth::{CONTEXT_CLIENT, CONTEXT_SUB, CONTEXT_TENANT};
 use crate::domain::ids::TenantId;
+
 /// The environment variable naming the pool as tokens name it (`iss`).
 pub const ISSUER_VAR: &str = "TOKEN_ISSUER";
 

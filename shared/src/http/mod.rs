@@ -391,7 +391,7 @@ async fn as_problem(response: Response) -> Response {
 }
 
 /// Builds the state every HTTP Lambda runs with, once per process: configuration from the
-/// environment, one DynamoDB client, claims from API Gateway's authorizer.
+/// environment, one DynamoDB client, the caller from API Gateway's authorizer.
 pub async fn lambda_state() -> Result<AppState, crate::config::ConfigError> {
     let config = crate::config::Config::from_env()?;
     let store = config.store().await;
