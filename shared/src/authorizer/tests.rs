@@ -264,3 +264,29 @@ async fn a_key_set_that_cannot_be_fetched_is_an_error_not_a_hang() {
             .is_err()
     );
 }
+
+/// The contract between the authorizer and the functions: what it answers is what they read.
+#[tokio::test]
+async fn the_functions_read_the_caller_the_authorizer_passes_on() {
+    use axum::extract::FromRequestParts;
+
+    use crate::auth::{AuthMode, Caller};
+
+    let pool = pool();
+    let answer = serde_json::to_value(pool.answer(&claims()).unwrap()).unwrap();
+    // API Gateway puts the context's fields beside principalId in requestContext.authorizer.
+    let mut authorizer = answer["context"].clone();
+    authorizer["principalId"] = answer["principalId"].clone();
+    authorizer["integrationLatency"] = json!(12);
+    let mut event: Value =
+        serde_json::from_str(include_str!("../../../events/projects-get.json")).unwrap();
+    event["requestContext"]["authorizer"] = authorizer;
+    let request = lambda_http::request::from_str(&event.to_string()).unwrap();
+    let (mut parts, _) = request.into_parts();
+    let mode = AuthMode::ApiGateway {
+        client_ids: ClientIds::parse(CLIENT),
+    };
+    let caller = Caller::from_request_parts(&mut parts, &mode).await.unwrap();
+    assert_eq!(caller.tenant, "acme");
+    assert_eq!(caller.user, "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6");
+}
