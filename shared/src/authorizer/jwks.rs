@@ -1,4 +1,5 @@
-//! The user pool's signing keys (its JSON Web Key Set), fetched once per cold start.
+//! The user pool's signing keys (its JSON Web Key Set), fetched at cold start ([`super::Live`]
+//! fetches them again for a key they lack).
 
 use aws_lc_rs::signature::{RSA_PKCS1_2048_8192_SHA256, RsaPublicKeyComponents};
 use base64::Engine;

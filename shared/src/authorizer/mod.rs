@@ -1,6 +1,7 @@
 //! The API's Lambda authorizer (TOKEN type). It verifies the caller's Cognito ID token itself
-//! (RS256 against the pool's keys, fetched once per cold start; issuer, expiry, `token_use`,
-//! audience), and answers API Gateway with
+//! (RS256 against the pool's keys, fetched at cold start and again when a token names a key
+//! they lack, see [`Live`]; issuer, expiry, `token_use`, audience), and answers API Gateway
+//! with
 //! - an Allow policy for every method of the stage (API Gateway caches the answer per token,
 //!   so it must hold for whatever route the token calls next);
 //! - a `context` with the caller ([`CONTEXT_SUB`], [`CONTEXT_TENANT`], [`CONTEXT_CLIENT`]),
@@ -11,6 +12,7 @@
 //! A token it refuses is the error `Unauthorized`, which API Gateway answers `401`.
 
 mod jwks;
+mod live;
 mod token;
 
 use aws_lambda_events::apigw::{
@@ -22,6 +24,7 @@ use lambda_http::lambda_runtime::{self, Diagnostic, LambdaEvent, service_fn};
 use sha2::{Digest, Sha256};
 
 pub use jwks::{Jwks, JwksError, fetch};
+pub use live::{Live, REFETCH_AFTER};
 pub use token::{Expected, Rejection, Verified, verify};
 
 use crate::auth::ClientIds;
@@ -134,7 +137,13 @@ pub fn handle(
     event: &ApiGatewayCustomAuthorizerRequest,
     now: i64,
 ) -> Result<ApiGatewayCustomAuthorizerResponse, Diagnostic> {
-    authorizer.authorize(event, now).map_err(|rejection| {
+    respond(authorizer.authorize(event, now))
+}
+
+fn respond(
+    answer: Result<ApiGatewayCustomAuthorizerResponse, Rejection>,
+) -> Result<ApiGatewayCustomAuthorizerResponse, Diagnostic> {
+    answer.map_err(|rejection| {
         // The reason only: never the token.
         tracing::info!(?rejection, "token refused");
         Diagnostic {
@@ -147,11 +156,16 @@ pub fn handle(
 /// Runs the authorizer on Lambda.
 pub async fn run_lambda() -> Result<(), lambda_runtime::Error> {
     crate::telemetry::init_lambda();
-    let authorizer = Authorizer::from_env().await?;
-    let authorizer = &authorizer;
+    let live = Live::new(Authorizer::from_env().await?, std::time::Instant::now());
+    let live = &live;
     lambda_runtime::run(service_fn(
         move |event: LambdaEvent<ApiGatewayCustomAuthorizerRequest>| async move {
-            handle(authorizer, &event.payload, now())
+            live.handle(
+                &event.payload,
+                now(),
+                |url| async move { fetch(&url).await },
+            )
+            .await
         },
     ))
     .await

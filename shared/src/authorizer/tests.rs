@@ -290,3 +290,34 @@ async fn the_functions_read_the_caller_the_authorizer_passes_on() {
     assert_eq!(caller.tenant, "acme");
     assert_eq!(caller.user, "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6");
 }
+
+#[tokio::test]
+async fn a_key_the_pool_added_since_the_cold_start_is_fetched_once_then_not_for_a_while() {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Instant;
+
+    let pool = pool();
+    let rotated = KeyPair::generate(KeySize::Rsa2048).unwrap();
+    let token = sign(&rotated, &json!({"kid": "k2", "alg": "RS256"}), &claims());
+    let mut both = jwks_of(&pool.key, "k1");
+    both["keys"][0] = jwks_of(&rotated, "k2")["keys"][1].clone();
+    let fetches = AtomicUsize::new(0);
+    let fetch = |url: String| {
+        fetches.fetch_add(1, Ordering::SeqCst);
+        assert_eq!(url, jwks_url(ISSUER));
+        let keys = Jwks::parse(both.to_string().as_bytes());
+        async move { keys }
+    };
+    let long_ago = Instant::now().checked_sub(REFETCH_AFTER).unwrap();
+    let live = Live::new(pool.authorizer, long_ago);
+
+    let answer = live.handle(&event(&token), NOW, fetch).await;
+    assert!(answer.is_ok(), "{answer:?}");
+    assert_eq!(fetches.load(Ordering::SeqCst), 1);
+    // The renewed keys stay: the next token of the new key needs no fetch.
+    assert!(live.handle(&event(&token), NOW, fetch).await.is_ok());
+    // A made-up key id right after: refused, and no second fetch so soon.
+    let made_up = sign(&rotated, &json!({"kid": "k3", "alg": "RS256"}), &claims());
+    assert!(live.handle(&event(&made_up), NOW, fetch).await.is_err());
+    assert_eq!(fetches.load(Ordering::SeqCst), 1);
+}
