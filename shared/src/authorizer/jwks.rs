@@ -109,7 +109,7 @@ pub enum KeyError {
 }
 
 /// GETs the key set at `url` (the pool's `/.well-known/jwks.json`) over HTTPS, with the
-/// system's roots, within [`FETCH_TIMEOUT`].
+/// system's roots, within 5 seconds.
 pub async fn fetch(url: &str) -> Result<Jwks, JwksError> {
     tokio::time::timeout(FETCH_TIMEOUT, fetch_now(url))
         .await
