@@ -102,6 +102,11 @@ impl Hot {
         }
     }
 
+    /// Whether no column is hot.
+    pub fn is_none(&self) -> bool {
+        matches!(self, Self::Only(set) if set.is_empty())
+    }
+
     /// The set as the summary's digest covers it.
     pub(crate) fn push_digest_text(&self, out: &mut String) {
         match self {

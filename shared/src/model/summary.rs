@@ -86,7 +86,10 @@ impl Summary {
     pub fn of_record(issue: &IssueRecord<'_>, defs: &[FieldDef], hot: &Hot) -> Self {
         let fit = |t: String| (t.len() + MIN_ENTRY_OVERHEAD <= ENTRY_MAX_BYTES).then_some(t);
         let text = fit(text_of(issue, defs));
-        let compact = fit(compact_of(issue, defs));
+        // No hot column, no compact text to build (the indexer builds summaries per record).
+        let compact = (!hot.is_none())
+            .then(|| fit(compact_of(issue, defs)))
+            .flatten();
         if text.is_none() && compact.is_none() {
             return Self::THIN;
         }
