@@ -70,7 +70,7 @@ impl Touched {
             Change::Field {
                 tenant, project_id, ..
             } => Self::Project { tenant, project_id },
-            Change::Ignored => return None,
+            Change::Project { .. } | Change::Ignored => return None,
         })
     }
 }

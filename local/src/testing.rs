@@ -515,7 +515,7 @@ impl TestApi {
                 .await
                 .expect("read")
                 .expect("project");
-            let shards = project.layouts();
+            let (shards, hot) = (project.layouts(), project.hot());
             let mut start = None;
             loop {
                 let page = store
@@ -524,7 +524,7 @@ impl TestApi {
                     .await
                     .expect("read");
                 for issue in &page.items {
-                    expected.extend(gridline::model::entries(tenant, issue, &defs, shards));
+                    expected.extend(gridline::model::entries(tenant, issue, &defs, shards, &hot));
                 }
                 start = page.next;
                 if start.is_none() {

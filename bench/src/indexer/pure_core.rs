@@ -85,9 +85,10 @@ fn index_core(
             last,
         } = unit
         {
-            let desired = last
-                .as_deref()
-                .map(|issue| Basis::of_record(issue, defs, gridline::keys::index::Shards::ONE));
+            let desired = last.as_deref().map(|issue| {
+                let (one, hot) = (gridline::keys::index::Shards::ONE, Default::default());
+                Basis::of_record(issue, defs, one, &hot)
+            });
             let mut wm = watermarks.remove(&issue_id).unwrap_or_default();
             let step = wm.step(&tenant, &issue_id, desired.as_ref(), &none);
             writes += step.puts.len() + step.deletes.len();

@@ -311,7 +311,11 @@ async fn an_issue_that_fails_for_good_is_parked_and_its_neighbours_are_indexed()
         .await;
     assert_eq!(r.status, http::StatusCode::OK);
     poller.drain().await.unwrap();
-    assert!(parked_after(&api).await.is_empty());
+    let left = parked_after(&api).await;
+    assert!(left.is_empty(), "{left:?}");
+    // The grid page above made its column hot: the stack's own indexer and field-job queue
+    // (this indexer has none) fill its summaries before the index is compared.
+    api.sync().await;
     api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
         .await;
 }
@@ -503,6 +507,9 @@ async fn the_lowest_failed_sequence_number_is_reported_and_the_rest_of_the_batch
     let (response, metrics) = gridline::runtime::handle_stream_event(&indexer, &retry).await;
     assert!(response.batch_item_failures.is_empty());
     assert!(metrics.skipped >= 3, "{metrics:?}");
+    // The grid page above made its column hot: the stack's own indexer and field-job queue
+    // (this indexer has none) fill its summaries before the index is compared.
+    api.sync().await;
     api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
         .await;
 }

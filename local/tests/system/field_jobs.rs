@@ -38,6 +38,8 @@ async fn grid_ids(api: &TestApi, p: &str, field: &str) -> Vec<String> {
         .get(&format!("/projects/{p}/issues?sort={field}&limit=100"))
         .await;
     assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    // The page made its column hot: its fill runs before the test looks at the index.
+    api.sync().await;
     r.body["items"]
         .as_array()
         .unwrap()
@@ -81,7 +83,7 @@ async fn a_field_added_to_a_project_with_issues_is_sortable_once_its_job_has_bui
     assert_eq!(grid_ids(&api, &p, &f).await, ["t0", "t1", "t2"]);
     api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
         .await;
-    let jobs = api
+    let mut jobs = api
         .stack
         .state
         .store
@@ -89,8 +91,12 @@ async fn a_field_added_to_a_project_with_issues_is_sortable_once_its_job_has_bui
         .list_jobs(&acme())
         .await
         .unwrap();
+    // Besides the add: the fill of the column the grid made hot, finished too.
+    let fills = jobs.iter().filter(|j| j.kind == JobKind::Fill).count();
+    assert_eq!(fills, 1);
+    assert!(jobs.iter().all(|j| j.finished));
+    jobs.retain(|j| j.kind != JobKind::Fill);
     assert_eq!(jobs.len(), 1);
-    assert!(jobs[0].finished);
     assert_eq!(
         (jobs[0].kind, jobs[0].issues, jobs[0].pages),
         (JobKind::Add, 3, 1)
@@ -547,7 +553,8 @@ async fn an_index_write_with_definitions_older_than_the_issues_watermark_reads_t
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(stored.fields_rev, Some(3));
+    // Two adds and a deletion, and the two columns the grids above made hot.
+    assert_eq!(stored.fields_rev, Some(5));
     api.assert_index_matches_records(&acme(), std::slice::from_ref(&project))
         .await;
 }

@@ -106,7 +106,7 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
         .await
         .unwrap()
         .unwrap();
-    let (_, defs) = store
+    let (project, defs) = store
         .records()
         .project_with_fields(&tenant_id, &project_id)
         .await
@@ -117,6 +117,7 @@ async fn the_largest_issue_indexes_and_its_watermark_fits() {
         &issue,
         &defs,
         gridline::keys::index::Shards::ONE,
+        &project.hot(),
     );
     // The watermark derives exactly the issue's entries.
     assert_eq!(wm.certain(&tenant_id, &issue_id), now);

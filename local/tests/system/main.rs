@@ -18,6 +18,7 @@ mod field_jobs;
 mod gateway;
 mod grid;
 mod guard;
+mod hot_columns;
 mod idempotency;
 mod inbox;
 mod indexer_batches;

@@ -109,6 +109,16 @@ async fn a_warm_grid_page_reads_no_field_definitions() {
         )
         .await;
     }
+    // Points is hot (as after any earlier page sorted by it) and filled, so the page's issues
+    // come with its entries; marked on the store, so no grid instance holds the project yet.
+    let project_id = gridline::domain::ids::ProjectId::parse(&project).unwrap();
+    api.stack
+        .state
+        .store
+        .records()
+        .mark_hot(&crate::support::acme(), &project_id, &points)
+        .await
+        .unwrap();
     api.sync().await;
 
     let (buffer, _guard) = capture();

@@ -118,6 +118,36 @@ fn hold(
     fields
 }
 
+/// A page sorted by a column makes it hot (its entries will carry summaries, filled by a
+/// job): one conditional write the first time, none once the project's record says so. A
+/// failure costs this page nothing: the next page sorted by it tries again.
+async fn warm(
+    app: &AppState,
+    tenant: &TenantId,
+    project_id: &ProjectId,
+    fields: &ProjectFields,
+    column: &str,
+) {
+    if fields.project.is_hot(column) {
+        return;
+    }
+    match app
+        .store
+        .records()
+        .mark_hot(tenant, project_id, column)
+        .await
+    {
+        Ok(_) => {
+            // Held as hot, so this instance's next pages write nothing.
+            let mut project = fields.project.clone();
+            project.hot.push(column.to_string());
+            let defs = fields.defs.clone();
+            hold(app, tenant, project_id, project, defs);
+        }
+        Err(e) => tracing::warn!(error = %e, column, "marking the column hot failed"),
+    }
+}
+
 /// How long a client waits before asking again for a column being built: a field job
 /// indexes thousands of issues a second, so most columns are done within one wait.
 pub const COLUMN_RETRY_AFTER_S: u32 = 5;
@@ -147,9 +177,18 @@ pub async fn list(
     params.remove("cursor");
     let (fields, query) = interpret(&app, &caller.tenant, &project_id, &params).await?;
     let cursor = paging.bind(query.canonical.as_str());
+    warm(
+        &app,
+        &caller.tenant,
+        &project_id,
+        &fields,
+        query.column.name(),
+    )
+    .await;
     let request = PageRequest {
         tenant: &caller.tenant,
         project_id: &project_id,
+        defs: &fields.defs,
         query: &query,
         shards: fields.project.read_shards(),
         limit: paging.limit,

@@ -72,6 +72,14 @@ impl Indexer {
                 self.start_job(tenant, project_id, field_id, JobKind::Remove, seq, metrics)
                     .await
             }
+            Unit::HotAdded {
+                tenant,
+                project_id,
+                job,
+            } => {
+                self.start_job(tenant, project_id, job, JobKind::Fill, seq, metrics)
+                    .await
+            }
             Unit::Malformed { reason, .. } => {
                 Err(IndexError::Malformed(seq.to_string(), reason.clone()))
             }

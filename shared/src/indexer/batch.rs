@@ -36,6 +36,13 @@ pub enum Unit<'a> {
         project_id: ProjectId,
         field_id: FieldId,
     },
+    /// A column turned hot: a job fills its entries' summaries. Named by the project's
+    /// `fields_rev` after the mark (as a field id of that number), one job per mark.
+    HotAdded {
+        tenant: TenantId,
+        project_id: ProjectId,
+        job: FieldId,
+    },
     /// A record that cannot be understood: it is parked, and the batch goes on.
     Malformed {
         /// The tenant its keys name, or `-` when they name none.
@@ -175,9 +182,28 @@ fn plan_one<'a>(record: &'a StreamRecord<'a>) -> Result<Option<Unit<'a>>, String
             // A definition never changes in place.
             Some(Op::Modify) | None => None,
         },
+        Change::Project { tenant, project_id } => hot_added(record).map(|rev| Unit::HotAdded {
+            tenant,
+            project_id,
+            job: FieldId::numbered(rev),
+        }),
         // Anything else (the template's filter keeps it out in AWS) is not the indexer's business.
         Change::IssueDetail { .. } | Change::Ignored => None,
     })
+}
+
+/// The project's `fields_rev` when a project record names a column waiting for its fill
+/// (`attr::HOT_FILL`, set with the mark and cleared when the job begins; the stream holds new
+/// images only, so the mark says itself that it is new).
+fn hot_added(record: &StreamRecord<'_>) -> Option<u64> {
+    use crate::model::codec::attr;
+    use crate::model::event::Attr;
+    let image = record.dynamodb.new_image.as_ref()?;
+    image.get(attr::HOT_FILL)?;
+    match image.get(attr::FIELDS_REV) {
+        Some(Attr::N(n)) => n.as_str().parse().ok(),
+        _ => None,
+    }
 }
 
 /// Where the segment starting at `start` ends: a field change is a segment of its own (it
@@ -189,7 +215,10 @@ pub(super) fn segment_end(units: &[(&str, Unit<'_>)], start: usize) -> usize {
     let is_barrier = |u: &Unit| {
         matches!(
             u,
-            Unit::FieldAdded { .. } | Unit::FieldRemoved { .. } | Unit::Malformed { .. }
+            Unit::FieldAdded { .. }
+                | Unit::FieldRemoved { .. }
+                | Unit::HotAdded { .. }
+                | Unit::Malformed { .. }
         )
     };
     if units.get(start).is_some_and(|(_, u)| is_barrier(u)) {
@@ -212,6 +241,9 @@ impl Unit<'_> {
                 tenant, project_id, ..
             }
             | Self::FieldRemoved {
+                tenant, project_id, ..
+            }
+            | Self::HotAdded {
                 tenant, project_id, ..
             } => (
                 tenant,

@@ -7,6 +7,7 @@ use std::sync::{Arc, Mutex};
 use crate::domain::ids::{ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::keys::index::Shards;
+use crate::model::basis::Hot;
 use crate::model::record::IssueRecord;
 use crate::model::watermark::Basis;
 use crate::store::{Store, StoreError};
@@ -23,6 +24,8 @@ pub(super) struct Fields {
     pub(super) rev: u64,
     pub(super) defs: Arc<[FieldDef]>,
     pub(super) shards: Shards,
+    /// The columns whose entries carry summaries.
+    pub(super) hot: Hot,
 }
 
 /// One project's definitions, read once.
@@ -61,12 +64,14 @@ impl Defs {
                         Some((project, defs)) => Fields {
                             rev: project.fields_rev.unwrap_or(0),
                             shards: project.layouts(),
+                            hot: project.hot(),
                             defs: Arc::from(defs),
                         },
                         None => Fields {
                             rev: 0,
                             defs: Arc::from(Vec::new()),
                             shards: Shards::ONE,
+                            hot: Hot::default(),
                         },
                     },
                 )
@@ -130,7 +135,12 @@ impl Defs {
                     .at_least(store, tenant, &issue.project_id, min_rev)
                     .await?;
                 (
-                    Some(Basis::of_record(issue, &fields.defs, fields.shards)),
+                    Some(Basis::of_record(
+                        issue,
+                        &fields.defs,
+                        fields.shards,
+                        &fields.hot,
+                    )),
                     fields.rev,
                 )
             }

@@ -45,6 +45,9 @@ pub enum JobKind {
     Add,
     /// Removes the deleted field's value from every issue, and its entries.
     Remove,
+    /// Writes the summaries into the entries of a column that turned hot (its `field_id`
+    /// is the project's `fields_rev` after the mark, as a field id of that number).
+    Fill,
 }
 
 impl JobKind {
@@ -52,6 +55,7 @@ impl JobKind {
         match self {
             Self::Add => "add",
             Self::Remove => "remove",
+            Self::Fill => "fill",
         }
     }
 }
@@ -259,6 +263,13 @@ impl FieldJobs {
     /// already sortable, or gone when no other field waits; a removal whose field is still
     /// defined).
     async fn begin(&self, job: &FieldJob) -> Result<Option<Progress>, JobError> {
+        if job.kind == JobKind::Fill {
+            // Begun: the project's later records need not start it again.
+            self.store
+                .records()
+                .clear_hot_fill(&job.tenant, &job.project_id)
+                .await?;
+        }
         let defs = self
             .store
             .records()
@@ -286,7 +297,7 @@ impl FieldJobs {
             // Field ids are never reused, so a defined field was never deleted: a message
             // naming one is not a removal's, and removes nothing.
             JobKind::Remove if defined.is_some() => return Ok(None),
-            JobKind::Remove => Vec::new(),
+            JobKind::Remove | JobKind::Fill => Vec::new(),
         };
         let now = now();
         let progress = Progress {

@@ -233,8 +233,8 @@ impl Indexer {
         Ok(())
     }
 
-    /// A field change: its job's first message, or (without a queue) the whole job here: the
-    /// project re-indexed, then an added field marked sortable.
+    /// A field change (or a column turned hot): its job's first message, or (without a queue)
+    /// the whole job here: the project re-indexed, then an added field marked sortable.
     async fn start_job(
         &self,
         tenant: &TenantId,
@@ -248,6 +248,11 @@ impl Indexer {
             let job = FieldJob::start(tenant.clone(), project_id.clone(), field_id.clone(), kind);
             queue.send(&job).await.map_err(IndexError::Queue)?;
             metrics.jobs_started += 1;
+            return Ok(());
+        }
+        // A fill only saves reads: an indexer driven alone (tests, benchmarks) leaves it to
+        // the issues' next updates, which write the hot columns' summaries anyway.
+        if kind == JobKind::Fill {
             return Ok(());
         }
         let removed = (kind == JobKind::Remove).then_some(field_id);

@@ -3,6 +3,7 @@
 //! and its list summary. The watermark stores a basis; the entries follow from it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
@@ -81,17 +82,70 @@ pub struct Seat {
     pub id: String,
 }
 
-/// What an issue's entries are derived from.
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// The columns whose entries carry the summary (participation copies always do). A column
+/// turns hot when a grid page sorts by it (`Records::mark_hot`): every update rewrites every
+/// entry that carries a summary, so summaries go only where pages read them.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Hot {
+    /// Every column: what a basis built without a project's record says (tests, tools).
+    #[default]
+    All,
+    /// These columns (built-in names and field ids).
+    Only(Arc<BTreeSet<String>>),
+}
+
+impl Hot {
+    pub fn contains(&self, column: &str) -> bool {
+        match self {
+            Self::All => true,
+            Self::Only(set) => set.contains(column),
+        }
+    }
+
+    /// Whether no column is hot.
+    pub fn is_none(&self) -> bool {
+        matches!(self, Self::Only(set) if set.is_empty())
+    }
+
+    /// The set as the summary's digest covers it.
+    pub(crate) fn push_digest_text(&self, out: &mut String) {
+        match self {
+            Self::All => out.push('*'),
+            Self::Only(set) => set.iter().for_each(|c| {
+                out.push_str(c);
+                out.push(',');
+            }),
+        }
+    }
+}
+
+/// What an issue's entries are derived from. Bases compare without their hot columns: the
+/// summary's digest covers them (a basis read from a watermark knows only the digest).
+#[derive(Clone, Debug)]
 pub struct Basis {
     pub placement: Placement,
     pub updated_at: String,
     /// Column name → encoded sort value; `None`: no value (a missing entry).
     pub columns: BTreeMap<String, Option<String>>,
     pub seats: BTreeSet<Seat>,
-    /// The list summary every entry carries where it fits (compared by digest).
+    /// The list summary the entries of hot columns and participation copies carry where it
+    /// fits (compared by digest).
     pub summary: Summary,
+    /// The columns whose entries carry it.
+    pub hot: Hot,
 }
+
+impl PartialEq for Basis {
+    fn eq(&self, other: &Self) -> bool {
+        self.placement == other.placement
+            && self.updated_at == other.updated_at
+            && self.columns == other.columns
+            && self.seats == other.seats
+            && self.summary == other.summary
+    }
+}
+
+impl Eq for Basis {}
 
 /// The built-in columns' names: they live in the head whatever the layout.
 pub const BUILT_IN_COLUMNS: [&str; 5] = ["num", "title", "state", "created_at", "updated_at"];
@@ -106,11 +160,22 @@ impl Basis {
     /// column and every field the project defines (a value the field cannot hold counts as
     /// none).
     pub fn of(issue: &Issue, defs: &[FieldDef], shards: Shards) -> Self {
-        Self::of_record(&IssueRecord::of(issue), defs, shards)
+        Self::of_record(&IssueRecord::of(issue), defs, shards, &Hot::All)
     }
 
-    /// [`Basis::of`] an issue as the indexer reads it (borrowed from its stream image).
-    pub fn of_record(issue: &IssueRecord<'_>, defs: &[FieldDef], shards: Shards) -> Self {
+    /// [`Basis::of`] with the project's hot columns.
+    pub fn of_hot(issue: &Issue, defs: &[FieldDef], shards: Shards, hot: &Hot) -> Self {
+        Self::of_record(&IssueRecord::of(issue), defs, shards, hot)
+    }
+
+    /// [`Basis::of`] an issue as the indexer reads it (borrowed from its stream image), with
+    /// the project's hot columns.
+    pub fn of_record(
+        issue: &IssueRecord<'_>,
+        defs: &[FieldDef],
+        shards: Shards,
+        hot: &Hot,
+    ) -> Self {
         // Collected, then built at once (a map built from a list sorts it and fills its nodes
         // in one pass, cheaper than one search per insert: the indexer does this per record).
         let mut columns: Vec<(String, Option<String>)> = Vec::with_capacity(5 + defs.len());
@@ -152,21 +217,37 @@ impl Basis {
             updated_at: issue.updated_at.to_string(),
             columns,
             seats,
-            summary: Summary::of_record(issue, defs),
+            summary: Summary::of_record(issue, defs, hot),
+            hot: hot.clone(),
         }
     }
 
     /// Every entry the basis calls for.
     pub fn entries(&self, tenant: &TenantId, issue_id: &IssueId) -> BTreeSet<Entry> {
+        self.entries_of(tenant, issue_id, |_| true)
+    }
+
+    /// The entries a new summary rewrites: hot columns' and the participation copies.
+    pub fn summarized_entries(&self, tenant: &TenantId, issue_id: &IssueId) -> BTreeSet<Entry> {
+        self.entries_of(tenant, issue_id, |c| self.hot.contains(c))
+    }
+
+    /// The participation copies and the entries of the columns `columns` accepts.
+    fn entries_of(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        columns: impl Fn(&str) -> bool,
+    ) -> BTreeSet<Entry> {
         let mut out = BTreeSet::new();
         let hash = keys::index::shard_hash(issue_id);
-        for (column, value) in &self.columns {
+        for (column, value) in self.columns.iter().filter(|(c, _)| columns(c)) {
             column_entries(
                 tenant,
                 (issue_id, hash),
                 &self.placement,
                 (column, value.as_deref()),
-                &self.summary,
+                self.summary_of(column),
                 &mut out,
             );
         }
@@ -181,6 +262,16 @@ impl Basis {
             );
         }
         out
+    }
+
+    /// The summary a column's entries carry: the basis' when the column is hot.
+    pub fn summary_of(&self, column: &str) -> &Summary {
+        static NONE: Summary = Summary::THIN;
+        if self.hot.contains(column) {
+            &self.summary
+        } else {
+            &NONE
+        }
     }
 
     /// How many entries the basis calls for: one per column, layout and scope, two per

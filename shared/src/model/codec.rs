@@ -38,6 +38,12 @@ pub mod attr {
     /// On the project, during a reshard: the run that started it, which every later move of
     /// that reshard names (so a run that lost the project to another cannot move it again).
     pub const RESHARD_RUN: &str = "reshard_run";
+    /// On the project: its hot columns, a string set of column names (built-in names and
+    /// field ids) whose index entries carry issue summaries ([`crate::model::basis::Hot`]).
+    pub const HOT: &str = "hot";
+    /// On the project: the column just made hot, until its fill job begins (the stream
+    /// filter passes project records that carry it).
+    pub const HOT_FILL: &str = "hot_fill";
     /// Teams a user belongs to, on the user's membership counter item.
     pub const TEAM_COUNT: &str = "team_count";
     pub const TITLE: &str = "title";

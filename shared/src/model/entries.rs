@@ -197,8 +197,9 @@ pub struct EntryList {
     /// The issue id, then each entry's partition key and sort key.
     text: String,
     issue_end: usize,
-    /// Per entry: where its partition key ends, where its sort key ends, its role.
-    slots: Vec<(usize, usize, Option<Role>)>,
+    /// Per entry: where its partition key ends, where its sort key ends, its role, and
+    /// whether it carries the summary (a hot column's entry or a participation copy).
+    slots: Vec<(usize, usize, Option<Role>, bool)>,
     summary: Summary,
 }
 
@@ -230,37 +231,49 @@ impl EntryList {
         self.slots.is_empty()
     }
 
-    /// Adds an entry whose keys `pk` and `sk` write into the buffer.
+    /// Adds an entry whose keys `pk` and `sk` write into the buffer; a participation copy
+    /// (`role`) or a hot column's entry (`hot`) carries the list's summary where it fits.
     pub fn push(
         &mut self,
         pk: impl FnOnce(&mut String),
         sk: impl FnOnce(&mut String),
         role: Option<Role>,
+        hot: bool,
     ) {
         pk(&mut self.text);
         let pk_end = self.text.len();
         sk(&mut self.text);
-        self.slots.push((pk_end, self.text.len(), role));
+        self.slots
+            .push((pk_end, self.text.len(), role, hot || role.is_some()));
     }
 
-    /// Adds `entry` (of this list's issue).
+    /// Adds `entry` (of this list's issue), carrying the summary if it does.
     pub fn push_entry(&mut self, entry: &Entry) {
         let role = entry.role.as_deref().and_then(Role::parse);
-        self.push(|t| t.push_str(&entry.pk), |t| t.push_str(&entry.sk), role);
+        let hot = entry.summary.is_some();
+        self.push(
+            |t| t.push_str(&entry.pk),
+            |t| t.push_str(&entry.sk),
+            role,
+            hot,
+        );
     }
 
     pub fn iter(&self) -> impl Iterator<Item = EntryRef<'_>> {
         let issue_id = &self.text[..self.issue_end];
         let mut start = self.issue_end;
-        self.slots.iter().map(move |&(pk_end, sk_end, role)| {
+        self.slots.iter().map(move |&(pk_end, sk_end, role, hot)| {
             let (pk, sk) = (&self.text[start..pk_end], &self.text[pk_end..sk_end]);
             let role = role.map(Role::as_str);
+            let summary = hot
+                .then(|| self.summary.for_entry(pk, sk, issue_id, role))
+                .flatten();
             let e = EntryRef {
                 pk,
                 sk,
                 issue_id,
                 role,
-                summary: self.summary.for_entry(pk, sk, issue_id, role),
+                summary,
             };
             start = sk_end;
             e
@@ -283,15 +296,16 @@ pub fn keys_of<'a>(entries: impl IntoIterator<Item = &'a Entry>) -> BTreeSet<(St
 /// Every entry `issue` should have: for each built-in column and each field the project
 /// defines, a value entry (or a missing entry when it has no value) in its state's scope, in
 /// each of the project's shard layouts; and for each participant, a participation copy in
-/// their inbox for the issue's state and one in the inbox for their role there; each with the
-/// issue's summary where it fits.
+/// their inbox for the issue's state and one in the inbox for their role there; the copies and
+/// the hot columns' entries with the issue's summary where it fits.
 pub fn entries(
     tenant: &TenantId,
     issue: &Issue,
     defs: &[FieldDef],
     shards: crate::keys::index::Shards,
+    hot: &crate::model::basis::Hot,
 ) -> BTreeSet<Entry> {
-    crate::model::watermark::Basis::of(issue, defs, shards).entries(tenant, &issue.id)
+    crate::model::watermark::Basis::of_hot(issue, defs, shards, hot).entries(tenant, &issue.id)
 }
 
 /// The scopes a grid reads: its state's, or both (merged, as shards are).
@@ -363,6 +377,7 @@ mod tests {
             )])),
             &defs,
             ONE,
+            &Default::default(),
         );
         assert_eq!(e.len(), 5 + 2);
         assert!(
@@ -395,7 +410,7 @@ mod tests {
                 role: Role::Watcher,
             },
         ];
-        let e = entries(&t(), &i, &[], ONE);
+        let e = entries(&t(), &i, &[], ONE, &Default::default());
         let copies: Vec<_> = e.iter().filter(|x| x.pk.contains("#IN#")).collect();
         assert_eq!(copies.len(), 4);
         assert!(copies.iter().any(|x| x.pk
@@ -417,7 +432,7 @@ mod tests {
         let mut closed = i.clone();
         closed.state = IssueState::Closed;
         assert!(
-            entries(&t(), &closed, &[], ONE)
+            entries(&t(), &closed, &[], ONE, &Default::default())
                 .iter()
                 .filter(|x| x.pk.contains("#IN#"))
                 .all(|x| x.pk.contains("#closed"))
@@ -431,13 +446,18 @@ mod tests {
             &issue(BTreeMap::from([(f(99), StoredValue::S("x".into()))])),
             &[],
             ONE,
+            &Default::default(),
         );
         assert!(e.iter().all(|x| !x.pk.contains(&f(99))));
     }
 
     /// The entries whose keys change between two states of an issue: (removed, added).
     fn diff(a: &Issue, b: &Issue, defs: &[FieldDef]) -> (Vec<Entry>, Vec<Entry>) {
-        let (ea, eb) = (entries(&t(), a, defs, ONE), entries(&t(), b, defs, ONE));
+        let all = Default::default();
+        let (ea, eb) = (
+            entries(&t(), a, defs, ONE, &all),
+            entries(&t(), b, defs, ONE, &all),
+        );
         let (ka, kb) = (keys_of(&ea), keys_of(&eb));
         (
             ea.into_iter().filter(|e| !kb.contains(&e.key())).collect(),

@@ -371,7 +371,7 @@ mod tests {
                 for shards in [Shards::ONE, Shards::of(4).unwrap_or(Shards::ONE)] {
                     proptest::prop_assert_eq!(
                         Basis::of(&owned, &defs, shards),
-                        Basis::of_record(&record, &defs, shards)
+                        Basis::of_record(&record, &defs, shards, &Default::default())
                     );
                 }
             }

@@ -38,7 +38,12 @@ pub enum Change {
         project_id: ProjectId,
         field_id: FieldId,
     },
-    /// Anything else (a project's own item, people, teams): not the index's business.
+    /// A project's own item: its hot columns may have grown.
+    Project {
+        tenant: TenantId,
+        project_id: ProjectId,
+    },
+    /// Anything else (people, teams): not the index's business.
     Ignored,
 }
 
@@ -79,6 +84,11 @@ pub fn classify(pk: Option<&str>, sk: Option<&str>) -> Result<Change, Unreadable
     }
     if let Some((tenant, issue_id)) = keys::records::parse_issue_pk(pk) {
         return Ok(Change::IssueDetail { tenant, issue_id });
+    }
+    if sk == keys::records::PROJECT_SK
+        && let Some((tenant, project_id)) = keys::records::parse_project_pk(pk)
+    {
+        return Ok(Change::Project { tenant, project_id });
     }
     Ok(Change::Ignored)
 }
@@ -124,7 +134,10 @@ mod tests {
         );
         assert_eq!(
             classify(Some(&project), Some(PROJECT_SK)),
-            Ok(Change::Ignored)
+            Ok(Change::Project {
+                tenant: acme.clone(),
+                project_id: ProjectId::numbered(2)
+            })
         );
         let user = user_pk(&acme, &crate::domain::ids::UserId::parse("ann").unwrap());
         assert_eq!(classify(Some(&user), Some(PROFILE_SK)), Ok(Change::Ignored));

@@ -12,10 +12,20 @@
 //! watermark records its [digest](Summary::digest): a step toward a basis whose digest differs
 //! from the committed one puts every entry again, and a stale summary is drift.
 //!
-//! The text is JSON with one-letter names (bytes count against the 1 KB), built by hand from
-//! the borrowed record so the stream image and an issue read from the table give the same
-//! bytes (fields sorted by id, participants as the issue item sorts them, numbers in their
-//! canonical form).
+//! Two texts, both built by hand from the borrowed record so the stream image and an issue read
+//! from the table give the same bytes (participants as the issue item sorts them, numbers in
+//! their canonical form):
+//! - *keyed* ([`text_of`]), for participation copies: JSON with one-letter names and field
+//!   values by id, readable without the project (an inbox page spans projects);
+//! - *compact* ([`compact_of`]), for column entries, which a grid page reads knowing its
+//!   project's fields: a JSON array with the values by position in the project's field list
+//!   (its order is the definitions' sort key, the field id), so a 26-character id costs
+//!   nothing per value and an issue with 55 typical values fits one write unit. The text
+//!   names the [`layout`] it was written under; a reader holding another list (a field added
+//!   or deleted since) treats the entry as thin, never guessing at positions.
+//!
+//! Only hot columns' entries carry the compact text ([`crate::model::basis::Hot`]): every
+//! update rewrites every entry that carries a summary, so a column nobody sorts by stays thin.
 
 use std::collections::BTreeMap;
 use std::io::Write;
@@ -28,6 +38,7 @@ use crate::domain::decimal::DynNumber;
 use crate::domain::ids::{FieldId, IssueId, ParticipantId, ProjectId};
 use crate::domain::values::{FieldDef, StoredValue};
 use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Role};
+use crate::model::basis::Hot;
 use crate::model::record::{IssueRecord, ValueRef};
 
 /// The entry attribute holding the summary.
@@ -40,17 +51,24 @@ pub const ENTRY_MAX_BYTES: usize = 1024;
 /// Bumped when the text's form changes: it is part of the digest, so each issue's next
 /// indexing writes its entries again (a re-index of every issue, such as `gridctl repair`
 /// after `verify` reports the old summaries stale, does it at once).
-const FORMAT: u8 = 1;
+const FORMAT: u8 = 2;
+
+/// The compact text's first element: a keyed text (format 1) in a column entry is read as
+/// thin, since it may predate the hot columns and be stale.
+const COMPACT: u8 = 2;
 
 /// An issue's summary as the indexer knows it: always its digest, and its text when it was
 /// built from the issue (a committed basis read from a watermark has only the digest).
 /// Summaries compare by digest.
 #[derive(Clone, Debug, Default)]
 pub struct Summary {
-    /// FNV-1a of the format and the text; 0 for none recorded (a watermark written before
-    /// summaries, or one of an issue never indexed).
+    /// FNV-1a of the format, both texts and the hot columns; 0 for none recorded (a watermark
+    /// written before summaries, or one of an issue never indexed).
     pub digest: u64,
+    /// The keyed text, for participation copies.
     pub text: Option<Arc<str>>,
+    /// The compact text, for hot columns' entries.
+    pub compact: Option<Arc<str>>,
 }
 
 impl PartialEq for Summary {
@@ -62,16 +80,30 @@ impl PartialEq for Summary {
 impl Eq for Summary {}
 
 impl Summary {
-    /// The summary of `issue` under its project's fields `defs`; [`Summary::THIN`] when it is
-    /// too long for any entry.
-    pub fn of_record(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> Self {
-        let text = text_of(issue, defs);
-        if text.len() + MIN_ENTRY_OVERHEAD > ENTRY_MAX_BYTES {
+    /// The summary of `issue` under its project's fields `defs` and hot columns `hot` (part
+    /// of the digest: a column turning hot writes the summaries again); [`Summary::THIN`]
+    /// when both texts are too long for any entry.
+    pub fn of_record(issue: &IssueRecord<'_>, defs: &[FieldDef], hot: &Hot) -> Self {
+        let fit = |t: String| (t.len() + MIN_ENTRY_OVERHEAD <= ENTRY_MAX_BYTES).then_some(t);
+        let text = fit(text_of(issue, defs));
+        // No hot column, no compact text to build (the indexer builds summaries per record).
+        let compact = (!hot.is_none())
+            .then(|| fit(compact_of(issue, defs)))
+            .flatten();
+        if text.is_none() && compact.is_none() {
             return Self::THIN;
         }
+        let (t, c) = (text.as_deref(), compact.as_deref());
+        let mut bytes = String::with_capacity(t.map_or(0, str::len) + c.map_or(0, str::len) + 8);
+        for part in [t, c] {
+            bytes.push_str(part.unwrap_or("-"));
+            bytes.push('\u{0}');
+        }
+        hot.push_digest_text(&mut bytes);
         Self {
-            digest: digest(&text),
-            text: Some(text.into()),
+            digest: digest(&bytes),
+            text: text.map(Into::into),
+            compact: compact.map(Into::into),
         }
     }
 
@@ -81,14 +113,20 @@ impl Summary {
     pub const THIN: Summary = Summary {
         digest: 1,
         text: None,
+        compact: None,
     };
 
     /// A summary known only by the digest a watermark recorded.
     pub fn recorded(digest: u64) -> Self {
-        Self { digest, text: None }
+        Self {
+            digest,
+            text: None,
+            compact: None,
+        }
     }
 
-    /// The text an entry with these key attributes carries: the summary if the entry item
+    /// The text an entry with these key attributes carries: the keyed text for a
+    /// participation copy (`role`), the compact one for a column entry, if the entry item
     /// stays within one write unit with it, else none (a thin entry).
     pub fn for_entry(
         &self,
@@ -97,7 +135,10 @@ impl Summary {
         issue_id: &str,
         role: Option<&str>,
     ) -> Option<&str> {
-        let text = self.text.as_deref()?;
+        let text = match role {
+            Some(_) => self.text.as_deref()?,
+            None => self.compact.as_deref()?,
+        };
         fits(pk, sk, issue_id, role, text).then_some(text)
     }
 }
@@ -179,20 +220,7 @@ pub fn text_of(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> String {
         }
         push_json_str(&mut out, id);
         out.push(b':');
-        match value {
-            ValueRef::S(s) => push_json_str(&mut out, s),
-            ValueRef::Number(n) => {
-                let _ = write!(out, "{n}");
-            }
-            // Checked to parse when the record was read; printed canonically, as the issue
-            // read from the table prints it.
-            ValueRef::N(raw) => match DynNumber::parse(raw) {
-                Ok(n) => {
-                    let _ = write!(out, "{n}");
-                }
-                Err(_) => out.extend_from_slice(b"null"),
-            },
-        }
+        push_value(&mut out, value);
     }
     out.extend_from_slice(b"},\"pp\":[");
     let mut seats = issue.seats.clone();
@@ -218,6 +246,203 @@ pub fn text_of(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> String {
     String::from_utf8(out).unwrap_or_default()
 }
 
+/// A field value as JSON: a string, or a number printed canonically.
+fn push_value(out: &mut Vec<u8>, value: ValueRef<'_>) {
+    match value {
+        ValueRef::S(s) => push_json_str(out, s),
+        ValueRef::Number(n) => {
+            let _ = write!(out, "{n}");
+        }
+        // Checked to parse when the record was read; printed canonically, as the issue
+        // read from the table prints it.
+        ValueRef::N(raw) => match DynNumber::parse(raw) {
+            Ok(n) => {
+                let _ = write!(out, "{n}");
+            }
+            Err(_) => out.extend_from_slice(b"null"),
+        },
+    }
+}
+
+/// The field list in a compact text's order: by id (the order the project's Query returns
+/// it in, so sorting is a pass over a sorted list), whatever order the caller holds it in.
+fn by_id(defs: &[FieldDef]) -> Vec<&FieldDef> {
+    let mut sorted: Vec<&FieldDef> = defs.iter().collect();
+    sorted.sort_by(|a, b| a.id.cmp(&b.id));
+    sorted
+}
+
+/// The project's field list as a compact text names it: FNV-1a of the ids in order, so a
+/// reader holding another list (a field added or deleted since the text was written) knows.
+pub fn layout(defs: &[FieldDef]) -> u32 {
+    layout_of(&by_id(defs))
+}
+
+fn layout_of(defs: &[&FieldDef]) -> u32 {
+    let mut h: u32 = 0x811c_9dc5;
+    for d in defs {
+        for b in d.id.as_str().bytes().chain([0]) {
+            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
+        }
+    }
+    h
+}
+
+/// A participant kind's or role's one letter in a compact text.
+fn letter(word: &str) -> &str {
+    word.get(..1).unwrap_or("")
+}
+
+/// The compact text: `[2, layout, num, title, state, [values by position], [[kind, id, role]],
+/// version, created, updated]`, kinds and roles by their first letter, a position with no
+/// value `null` and trailing ones left out. The project is the one being read.
+pub fn compact_of(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> String {
+    let defs = by_id(defs);
+    let mut out: Vec<u8> = Vec::with_capacity(512);
+    let _ = write!(out, "[{COMPACT},{},{},", layout_of(&defs), issue.num);
+    push_json_str(&mut out, issue.title);
+    out.push(b',');
+    push_json_str(&mut out, issue.state.as_str());
+    out.extend_from_slice(b",[");
+    let values: Vec<Option<ValueRef<'_>>> = defs
+        .iter()
+        .map(|d| issue.fields.get(d.id.as_str()))
+        .collect();
+    let used = values
+        .iter()
+        .rposition(Option::is_some)
+        .map_or(0, |at| at + 1);
+    for (at, value) in values.into_iter().take(used).enumerate() {
+        if at > 0 {
+            out.push(b',');
+        }
+        match value {
+            Some(v) => push_value(&mut out, v),
+            None => out.extend_from_slice(b"null"),
+        }
+    }
+    out.extend_from_slice(b"],[");
+    let mut seats = issue.seats.clone();
+    seats.sort_unstable_by(|a, b| (a.kind, a.id, a.role).cmp(&(b.kind, b.id, b.role)));
+    for (at, seat) in seats.iter().enumerate() {
+        if at > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        push_json_str(&mut out, letter(seat.kind.as_str()));
+        out.push(b',');
+        push_json_str(&mut out, seat.id);
+        out.push(b',');
+        push_json_str(&mut out, letter(seat.role.as_str()));
+        out.push(b']');
+    }
+    let _ = write!(out, "],{},", issue.version);
+    push_json_str(&mut out, issue.created_at);
+    out.push(b',');
+    push_json_str(&mut out, issue.updated_at);
+    out.push(b']');
+    String::from_utf8(out).unwrap_or_default()
+}
+
+/// The compact text as read back.
+type CompactText = (
+    u8,
+    u32,
+    u64,
+    String,
+    String,
+    Vec<Option<Box<RawValue>>>,
+    Vec<(String, String, String)>,
+    u64,
+    String,
+    String,
+);
+
+/// A stored value from its JSON: a string, or a number.
+fn value_of(raw: &RawValue) -> Option<StoredValue> {
+    let raw = raw.get();
+    Some(if raw.starts_with('"') {
+        StoredValue::S(serde_json::from_str(raw).ok()?)
+    } else {
+        StoredValue::N(DynNumber::parse(raw).ok()?)
+    })
+}
+
+/// The issue a column entry's compact text shows, read with the project's field list; `None`
+/// if the text is not a compact summary or was written under another list (the reader treats
+/// the entry as thin).
+pub fn issue_of_compact(
+    issue_id: &str,
+    project_id: &ProjectId,
+    defs: &[FieldDef],
+    text: &str,
+) -> Option<Issue> {
+    let (format, at, num, title, state, values, seats, version, created, updated): CompactText =
+        serde_json::from_str(text).ok()?;
+    let defs = by_id(defs);
+    if format != COMPACT || at != layout_of(&defs) || values.len() > defs.len() {
+        return None;
+    }
+    let fields = defs
+        .into_iter()
+        .zip(values)
+        .filter_map(|(d, v)| v.map(|v| (d, v)))
+        .map(|(d, raw)| Some((d.id.clone(), value_of(&raw)?)))
+        .collect::<Option<_>>()?;
+    let participants = seats
+        .into_iter()
+        .map(|(k, id, r)| {
+            Some(Participant {
+                kind: [ParticipantKind::User, ParticipantKind::Team]
+                    .into_iter()
+                    .find(|x| letter(x.as_str()) == k)?,
+                id: ParticipantId::parse(&id)?,
+                role: [Role::Assignee, Role::Reporter, Role::Watcher]
+                    .into_iter()
+                    .find(|x| letter(x.as_str()) == r)?,
+            })
+        })
+        .collect::<Option<_>>()?;
+    Some(Issue {
+        id: IssueId::parse(issue_id)?,
+        project_id: project_id.clone(),
+        num,
+        title,
+        state: IssueState::parse(&state)?,
+        description: None,
+        fields,
+        participants,
+        version,
+        created_at: created,
+        updated_at: updated,
+    })
+}
+
+/// Where summaries are read, which says which text an entry should carry.
+#[derive(Clone, Copy, Debug)]
+pub enum Reading<'a> {
+    /// A project's column entries: compact texts, read with its field list.
+    Columns {
+        project_id: &'a ProjectId,
+        defs: &'a [FieldDef],
+    },
+    /// Participation copies: keyed texts.
+    Inbox,
+}
+
+impl Reading<'_> {
+    /// The issue an entry's summary shows; `None` (read the issue) when it is not the text
+    /// this reading expects.
+    pub fn issue(&self, issue_id: &str, text: &str) -> Option<Issue> {
+        match self {
+            Self::Columns { project_id, defs } => {
+                issue_of_compact(issue_id, project_id, defs, text)
+            }
+            Self::Inbox => issue_of(issue_id, text),
+        }
+    }
+}
+
 /// The summary's text as read back.
 #[derive(Deserialize)]
 struct Text {
@@ -238,15 +463,7 @@ pub fn issue_of(issue_id: &str, text: &str) -> Option<Issue> {
     let t: Text = serde_json::from_str(text).ok()?;
     let fields =
         t.f.into_iter()
-            .map(|(id, raw)| {
-                let raw = raw.get();
-                let value = if raw.starts_with('"') {
-                    StoredValue::S(serde_json::from_str(raw).ok()?)
-                } else {
-                    StoredValue::N(DynNumber::parse(raw).ok()?)
-                };
-                Some((FieldId::parse(&id)?, value))
-            })
+            .map(|(id, raw)| Some((FieldId::parse(&id)?, value_of(&raw)?)))
             .collect::<Option<_>>()?;
     let participants =
         t.pp.into_iter()
@@ -317,7 +534,7 @@ mod tests {
             let image: crate::model::event::Image<'_> = serde_json::from_str(&json).unwrap();
             let record = IssueRecord::from_image(&image).unwrap();
             prop_assert_eq!(&text_of(&record, &defs), &text);
-            let summary = Summary::of_record(&record, &defs);
+            let summary = Summary::of_record(&record, &defs, &Hot::All);
             match &summary.text {
                 Some(t) => prop_assert_eq!(&**t, text.as_str()),
                 None => {
@@ -325,6 +542,39 @@ mod tests {
                     prop_assert!(text.len() + MIN_ENTRY_OVERHEAD > ENTRY_MAX_BYTES);
                 }
             }
+        }
+
+        /// A compact text reads back as its issue with the field list it was written under
+        /// (its project's; fields the list lacks are not shown), and as nothing with another.
+        #[test]
+        fn a_compact_text_reads_back_with_its_field_list_only(
+            issue in issue(),
+            undefined in prop::collection::btree_set(0usize..8, 0..3),
+            extra in 0u64..3,
+        ) {
+            let ids: Vec<String> = issue.fields.keys().map(|id| id.to_string()).collect();
+            let mut defs: Vec<FieldDef> = ids
+                .iter()
+                .enumerate()
+                .filter(|(at, _)| !undefined.contains(at))
+                .map(|(_, id)| def(id))
+                .collect();
+            // Fields without a value on this issue, between and after.
+            defs.extend((0..extra).map(|n| def(FieldId::numbered(n + 1).as_ref())));
+            defs.sort_by(|a, b| a.id.cmp(&b.id));
+            defs.dedup_by(|a, b| a.id == b.id);
+            let record = IssueRecord::of(&issue);
+            let text = compact_of(&record, &defs);
+            let mut shown = issue.clone();
+            shown.fields.retain(|id, _| defs.iter().any(|d| d.id == *id));
+            let read = issue_of_compact(issue.id.as_str(), &issue.project_id, &defs, &text);
+            prop_assert_eq!(read, Some(shown));
+            let mut other = defs.clone();
+            other.push(def(FieldId::numbered(99).as_ref()));
+            prop_assert_eq!(issue_of_compact(issue.id.as_str(), &issue.project_id, &other, &text), None);
+            // A keyed text is no compact one, and the other way round.
+            prop_assert_eq!(issue_of_compact(issue.id.as_str(), &issue.project_id, &defs, &text_of(&record, &defs)), None);
+            prop_assert_eq!(issue_of(issue.id.as_str(), &text), None);
         }
 
         /// An entry carries the summary exactly when its item stays within one write unit.
@@ -336,7 +586,7 @@ mod tests {
             len in 0usize..1100,
         ) {
             let text: Arc<str> = "x".repeat(len).into();
-            let summary = Summary { digest: 7, text: Some(text.clone()) };
+            let summary = Summary { digest: 7, text: Some(text.clone()), compact: Some(text.clone()) };
             let id = "01ARZ3NDEKTSV4RRFFQ69G5FAV";
             let mut item = crate::store::records::items::key(pk.clone(), &sk);
             item.insert("issue_id".into(), aws_sdk_dynamodb::types::AttributeValue::S(id.into()));
@@ -348,6 +598,69 @@ mod tests {
             let carried = summary.for_entry(&pk, &sk, id, role.as_deref());
             prop_assert_eq!(carried.is_some(), size <= ENTRY_MAX_BYTES, "size {}", size);
         }
+    }
+
+    /// The issue's goal: 55 fields with typical values (the seed's: 5 typed fields, then
+    /// numbers, texts and dates in turn, one in five empty), three participants, and the
+    /// compact text fits a column entry of one write unit, where the keyed text does not.
+    #[test]
+    fn an_issue_with_55_typical_values_fits_one_write_unit_compact() {
+        use crate::domain::values::FieldType;
+        let defs: Vec<FieldDef> = (1..=55u64)
+            .map(|n| FieldDef {
+                field_type: [FieldType::Number, FieldType::Text, FieldType::Date][n as usize % 3],
+                ..def(FieldId::numbered(n).as_ref())
+            })
+            .collect();
+        let mut fields = BTreeMap::new();
+        for (n, d) in defs.iter().enumerate().filter(|(n, _)| n % 5 != 4) {
+            let value = match d.field_type {
+                FieldType::Number => StoredValue::N(DynNumber::parse("512.37").unwrap()),
+                FieldType::Text => StoredValue::S(format!("Billing word{}", n % 10)),
+                _ => StoredValue::S("2026-07-14".into()),
+            };
+            fields.insert(d.id.clone(), value);
+        }
+        let seat = |kind, id: &str, role| Participant {
+            kind,
+            id: ParticipantId::parse(id).unwrap(),
+            role,
+        };
+        let issue = Issue {
+            id: IssueId::numbered(7),
+            project_id: ProjectId::numbered(8),
+            num: 12345,
+            title: "Refactor checkout 12345".into(),
+            state: IssueState::Open,
+            description: None,
+            fields,
+            participants: vec![
+                seat(ParticipantKind::User, "user-0012", Role::Reporter),
+                seat(ParticipantKind::User, "user-0031", Role::Assignee),
+                seat(
+                    ParticipantKind::Team,
+                    crate::domain::ids::TeamId::numbered(9).as_ref(),
+                    Role::Watcher,
+                ),
+            ],
+            version: 12,
+            created_at: "2026-11-26T09:00:00.000Z".into(),
+            updated_at: "2026-11-26T09:41:07.123Z".into(),
+        };
+        let record = IssueRecord::of(&issue);
+        let summary = Summary::of_record(&record, &defs, &Hot::All);
+        assert!(summary.text.is_none(), "the keyed text is too wide");
+        let tenant = crate::domain::ids::TenantId::parse("acme-corporation").unwrap();
+        let pk =
+            crate::keys::index::column_pk(&tenant, &issue.project_id, defs[20].id.as_str(), "open");
+        let sk =
+            crate::keys::index::value_sk(&crate::encoding::text::encode("Billing word1"), 12345);
+        let carried = summary.for_entry(&pk, &sk, issue.id.as_str(), None);
+        assert!(
+            carried.is_some(),
+            "{} bytes",
+            summary.compact.as_deref().map_or(0, str::len)
+        );
     }
 
     #[test]

@@ -30,12 +30,14 @@ use sha2::{Digest, Sha256};
 
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::{IssueState, ParticipantKind, Role};
-use crate::model::entries::{Entry, EntryList};
+use crate::model::entries::{Entry, EntryList, keys_of};
 use crate::model::summary::Summary;
 
 use crate::keys;
 use crate::keys::index::Shards;
-pub use crate::model::basis::{BUILT_IN_COLUMNS, Basis, Placement, Seat, is_built_in, zip_columns};
+pub use crate::model::basis::{
+    BUILT_IN_COLUMNS, Basis, Hot, Placement, Seat, is_built_in, zip_columns,
+};
 use crate::model::basis::{column_entries, seat_entries};
 
 /// What the watermark derives entries from when only their keys matter (what is certain or
@@ -43,6 +45,7 @@ use crate::model::basis::{column_entries, seat_entries};
 static NO_SUMMARY: Summary = Summary {
     digest: 0,
     text: None,
+    compact: None,
 };
 
 /// What writes in flight (or cut short) may have changed, recorded before they start.
@@ -421,16 +424,24 @@ impl Watermark {
             .as_ref()
             .is_none_or(|c| c.placement != desired.placement);
         let placed = !self.pending.placements.is_empty() || !extra.placements.is_empty();
-        // A new summary goes into every entry: every column is compared.
-        let resummarized = step::refreshes(self.committed.as_ref(), Some(desired));
-        if moved || placed || resummarized || next_buckets != n {
+        if moved || placed || next_buckets != n {
             return everything;
         }
+        // A new summary goes into every hot column's entries: those columns are compared.
+        let resummarized = step::refreshes(self.committed.as_ref(), Some(desired));
+        if resummarized && desired.hot == Hot::All {
+            return everything;
+        }
+        let hot = desired
+            .fields()
+            .map(|(c, _)| c)
+            .filter(|c| resummarized && desired.hot.contains(c));
         let mut read: BTreeSet<u16> = self
             .pending
             .columns
             .keys()
             .chain(extra.columns.keys())
+            .chain(hot)
             .filter(|c| !is_built_in(c))
             .map(|c| bucket_of(c, n))
             .collect();
@@ -554,7 +565,7 @@ impl Watermark {
         let refresh = self.legacy.is_some() || step::refreshes(self.committed.as_ref(), desired);
         // What an earlier attempt wrote (`extra`) is as uncertain as what is pending: its keys
         // may be desired ones, written with another summary.
-        let certain = if refresh {
+        let mut certain = if self.legacy.is_some() {
             BTreeSet::new()
         } else if extra.is_empty() {
             self.certain(tenant, issue_id)
@@ -563,6 +574,11 @@ impl Watermark {
             with_extra.pending.merge(extra.clone());
             with_extra.certain(tenant, issue_id)
         };
+        // A new summary: what carries it is put again (cold columns' entries stay certain).
+        if refresh && let Some(d) = desired {
+            let summarized = keys_of(&d.summarized_entries(tenant, issue_id));
+            certain.retain(|e| !summarized.contains(&e.key()));
+        }
         let possible = self.possible(tenant, issue_id, extra);
         let key = |e: &Entry| (e.pk.clone(), e.sk.clone());
         let certain_keys: BTreeSet<_> = certain.iter().map(key).collect();

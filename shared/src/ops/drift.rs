@@ -36,6 +36,8 @@ pub struct Snapshot {
     pub defs: HashMap<(TenantId, ProjectId), Vec<FieldDef>>,
     /// Each project's shard layouts (absent: one shard).
     pub shards: HashMap<(TenantId, ProjectId), Shards>,
+    /// Each project's hot columns.
+    pub hot: HashMap<(TenantId, ProjectId), crate::model::basis::Hot>,
     /// Every index entry (watermarks aside).
     pub entries: BTreeSet<Entry>,
     /// The indexer's parked units.
@@ -148,6 +150,7 @@ pub async fn snapshot(
                 if let Some((t, p)) = keys::records::parse_project_pk(&pk)
                     && let Ok(project) = serde_dynamo::from_item::<_, ProjectItem>(item)
                 {
+                    snap.hot.insert((t.clone(), p.clone()), project.hot());
                     snap.shards.insert((t, p), project.layouts());
                 }
             }
@@ -203,7 +206,12 @@ pub fn expected(snap: &Snapshot) -> BTreeSet<Entry> {
             .get(&(tenant.clone(), issue.project_id.clone()))
             .copied()
             .unwrap_or(Shards::ONE);
-        out.extend(entries(tenant, issue, defs, shards));
+        let hot = snap
+            .hot
+            .get(&(tenant.clone(), issue.project_id.clone()))
+            .cloned()
+            .unwrap_or_default();
+        out.extend(entries(tenant, issue, defs, shards, &hot));
     }
     out
 }
@@ -270,15 +278,20 @@ async fn desired_basis(
     let Some(issue) = issue else {
         return Ok((None, 0));
     };
-    let (rev, defs, shards) = match store
+    let (rev, defs, shards, hot) = match store
         .records()
         .project_with_fields(tenant, &issue.project_id)
         .await?
     {
-        Some((project, defs)) => (project.fields_rev.unwrap_or(0), defs, project.layouts()),
-        None => (0, Vec::new(), Shards::ONE),
+        Some((project, defs)) => (
+            project.fields_rev.unwrap_or(0),
+            defs,
+            project.layouts(),
+            project.hot(),
+        ),
+        None => (0, Vec::new(), Shards::ONE, Default::default()),
     };
-    Ok((Some(Basis::of(issue, &defs, shards)), rev))
+    Ok((Some(Basis::of_hot(issue, &defs, shards, &hot)), rev))
 }
 
 /// What makes `actual` into `desired`: the entries to put (absent or different) and the ones

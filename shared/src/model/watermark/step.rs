@@ -90,8 +90,9 @@ struct Planner<'a> {
     certain: bool,
     /// Whether the desired placement is the committed one (compared once, not per column).
     same_placement: bool,
-    /// The desired summary is not the committed one: every desired entry is put again, so
-    /// each carries it (nothing is left out as certain).
+    /// The desired summary is not the committed one: every desired entry that carries it (a
+    /// hot column's, a participation copy) is put again, so each carries the new one (nothing
+    /// of theirs is left out as certain).
     refresh: bool,
     puts: EntryList,
     deletes: EntryList,
@@ -182,6 +183,11 @@ type Value<'a> = Option<&'a Option<String>>;
 static NO_COLUMNS: BTreeMap<String, Option<String>> = BTreeMap::new();
 
 impl<'a> Planner<'a> {
+    /// Whether a column's entries are all put again for a new summary: it is hot.
+    fn resummarized(&self, name: &str) -> bool {
+        self.refresh && self.desired.is_some_and(|d| d.hot.contains(name))
+    }
+
     /// Every column the desired or committed basis has, or something pending names.
     fn columns(&mut self) {
         let (wm, extra) = (self.wm, self.extra);
@@ -209,7 +215,7 @@ impl<'a> Planner<'a> {
     fn quiet_column(&self, name: &str, dv: Value<'_>, cv: Value<'_>) -> bool {
         dv.is_some()
             && dv == cv
-            && !self.refresh
+            && !self.resummarized(name)
             && self.certain
             && self.extra.placements.is_empty()
             && self.same_placement
@@ -229,7 +235,7 @@ impl<'a> Planner<'a> {
             // What an earlier attempt wrote (`extra`) has these keys but maybe another summary.
             (Some(c), Some(v))
                 if self.certain
-                    && !self.refresh
+                    && !self.resummarized(name)
                     && !self.wm.pending.columns.contains_key(name)
                     && !self.extra.columns.contains_key(name) =>
             {
@@ -238,6 +244,7 @@ impl<'a> Planner<'a> {
             _ => None,
         };
         let wanted = |k: &ColumnKey<'_>| want.clone().is_some_and(|mut w| w.any(|x| x == *k));
+        let hot = self.desired.is_some_and(|d| d.hot.contains(name));
         let (tenant, puts) = (self.tenant, &mut self.puts);
         for k in want.clone().into_iter().flatten() {
             if !certain.clone().is_some_and(|mut c| c.any(|x| x == k)) {
@@ -245,6 +252,7 @@ impl<'a> Planner<'a> {
                     |t| k.push_pk(t, tenant, name),
                     |t| push_column_sk(t, k.value, k.num),
                     None,
+                    hot,
                 );
             }
         }
@@ -272,6 +280,7 @@ impl<'a> Planner<'a> {
                 |t| k.push_pk(t, tenant, name),
                 |t| push_column_sk(t, k.value, k.num),
                 None,
+                false,
             );
         }
     }
@@ -314,6 +323,7 @@ impl<'a> Planner<'a> {
                     |t| push_inbox_pk(t, tenant, k.kind, k.id, k.state, k.role),
                     |t| push_inbox_sk(t, k.updated_at, issue_id),
                     Some(*role),
+                    true,
                 );
             }
         }
@@ -347,6 +357,12 @@ impl<'a> Planner<'a> {
                 }
             }
         }
+        self.delete_copies(gone);
+    }
+
+    /// Deletes these inbox copies, each once.
+    fn delete_copies(&mut self, mut gone: Vec<SeatKey<'_>>) {
+        let (tenant, issue_id) = (self.tenant, self.issue_id);
         gone.sort_unstable();
         gone.dedup();
         for k in gone {
@@ -354,6 +370,7 @@ impl<'a> Planner<'a> {
                 |t| push_inbox_pk(t, tenant, k.kind, k.id, k.state, k.role),
                 |t| push_inbox_sk(t, k.updated_at, issue_id),
                 None,
+                false,
             );
         }
     }

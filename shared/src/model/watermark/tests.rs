@@ -4,6 +4,7 @@ use crate::domain::Participant;
 use crate::domain::ids::{FieldId, ParticipantId};
 use crate::domain::values::FieldDef;
 use crate::domain::values::{FieldType, StoredValue};
+use crate::model::basis::Hot;
 use crate::model::summary::Summary;
 use crate::store::Item;
 use crate::store::index::intent_head_item;
@@ -101,16 +102,28 @@ fn seat() -> impl Strategy<Value = Seat> {
 /// Summaries: none recorded, or one of two, narrow (every entry carries it) or too wide for
 /// any entry.
 fn summary() -> impl Strategy<Value = Summary> {
-    (0..3u64, prop::bool::ANY).prop_map(|(digest, wide)| Summary {
-        digest,
-        text: (digest > 0).then(|| {
+    (0..3u64, prop::bool::ANY).prop_map(|(digest, wide)| {
+        let text: Option<std::sync::Arc<str>> = (digest > 0).then(|| {
             if wide {
                 "w".repeat(1024).into()
             } else {
                 format!("{{\"s\":{digest}}}").into()
             }
-        }),
+        });
+        Summary {
+            digest,
+            compact: text.clone(),
+            text,
+        }
     })
+}
+
+/// Hot columns: every column, or a few.
+fn hot() -> impl Strategy<Value = Hot> {
+    prop_oneof![
+        Just(Hot::All),
+        prop::collection::btree_set(column(), 0..3).prop_map(|c| Hot::Only(c.into())),
+    ]
 }
 
 fn basis() -> impl Strategy<Value = Basis> {
@@ -120,13 +133,15 @@ fn basis() -> impl Strategy<Value = Basis> {
         prop::collection::btree_map(column(), value(), 0..5),
         prop::collection::btree_set(seat(), 0..3),
         summary(),
+        hot(),
     )
-        .prop_map(|(placement, u, columns, seats, summary)| Basis {
+        .prop_map(|(placement, u, columns, seats, summary, hot)| Basis {
             placement,
             updated_at: u.into(),
             columns,
             seats,
             summary,
+            hot,
         })
 }
 
@@ -369,14 +384,18 @@ fn an_update_of_one_field_reads_and_writes_about_one_kilobyte_at_5_fields_or_400
     let (t, i) = (tenant(), issue_id());
     for fields in [5, 55, 400] {
         let (issue, defs) = wide_issue(fields, 3);
-        let b = Basis::of(&issue, &defs, Shards::ONE);
+        // Hot: the number and the field the update changes (pages sort by them).
+        let hot = Hot::Only(std::sync::Arc::new(
+            ["num".to_string(), defs[1].id.to_string()].into(),
+        ));
+        let b = Basis::of_hot(&issue, &defs, Shards::ONE, &hot);
         let (wm, head, items) = stored(&b);
         // One field changes, and `updated_at` with it.
         let mut next = issue.clone();
         next.fields
             .insert(defs[1].id.clone(), StoredValue::S("2026-12-01".into()));
         next.updated_at = "2026-11-23T20:42:03.123Z".into();
-        let d = Basis::of(&next, &defs, Shards::ONE);
+        let d = Basis::of_hot(&next, &defs, Shards::ONE, &hot);
         let buckets = Buckets::choose(wm.buckets.count, &d);
         assert_eq!(buckets, wm.buckets.count, "{fields} fields: same layout");
         let read = wm.buckets_to_read(Some(&d), buckets, &Pending::default());
@@ -403,13 +422,10 @@ fn an_update_of_one_field_reads_and_writes_about_one_kilobyte_at_5_fields_or_400
         let mut compared = d.clone();
         compared.retain_columns(|c| full.has_read(c));
         let step = full.step(&t, &i, Some(&compared), &Pending::default());
-        // Every entry again where the summary fits (its version and `updated_at` changed);
-        // at 400 fields it fits none, and only the moved entries are put.
-        let puts = if d.summary == Summary::THIN {
-            1 + 1 + 3 * 2
-        } else {
-            d.entry_count()
-        };
+        // The moved entries (the field's, `updated_at`'s, the inbox copies), and the hot
+        // `num` column's again where the summary fits (its version changed); at 400 fields
+        // it fits none, and only the moved entries are put. Cold columns are not touched.
+        let puts = 1 + 1 + 3 * 2 + usize::from(d.summary != Summary::THIN);
         assert_eq!(
             step.puts.len(),
             puts,
@@ -586,7 +602,10 @@ fn the_entries_of_a_basis_are_the_issue_s_entries() {
     let (t, i) = (tenant(), issue_id());
     let (issue, defs) = wide_issue(4, 2);
     let e = Basis::of(&issue, &defs, Shards::ONE).entries(&t, &i);
-    assert_eq!(e, crate::model::entries(&t, &issue, &defs, Shards::ONE));
+    assert_eq!(
+        e,
+        crate::model::entries(&t, &issue, &defs, Shards::ONE, &Hot::All)
+    );
     assert_eq!(e.len(), (5 + 4) + 2 * 2);
 }
 

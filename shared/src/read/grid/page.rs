@@ -4,8 +4,10 @@
 use crate::cursor::Position;
 use crate::domain::Issue;
 use crate::domain::ids::{ProjectId, TenantId};
+use crate::domain::values::FieldDef;
 use crate::keys;
 use crate::model::column_scopes;
+use crate::model::summary::Reading;
 use crate::read::names::names_fit;
 use crate::store::{Store, StoreError};
 
@@ -16,6 +18,8 @@ use super::{GridQuery, read_entries};
 pub struct PageRequest<'a> {
     pub tenant: &'a TenantId,
     pub project_id: &'a ProjectId,
+    /// The project's field list, which the entries' summaries are read with.
+    pub defs: &'a [FieldDef],
     pub query: &'a GridQuery,
     /// The project's shard count for reads.
     pub shards: u16,
@@ -54,6 +58,7 @@ pub async fn page(store: &Store, request: PageRequest<'_>) -> Result<GridPage, S
     let PageRequest {
         tenant,
         project_id,
+        defs,
         query,
         shards,
         limit,
@@ -69,7 +74,11 @@ pub async fn page(store: &Store, request: PageRequest<'_>) -> Result<GridPage, S
         .entries
         .iter()
         .map(|e| (e.issue_id.as_str(), e.summary.as_deref()));
-    let mut found = store.records().issues_of_entries(tenant, entries).await?;
+    let reading = Reading::Columns { project_id, defs };
+    let mut found = store
+        .records()
+        .issues_of_entries(tenant, entries, reading)
+        .await?;
     // Entries of issues deleted (or moved to another state) since they were indexed are
     // skipped; an issue met twice (its entries in both state scopes while the indexer moves
     // them) shows once, at its first entry (`remove` finds it once).

@@ -107,7 +107,11 @@ pub async fn page(store: &Store, request: InboxRequest<'_>) -> Result<InboxPage,
         .taken
         .iter()
         .map(|t| (t.issue_id.as_str(), t.summary.as_deref()));
-    let mut found = store.records().issues_of_entries(tenant, entries).await?;
+    let reading = crate::model::summary::Reading::Inbox;
+    let mut found = store
+        .records()
+        .issues_of_entries(tenant, entries, reading)
+        .await?;
     let mut issues: Vec<(String, InboxIssue)> = merged
         .taken
         .into_iter()

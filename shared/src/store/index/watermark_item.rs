@@ -404,6 +404,8 @@ fn committed_of(item: &Item, project: &str) -> Option<Basis> {
             None => Summary::recorded(0),
             Some(_) => return None,
         },
+        // Not recorded: the digest covers it, and a step reads only the desired basis' set.
+        hot: crate::model::basis::Hot::All,
     })
 }
 

@@ -613,13 +613,14 @@ impl Records<'_> {
         &self,
         tenant: &TenantId,
         entries: impl IntoIterator<Item = (&'a str, Option<&'a str>)>,
+        reading: crate::model::summary::Reading<'_>,
     ) -> Result<HashMap<String, Issue>, StoreError> {
         let mut found: HashMap<String, Issue> = HashMap::new();
         let mut thin = Vec::new();
         for (id, summary) in entries {
             // Two entries of one issue (its entries in both scopes while the indexer moves
             // it): the newer summary.
-            match summary.and_then(|text| crate::model::summary::issue_of(id, text)) {
+            match summary.and_then(|text| reading.issue(id, text)) {
                 Some(issue) => match found.entry(id.to_string()) {
                     std::collections::hash_map::Entry::Occupied(mut held) => {
                         if held.get().version < issue.version {

@@ -12,7 +12,7 @@ use crate::keys::{self, records::entity};
 pub use crate::model::codec::{AttrView, attr, issue_from_attrs};
 use crate::store::{Item, StoreError, stored_size};
 
-#[derive(Serialize, Deserialize)]
+#[derive(Clone, Serialize, Deserialize)]
 pub struct ProjectItem {
     #[serde(rename = "PK")]
     pub pk: String,
@@ -45,6 +45,10 @@ pub struct ProjectItem {
     /// See `attr::RESHARD_RUN`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reshard_run: Option<String>,
+    /// See `attr::HOT`.
+    #[serde(with = "serde_dynamo::string_set")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub hot: Vec<String>,
 }
 
 impl ProjectItem {
@@ -65,7 +69,18 @@ impl ProjectItem {
             shards: None,
             shards_also: None,
             reshard_run: None,
+            hot: Vec::new(),
         }
+    }
+
+    /// The columns whose entries carry summaries.
+    pub fn hot(&self) -> crate::model::basis::Hot {
+        crate::model::basis::Hot::Only(std::sync::Arc::new(self.hot.iter().cloned().collect()))
+    }
+
+    /// Whether a column is hot.
+    pub fn is_hot(&self, column: &str) -> bool {
+        self.hot.iter().any(|c| c == column)
     }
 
     /// The shard count grid reads use.

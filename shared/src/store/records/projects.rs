@@ -246,6 +246,58 @@ impl Records<'_> {
         condition_held("UpdateItem", result)
     }
 
+    /// Makes a column hot (see `attr::HOT`) and advances `fields_rev`, so an indexer holding
+    /// the project's record from before reads it again where the fill job has indexed an
+    /// issue since (as after a field change). `false` when it already was (or the project is
+    /// gone): at most one write per column, whoever sorts by it.
+    #[tracing::instrument(skip_all, fields(op = "mark_hot"))]
+    pub async fn mark_hot(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        column: &str,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .store
+            .client
+            .update_item()
+            .table_name(&self.store.records)
+            .set_key(Some(project_key(tenant, project_id)))
+            .update_expression("ADD #hot :column, #rev :one SET #fill = :name")
+            .condition_expression("attribute_exists(PK) AND NOT contains(#hot, :name)")
+            .expression_attribute_names("#hot", attr::HOT)
+            .expression_attribute_names("#fill", attr::HOT_FILL)
+            .expression_attribute_names("#rev", attr::FIELDS_REV)
+            .expression_attribute_values(":column", AttributeValue::Ss(vec![column.into()]))
+            .expression_attribute_values(":name", AttributeValue::S(column.into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .send()
+            .await;
+        condition_held("UpdateItem", result)
+    }
+
+    /// Clears the column waiting for its fill (its job has begun), so the project's later
+    /// records no longer pass the stream filter.
+    #[tracing::instrument(skip_all, fields(op = "clear_hot_fill"))]
+    pub async fn clear_hot_fill(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .store
+            .client
+            .update_item()
+            .table_name(&self.store.records)
+            .set_key(Some(project_key(tenant, project_id)))
+            .update_expression("REMOVE #fill")
+            .condition_expression("attribute_exists(#fill)")
+            .expression_attribute_names("#fill", attr::HOT_FILL)
+            .send()
+            .await;
+        condition_held("UpdateItem", result)
+    }
+
     /// Moves a project's shard layouts from `from` to `to`, each `(read, also)` (see
     /// `attr::SHARDS` and `attr::SHARDS_ALSO`; a read count of 1 also matches an absent
     /// one), and advances `fields_rev`: an indexer holding the layouts it read before reads
