@@ -275,6 +275,11 @@ impl Indexer {
         // `record_intent`), so a write cut short never leaves it wrong.
         if !(step.puts.is_empty() && step.deletes.is_empty()) {
             metrics.writes += 1;
+            // The intent raises the head's field revision to this write's: a write cut short
+            // may have put entries derived from newer definitions (a column just made hot,
+            // whose entries now carry the summary), so a writer holding older ones must read
+            // them again rather than take those entries as certain.
+            wm.fields_rev = Some(wm.fields_rev.unwrap_or(0).max(fields_rev));
             let intent = (version, replaces);
             if !index
                 .record_intent(tenant, issue_id, &wm, &step, intent)

@@ -272,20 +272,23 @@ fn by_id(defs: &[FieldDef]) -> Vec<&FieldDef> {
     sorted
 }
 
-/// The project's field list as a compact text names it: FNV-1a of the ids in order, so a
-/// reader holding another list (a field added or deleted since the text was written) knows.
-pub fn layout(defs: &[FieldDef]) -> u32 {
+/// The project's field list as a compact text names it: 48 bits of FNV-1a over the count and
+/// the ids in order, so a reader holding another list (a field added or deleted since the
+/// text was written) knows.
+pub fn layout(defs: &[FieldDef]) -> u64 {
     layout_of(&by_id(defs))
 }
 
-fn layout_of(defs: &[&FieldDef]) -> u32 {
-    let mut h: u32 = 0x811c_9dc5;
+fn layout_of(defs: &[&FieldDef]) -> u64 {
+    let mix = |h: u64, b: u8| (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    let mut h = (defs.len() as u64)
+        .to_le_bytes()
+        .into_iter()
+        .fold(0xcbf2_9ce4_8422_2325, mix);
     for d in defs {
-        for b in d.id.as_str().bytes().chain([0]) {
-            h = (h ^ u32::from(b)).wrapping_mul(0x0100_0193);
-        }
+        h = d.id.as_str().bytes().chain([0]).fold(h, mix);
     }
-    h
+    h >> 16
 }
 
 /// A participant kind's or role's one letter in a compact text.
@@ -347,7 +350,7 @@ pub fn compact_of(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> String {
 /// The compact text as read back.
 type CompactText = (
     u8,
-    u32,
+    u64,
     u64,
     String,
     String,
