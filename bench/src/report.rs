@@ -365,7 +365,7 @@ fn write_summaries(md: &mut String, r: &Results) -> Result<()> {
     }
     writeln!(
         md,
-        "Summaries in the index: a project of 100 issues, each updated once (1 field), then a warm grid page of 50 open issues by a custom field; indexed with each entry carrying the issue's summary where the entry stays within 1 KB, and with every entry thin (`Indexer::without_summaries`). Break-even: page views per update at which the read units saved pay for the write units added, a write unit costing five read units.\n"
+        "Summaries in the index: a project of 100 issues, five of its columns hot (a page sorted by each first), each issue updated once (1 field), then a warm grid page of 50 open issues by a hot custom field; indexed with the hot columns' entries and the inbox copies carrying the issue's summary where the entry stays within 1 KB (compact summaries in column entries), and with every entry thin (`Indexer::without_summaries`). Break-even: page views per update at which the read units saved pay for the write units added, a write unit costing five read units.\n"
     )?;
     writeln!(
         md,
