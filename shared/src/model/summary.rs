@@ -223,20 +223,7 @@ pub fn text_of(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> String {
         push_value(&mut out, value);
     }
     out.extend_from_slice(b"},\"pp\":[");
-    let mut seats = issue.seats.clone();
-    seats.sort_unstable_by(|a, b| (a.kind, a.id, a.role).cmp(&(b.kind, b.id, b.role)));
-    for (at, seat) in seats.iter().enumerate() {
-        if at > 0 {
-            out.push(b',');
-        }
-        out.push(b'[');
-        push_json_str(&mut out, seat.kind.as_str());
-        out.push(b',');
-        push_json_str(&mut out, seat.id);
-        out.push(b',');
-        push_json_str(&mut out, seat.role.as_str());
-        out.push(b']');
-    }
+    push_seats(&mut out, issue, whole);
     let _ = write!(out, "],\"v\":{},\"c\":", issue.version);
     push_json_str(&mut out, issue.created_at);
     out.extend_from_slice(b",\"u\":");
@@ -291,6 +278,30 @@ fn layout_of(defs: &[&FieldDef]) -> u64 {
     h >> 16
 }
 
+/// The participants as `[kind, id, role]` arrays, sorted as the issue item sorts them, each
+/// kind and role written as `word` gives it (whole, or one letter).
+fn push_seats(out: &mut Vec<u8>, issue: &IssueRecord<'_>, word: fn(&str) -> &str) {
+    let mut seats = issue.seats.clone();
+    seats.sort_unstable_by(|a, b| (a.kind, a.id, a.role).cmp(&(b.kind, b.id, b.role)));
+    for (at, seat) in seats.iter().enumerate() {
+        if at > 0 {
+            out.push(b',');
+        }
+        out.push(b'[');
+        push_json_str(out, word(seat.kind.as_str()));
+        out.push(b',');
+        push_json_str(out, seat.id);
+        out.push(b',');
+        push_json_str(out, word(seat.role.as_str()));
+        out.push(b']');
+    }
+}
+
+/// A participant kind or role written whole, in a keyed text.
+fn whole(word: &str) -> &str {
+    word
+}
+
 /// A participant kind's or role's one letter in a compact text.
 fn letter(word: &str) -> &str {
     word.get(..1).unwrap_or("")
@@ -325,20 +336,7 @@ pub fn compact_of(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> String {
         }
     }
     out.extend_from_slice(b"],[");
-    let mut seats = issue.seats.clone();
-    seats.sort_unstable_by(|a, b| (a.kind, a.id, a.role).cmp(&(b.kind, b.id, b.role)));
-    for (at, seat) in seats.iter().enumerate() {
-        if at > 0 {
-            out.push(b',');
-        }
-        out.push(b'[');
-        push_json_str(&mut out, letter(seat.kind.as_str()));
-        out.push(b',');
-        push_json_str(&mut out, seat.id);
-        out.push(b',');
-        push_json_str(&mut out, letter(seat.role.as_str()));
-        out.push(b']');
-    }
+    push_seats(&mut out, issue, letter);
     let _ = write!(out, "],{},", issue.version);
     push_json_str(&mut out, issue.created_at);
     out.push(b',');
