@@ -139,3 +139,66 @@ async fn the_local_indexer_runs_with_the_templates_concurrency() {
     let api = TestApi::start().await;
     assert_eq!(api.stack.indexer().concurrency().to_string(), value);
 }
+
+/// Records the operation (`X-Amz-Target`'s action) of each request the indexer sends.
+#[derive(Debug, Clone, Default)]
+struct Operations(Arc<std::sync::Mutex<Vec<String>>>);
+
+impl Intercept for Operations {
+    fn name(&self) -> &'static str {
+        "Operations"
+    }
+
+    fn read_before_transmit(
+        &self,
+        context: &BeforeTransmitInterceptorContextRef<'_>,
+        _: &RuntimeComponents,
+        _: &mut ConfigBag,
+    ) -> Result<(), BoxError> {
+        let target = context.request().headers().get("x-amz-target");
+        let action = target.and_then(|t| t.split_once('.')).map(|(_, a)| a);
+        if let (Some(action), Ok(mut ops)) = (action, self.0.lock()) {
+            ops.push(action.to_string());
+        }
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_batchs_watermark_heads_are_read_in_one_request() {
+    let (api, p) = TestApi::with_project("p").await;
+    api.sync().await;
+    let ops = Operations::default();
+    let client = gridline_local::chaos::intercepted(
+        &api.stack.function_client("IndexerFunction"),
+        ops.clone(),
+    );
+    let store = Store::new(client, &api.stack.tables.records, &api.stack.tables.index);
+    let mut poller = api.stack.poller(Indexer::new(store)).await;
+    poller.emit_metrics = false;
+    poller.drain().await.unwrap();
+    let mut ids = Vec::new();
+    for i in 0..20 {
+        ids.push(api.issue(&p, json!({"title": format!("issue {i}")})).await["id"].clone());
+    }
+    poller.drain().await.unwrap();
+    for id in &ids {
+        let id = id.as_str().unwrap();
+        let r = api
+            .patch(&format!("/issues/{id}"), json!({"title": "again"}))
+            .await;
+        assert_eq!(r.status, http::StatusCode::OK);
+    }
+    poller.drain().await.unwrap();
+    api.assert_index_matches_records(&acme(), &[ProjectId::parse(&p).unwrap()])
+        .await;
+    let ops = ops.0.lock().unwrap().clone();
+    let count = |op: &str| ops.iter().filter(|o| *o == op).count();
+    // 20 new issues, then 20 updates: one batch each (the mapping's batch is 100 records).
+    assert_eq!(count("BatchGetItem"), 2, "{ops:?}");
+    assert_eq!(
+        count("GetItem"),
+        0,
+        "no issue reads its head alone: {ops:?}"
+    );
+}

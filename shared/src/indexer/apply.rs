@@ -2,6 +2,8 @@
 //! may have left deleted, from a step the model plans; catching up a watermark read under
 //! older field definitions.
 
+use std::collections::BTreeMap;
+
 use crate::domain::ids::{IssueId, TenantId};
 use crate::indexer::field_job::JobKind;
 use crate::model::record::IssueRecord;
@@ -15,6 +17,57 @@ use super::{DELETED, IndexError, Indexer, Metrics, Unit};
 pub(super) struct Target<'a> {
     pub(super) version: u64,
     pub(super) issue: Option<&'a IssueRecord<'a>>,
+    /// The issue's watermark head, if its batch read it already.
+    pub(super) head: Head<'a>,
+}
+
+/// An issue's watermark head as its batch read it (see [`Heads`]).
+#[derive(Clone, Copy)]
+pub(super) enum Head<'a> {
+    /// Not read yet: the issue reads it alone.
+    Unread,
+    /// Read with the batch's other issues (`None`: never indexed).
+    Read(Option<&'a Watermark>),
+}
+
+/// The watermark heads of a segment's issues, read together before any of them is applied:
+/// one round trip for up to 100 issues instead of one each. A head may change after this
+/// read as it may after a read of its own: every watermark write is conditional on what was
+/// read, so a stale head only loses its race and catches up.
+#[derive(Default)]
+pub(super) struct Heads(Option<BTreeMap<(TenantId, IssueId), Watermark>>);
+
+impl Heads {
+    /// Reads the heads of the issue units among `units`; when there are fewer than two, or
+    /// the read fails, each issue reads its own.
+    pub(super) async fn of(indexer: &Indexer, units: &[(&str, Unit<'_>)]) -> Self {
+        let issues: Vec<(&TenantId, &IssueId)> = units
+            .iter()
+            .filter_map(|(_, u)| match u {
+                Unit::Issue {
+                    tenant, issue_id, ..
+                } => Some((tenant, issue_id)),
+                _ => None,
+            })
+            .collect();
+        if issues.len() < 2 {
+            return Self(None);
+        }
+        match indexer.store.index().get_watermarks(&issues).await {
+            Ok(heads) => Self(Some(heads)),
+            Err(e) => {
+                tracing::warn!(error = %crate::telemetry::chain(&e), "batch read of watermarks failed; each issue reads its own");
+                Self(None)
+            }
+        }
+    }
+
+    fn of_issue(&self, tenant: &TenantId, issue_id: &IssueId) -> Head<'_> {
+        match &self.0 {
+            None => Head::Unread,
+            Some(heads) => Head::Read(heads.get(&(tenant.clone(), issue_id.clone()))),
+        }
+    }
 }
 
 /// The entries an issue should have, at which version, and the field-definition revision
@@ -39,7 +92,7 @@ impl Indexer {
         &self,
         unit: &Unit<'_>,
         seq: &str,
-        defs: &Defs,
+        (defs, heads): (&Defs, &Heads),
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
         match unit {
@@ -51,6 +104,7 @@ impl Indexer {
                 let target = Target {
                     version: last.as_ref().map_or(DELETED, |i| i.version),
                     issue: last.as_deref(),
+                    head: heads.of_issue(tenant, issue_id),
                 };
                 self.apply(tenant, issue_id, &target, Replaces::Older, defs, metrics)
                     .await
@@ -98,7 +152,10 @@ impl Indexer {
         defs: &Defs,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
-        let wm = self.store.index().get_watermark(tenant, issue_id).await?;
+        let wm = match target.head {
+            Head::Read(head) => head.cloned(),
+            Head::Unread => self.store.index().get_watermark(tenant, issue_id).await?,
+        };
         let (reread, reread_record);
         let mut target = *target;
         if let Some(w) = &wm
@@ -117,6 +174,7 @@ impl Indexer {
                 target = Target {
                     version: reread.as_ref().map_or(DELETED, |i| i.version),
                     issue: reread_record.as_ref(),
+                    head: target.head,
                 };
             }
             if !replaces.admits(w.version, target.version) {

@@ -21,6 +21,7 @@ pub mod field_job;
 mod metrics;
 mod reindex;
 
+use apply::Heads;
 use batch::segment_end;
 pub use batch::{Plan, Unit, plan};
 use defs::Defs;
@@ -42,8 +43,8 @@ use crate::telemetry::now_ms;
 
 pub use crate::model::watermark::DELETED;
 
-/// Issues indexed at once by default: each is at least four round trips in a row (watermark,
-/// intent, entries, commit), so a shard's throughput is the concurrency over that latency;
+/// Issues indexed at once by default: each is at least three round trips in a row (intent,
+/// entries, commit; the watermarks are read for the whole batch first), so a shard's throughput is the concurrency over that latency;
 /// the indexer's memory size (and so its CPU share) is chosen to keep up with the requests'
 /// signing and JSON at this concurrency (`make bench` measures it).
 pub const DEFAULT_CONCURRENCY: usize = 32;
@@ -150,13 +151,14 @@ impl Indexer {
         metrics: &mut Metrics,
     ) -> Option<usize> {
         let defs = Defs::default();
+        let heads = Heads::of(self, units).await;
         // The futures are made first and then driven: a stream mapped by a closure over
         // borrowed units is not provably `Send` (a limit of the compiler's higher-ranked
         // lifetimes), and Lambda's runtime needs a `Send` handler.
         let runs: Vec<_> = units
             .iter()
             .enumerate()
-            .map(|(i, (seq, unit))| self.run_counted(i, unit, seq, &defs))
+            .map(|(i, (seq, unit))| self.run_counted(i, unit, seq, (&defs, &heads)))
             .collect();
         let outcomes: Vec<(usize, Result<(), IndexError>, Metrics)> = futures::stream::iter(runs)
             .buffer_unordered(self.concurrency)
@@ -180,11 +182,11 @@ impl Indexer {
         i: usize,
         unit: &Unit<'_>,
         seq: &str,
-        defs: &Defs,
+        shared: (&Defs, &Heads),
     ) -> (usize, Result<(), IndexError>, Metrics) {
         let mut metrics = Metrics::default();
         // Boxed: the per-unit future is deep, and Lambda's runtime nests it further.
-        let outcome = Box::pin(self.run_unit(unit, seq, defs, &mut metrics)).await;
+        let outcome = Box::pin(self.run_unit(unit, seq, shared, &mut metrics)).await;
         (i, outcome, metrics)
     }
 
@@ -193,10 +195,10 @@ impl Indexer {
         &self,
         unit: &Unit<'_>,
         seq: &str,
-        defs: &Defs,
+        shared: (&Defs, &Heads),
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
-        match self.process(unit, seq, defs, metrics).await {
+        match self.process(unit, seq, shared, metrics).await {
             Err(e) if e.is_permanent() => {
                 let (tenant, subject, issue) = unit.subject();
                 self.park(tenant, &subject, issue, &e, seq, metrics).await

@@ -9,7 +9,7 @@ use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::model::record::IssueRecord;
 use crate::model::watermark::Replaces;
 
-use super::apply::Target;
+use super::apply::{Head, Target};
 use super::defs::Defs;
 use super::{DELETED, IndexError, Indexer, Metrics};
 
@@ -44,6 +44,7 @@ impl Indexer {
         let target = Target {
             version: issue.as_ref().map_or(DELETED, |i| i.version),
             issue: record.as_ref(),
+            head: Head::Unread,
         };
         self.apply(
             tenant,
@@ -219,6 +220,7 @@ impl Indexer {
         let target = Target {
             version: issue.version,
             issue: Some(&record),
+            head: Head::Unread,
         };
         match self
             .apply(

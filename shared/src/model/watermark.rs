@@ -714,7 +714,15 @@ impl Watermark {
                 }
             }
         }
-        for k in overlaid {
+        // The buckets holding most of the overlay first: the fewest bucket writes bring it
+        // back under its bound.
+        let share = |k: u16| -> usize {
+            let of_k = overlay.iter().filter(|(c, _)| bucket_of(c, buckets) == k);
+            of_k.map(|(c, v)| field_bytes(c, v)).sum()
+        };
+        let mut overlaid: Vec<(usize, u16)> = overlaid.into_iter().map(|k| (share(k), k)).collect();
+        overlaid.sort_by(|a, b| b.cmp(a));
+        for (_, k) in overlaid {
             if overlay_bytes(&overlay) <= OVERLAY_MAX {
                 break;
             }

@@ -282,14 +282,16 @@ impl Store {
     /// unprocessed keys (throttling) retried under jittered backoff.
     #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn batch_get_records(&self, keys: Vec<Item>) -> Result<Vec<Item>, StoreError> {
-        self.batch_get(&self.records, keys).await
+        self.batch_get(&self.records, keys, false).await
     }
 
-    /// Every item of `keys` that exists in `table` (see [`Store::batch_get_records`]).
+    /// Every item of `keys` that exists in `table` (see [`Store::batch_get_records`]), read
+    /// strongly consistently when `consistent`.
     pub(crate) async fn batch_get(
         &self,
         table: &str,
         keys: Vec<Item>,
+        consistent: bool,
     ) -> Result<Vec<Item>, StoreError> {
         const ROUNDS: u32 = 8;
         let mut found = Vec::new();
@@ -297,6 +299,7 @@ impl Store {
             let mut pending = Some(
                 aws_sdk_dynamodb::types::KeysAndAttributes::builder()
                     .set_keys(Some(chunk.to_vec()))
+                    .consistent_read(consistent)
                     .build()
                     .map_err(build_err)?,
             );

@@ -652,7 +652,11 @@ impl Stored {
 proptest! {
     /// Value changes of a wide issue go to the head's overlay instead of a bucket write until
     /// the overlay is full, and read back whole the watermark is always exactly what was
-    /// committed.
+    /// committed. The overlay never costs writes: a fold writes a bucket whose changes it
+    /// held, each change held once, so an issue's bucket writes are at most what writing
+    /// every changed bucket at once would make. (Not at most one an update: an update read
+    /// whole, for a new summary, may fold two buckets; minimal cases are in the regressions
+    /// file.)
     #[test]
     fn an_overlay_keeps_updates_to_the_head_and_reads_back_exact(
         changes in prop::collection::vec(prop::collection::vec((0..55usize, 0..1000u32), 1..3), 1..30),
@@ -662,6 +666,8 @@ proptest! {
         let mut current = issue.clone();
         stored.commit(&Basis::of(&current, &defs, Shards::ONE), 1);
         let mut bucket_writes = 0;
+        let mut changed_buckets = 0;
+        let mut before = Basis::of(&current, &defs, Shards::ONE);
         for (v, change) in changes.iter().enumerate() {
             for (f, value) in change {
                 current.fields.insert(
@@ -670,7 +676,11 @@ proptest! {
                 );
             }
             let desired = Basis::of(&current, &defs, Shards::ONE);
+            let n = stored.read(|_| BTreeSet::new()).buckets.count;
+            let (old, new) = (by_bucket(&before, n), by_bucket(&desired, n));
+            changed_buckets += new.iter().filter(|(k, b)| old.get(k) != Some(b)).count();
             bucket_writes += stored.commit(&desired, v as u64 + 2);
+            before = desired.clone();
             prop_assert!(size(&stored.head) < 1024, "head {}", size(&stored.head));
             let all = stored.read(|wm| (0..wm.buckets.count).collect());
             prop_assert_eq!(all.committed.as_ref(), Some(&desired));
@@ -678,8 +688,7 @@ proptest! {
             prop_assert!(all.buckets_to_read(Some(&desired), all.buckets.count, &Pending::default()).is_empty()
                 || overlay_bytes(&all.overlay) > OVERLAY_MAX);
         }
-        // Even with changes spread over every field, at most one bucket write an update.
-        prop_assert!(bucket_writes <= changes.len(), "{bucket_writes} bucket writes for {} updates", changes.len());
+        prop_assert!(bucket_writes <= changed_buckets, "{bucket_writes} bucket writes for {changed_buckets} bucket changes");
     }
 }
 

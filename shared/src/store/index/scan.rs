@@ -101,7 +101,7 @@ impl IndexTable<'_> {
     #[tracing::instrument(level = "debug", skip_all)]
     pub async fn entries_at(&self, at: &[(String, String)]) -> Result<Vec<Entry>, StoreError> {
         let keys = at.iter().map(|(pk, sk)| key(pk.clone(), sk)).collect();
-        let items = self.store.batch_get(&self.store.index, keys).await?;
+        let items = self.store.batch_get(&self.store.index, keys, false).await?;
         Ok(items.iter().filter_map(entry_from_item).collect())
     }
 

@@ -176,6 +176,36 @@ impl IndexTable<'_> {
             .ok_or_else(|| StoreError::Corrupt("watermark head".into()))
     }
 
+    /// The watermark heads of these issues, as [`IndexTable::get_watermark`] reads each, in
+    /// strongly consistent BatchGetItems of 100: a stream batch's issues learn where they stand
+    /// in one round trip rather than one each. An issue never indexed is absent.
+    #[tracing::instrument(skip_all, fields(op = "get_watermarks", n = issues.len()))]
+    pub async fn get_watermarks(
+        &self,
+        issues: &[(&TenantId, &IssueId)],
+    ) -> Result<BTreeMap<(TenantId, IssueId), Watermark>, StoreError> {
+        let mut named = BTreeMap::new();
+        let keys = issues
+            .iter()
+            .map(|&(tenant, issue_id)| {
+                let pk = keys::index::watermark_pk(tenant, issue_id);
+                named.insert(pk.clone(), (tenant.clone(), issue_id.clone()));
+                key(pk, keys::index::WATERMARK_SK)
+            })
+            .collect();
+        let mut heads = BTreeMap::new();
+        for item in self.store.batch_get(&self.store.index, keys, true).await? {
+            let pk = crate::store::records::items::pk_of(&item).unwrap_or_default();
+            let Some((tenant, issue_id)) = named.remove(pk) else {
+                continue;
+            };
+            let wm = watermark_item::from_head(&tenant, &issue_id, &item)
+                .ok_or_else(|| StoreError::Corrupt("watermark head".into()))?;
+            heads.insert((tenant, issue_id), wm);
+        }
+        Ok(heads)
+    }
+
     /// Reads buckets `which` of the watermark's layout into its committed basis (strongly
     /// consistent): one Query when it is all of them, else a GetItem each.
     #[tracing::instrument(skip_all, fields(op = "read_buckets", n = which.len()))]

@@ -324,6 +324,13 @@ pub fn sk_of(item: &Item) -> Option<&str> {
     }
 }
 
+pub fn pk_of(item: &Item) -> Option<&str> {
+    match item.get(keys::PK) {
+        Some(AttributeValue::S(s)) => Some(s),
+        _ => None,
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
