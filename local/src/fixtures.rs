@@ -1,13 +1,15 @@
 //! The records the sample events in `events/` name: tenant `acme`, project Apollo with a
-//! number field, two issues, team Platform with the events' caller as a member. Used by
+//! number field, two issues (the first blocks the second), team Platform with the events' caller as a member. Used by
 //! `gridline-local invoke` and by the events test.
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
 use gridline::domain::ids::{FieldId, IssueId, ProjectId, TeamId, TenantId, UserId};
+use gridline::domain::relation::RelationKind;
 use gridline::domain::values::{FieldDef, FieldType, StoredValue};
 use gridline::domain::{IssueState, NewIssue, Participant, ParticipantKind, Project, Role};
+use gridline::store::records::relations::RelateOutcome;
 use gridline::store::{Store, Team};
 
 pub const TENANT: &str = "acme";
@@ -82,5 +84,17 @@ pub async fn seed(store: &Store) -> Result<()> {
             .create_issue(&tenant, &project_id, new, id, CREATED_AT.into())
             .await?;
     }
+    let (issue, other) = (
+        IssueId::parse(ISSUE).context("a fixture issue is not a valid issue id")?,
+        IssueId::parse(ISSUE_TO_DELETE).context("a fixture issue is not a valid issue id")?,
+    );
+    let related = store
+        .records()
+        .relate(&tenant, (&issue, RelationKind::Blocks, &other), CREATED_AT)
+        .await?;
+    anyhow::ensure!(
+        related == RelateOutcome::Saved,
+        "the fixture issues were not related: {related:?}"
+    );
     Ok(())
 }

@@ -402,6 +402,22 @@ async fn workload(api: &TestApi) {
     alice
         .delete(&format!("/issues/{first}/participants/user/bob"))
         .await;
+    // Relations: both sides in one transaction; a read with the other issues' titles; the
+    // deleted issue's relations cleaned from the others by the indexer (below).
+    for other in &issues[1..3] {
+        alice
+            .put(&format!("/issues/{first}/relations/blocks/{other}"), None)
+            .await;
+    }
+    alice
+        .delete(&format!("/issues/{first}/relations/blocks/{}", issues[2]))
+        .await;
+    let related = alice.get(&format!("/issues/{first}")).await;
+    assert_eq!(
+        related["relations"].as_array().map(Vec::len),
+        Some(1),
+        "{related}"
+    );
 
     for q in [
         "limit=2".to_string(),

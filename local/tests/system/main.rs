@@ -27,6 +27,7 @@ mod issues;
 mod limits;
 mod observability;
 mod projects;
+mod relations;
 mod responses;
 mod secret;
 mod support;

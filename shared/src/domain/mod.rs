@@ -2,6 +2,7 @@
 
 pub mod decimal;
 pub mod ids;
+pub mod relation;
 pub mod text;
 pub mod validation;
 pub mod values;

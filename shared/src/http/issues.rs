@@ -7,7 +7,7 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Id, JsonBody, if_match, path_id};
-use super::views::IssueView;
+use super::views::{IssueView, RelationView};
 use super::{AppState, now};
 use crate::auth::Caller;
 use crate::domain::ids::{IssueId, ParticipantId, ProjectId, TeamId, TenantId};
@@ -23,10 +23,15 @@ const PROJECT: &str = "project";
 
 /// An issue with its `ETag` (the version, quoted).
 fn issue_response(status: StatusCode, issue: Issue, defs: &[FieldDef]) -> Response {
-    let etag = HeaderValue::from_str(&format!("\"{}\"", issue.version))
+    view_response(status, IssueView::new(issue, defs))
+}
+
+/// An issue's view with its `ETag`.
+fn view_response(status: StatusCode, view: IssueView) -> Response {
+    let etag = HeaderValue::from_str(&format!("\"{}\"", view.version))
         .unwrap_or(HeaderValue::from_static("\"0\""));
-    let location = format!("/issues/{}", issue.id);
-    let mut response = (status, Json(IssueView::new(issue, defs))).into_response();
+    let location = format!("/issues/{}", view.id);
+    let mut response = (status, Json(view)).into_response();
     response.headers_mut().insert(header::ETAG, etag);
     if status == StatusCode::CREATED
         && let Ok(location) = HeaderValue::from_str(&location)
@@ -122,12 +127,35 @@ pub async fn create(
     Ok(issue_response(StatusCode::CREATED, issue, &defs))
 }
 
+/// `GET /issues/{id}`: the issue with its relations, the other issues' titles and states as
+/// they are now (one BatchGetItem, eventually consistent; none without relations).
 pub async fn get(
     State(app): State<AppState>,
     caller: Caller,
     Id(issue_id): Id<IssueId>,
 ) -> ApiResult<Response> {
-    current(&app, &caller.tenant, &issue_id).await
+    let tenant = &caller.tenant;
+    let (issue, relations) = app
+        .store
+        .records()
+        .get_issue_with_relations(tenant, &issue_id)
+        .await?
+        .ok_or(ApiError::NotFound(ISSUE))?;
+    let others: Vec<String> = relations.iter().map(|r| r.other.to_string()).collect();
+    let others = if others.is_empty() {
+        Vec::new()
+    } else {
+        let found = app
+            .store
+            .records()
+            .batch_get_issues(tenant, &others)
+            .await?;
+        found.into_values().collect()
+    };
+    let defs = defs_of(&app, tenant, &issue.project_id).await?;
+    let mut view = IssueView::new(issue, &defs);
+    view.relations = Some(RelationView::ordered(relations, others));
+    Ok(view_response(StatusCode::OK, view))
 }
 
 /// The issue as stored now.

@@ -12,6 +12,7 @@ mod issues;
 pub mod page;
 mod people;
 mod projects;
+mod relations;
 pub(crate) mod views;
 
 use axum::Router;
@@ -159,6 +160,8 @@ const TABLE: &[Mount] = {
         at(Issues, Method::GET, "/issues/{issue_id}", |m| on(m, issues::get)),
         at(Issues, Method::PATCH, "/issues/{issue_id}", |m| on(m, issues::patch)),
         at(Issues, Method::DELETE, "/issues/{issue_id}", |m| on(m, issues::delete)),
+        at(Issues, Method::PUT, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::put_relation)),
+        at(Issues, Method::DELETE, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::delete_relation)),
     ]
 };
 

@@ -6,8 +6,10 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use serde::Serialize;
 use serde_json::value::RawValue;
 
+use crate::domain::relation::RelationKind;
 use crate::domain::values::FieldDef;
 use crate::domain::{Issue, IssueState, Participant, ParticipantKind, Project};
+use crate::store::records::relations::Relation;
 
 /// `{"items": [...], "next_cursor": ...}`
 #[derive(Serialize)]
@@ -51,6 +53,60 @@ pub struct IssueView {
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
+    /// On `GET /issues/{id}` only: its relations, with the other issues as they are now.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub relations: Option<Vec<RelationView>>,
+}
+
+/// One of an issue's relations as `GET /issues/{id}` shows it.
+#[derive(Serialize)]
+pub struct RelationView {
+    pub kind: RelationKind,
+    pub issue: RelatedIssue,
+}
+
+/// The other issue of a relation: who it is and where it stands.
+#[derive(Serialize)]
+pub struct RelatedIssue {
+    pub id: IssueId,
+    pub project_id: ProjectId,
+    pub num: u64,
+    pub title: String,
+    pub state: IssueState,
+}
+
+impl RelationView {
+    /// `relations` with the other issues as read (`others`), in the contract's order: by
+    /// kind, then the other issue's project and number. A relation whose other issue is gone
+    /// (deleted, its clean-up under way) is left out.
+    pub fn ordered(relations: Vec<Relation>, others: Vec<Issue>) -> Vec<Self> {
+        let mut by_id: HashMap<IssueId, Issue> =
+            others.into_iter().map(|i| (i.id.clone(), i)).collect();
+        let mut views: Vec<Self> = relations
+            .into_iter()
+            .filter_map(|r| {
+                let other = by_id.remove(&r.other)?;
+                Some(RelationView {
+                    kind: r.kind,
+                    issue: RelatedIssue {
+                        id: other.id,
+                        project_id: other.project_id,
+                        num: other.num,
+                        title: other.title,
+                        state: other.state,
+                    },
+                })
+            })
+            .collect();
+        views.sort_by(|x, y| {
+            (x.kind, &x.issue.project_id, x.issue.num).cmp(&(
+                y.kind,
+                &y.issue.project_id,
+                y.issue.num,
+            ))
+        });
+        views
+    }
 }
 
 /// Every participant of these issues, for one names lookup per page.
@@ -94,6 +150,7 @@ impl IssueView {
             version: issue.version,
             created_at: issue.created_at,
             updated_at: issue.updated_at,
+            relations: None,
         }
     }
 

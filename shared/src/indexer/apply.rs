@@ -107,7 +107,19 @@ impl Indexer {
                     head: heads.of_issue(tenant, issue_id),
                 };
                 self.apply(tenant, issue_id, &target, Replaces::Older, defs, metrics)
-                    .await
+                    .await?;
+                if last.is_none() {
+                    // The deleted issue's relations leave the other issues (a replay finds
+                    // none left).
+                    let now =
+                        crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
+                    metrics.writes += self
+                        .store
+                        .records()
+                        .drop_relations_of_deleted(tenant, issue_id, &now)
+                        .await?;
+                }
+                Ok(())
             }
             // A field change starts its job: one message, whatever the project's size.
             Unit::FieldAdded {

@@ -13,6 +13,19 @@ pub const FIELD_SK_PREFIX: &str = "F#";
 pub const ISSUE_SK: &str = "#ISSUE";
 /// Sort key of an issue's long description, kept apart so summaries stay small.
 pub const DESCRIPTION_SK: &str = "DESCRIPTION";
+/// Sort-key prefix of an issue's relation edges (in its own partition, after its items:
+/// `#` and `D` sort before `R`, so a read of the issue alone stops before them).
+pub const RELATION_SK_PREFIX: &str = "R#";
+
+/// Sort key of the edge, in an issue's partition, to the issue it is related to.
+pub fn relation_sk(other: &IssueId) -> String {
+    format!("{RELATION_SK_PREFIX}{other}")
+}
+
+/// The other issue of a [`relation_sk`].
+pub fn parse_relation_sk(sk: &str) -> Option<IssueId> {
+    IssueId::parse(sk.strip_prefix(RELATION_SK_PREFIX)?)
+}
 
 /// The `entity` attribute on every item, which stream filters and scans select by.
 pub mod entity {
@@ -22,6 +35,7 @@ pub mod entity {
     pub const DESCRIPTION: &str = "description";
     pub const IDEMPOTENCY: &str = "idempotency";
     pub const DIRECTORY: &str = "dir";
+    pub const RELATION: &str = "relation";
 }
 
 /// Sort key of a remembered answer to a `POST` with an `Idempotency-Key`.

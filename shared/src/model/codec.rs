@@ -54,6 +54,11 @@ pub mod attr {
     pub const VERSION: &str = "version";
     pub const UPDATED_AT: &str = "updated_at";
     pub const TEXT: &str = "text";
+    /// On an issue: how many relations it has (both directions), kept by the transaction
+    /// that adds or removes one, so concurrent relates never pass the bound.
+    pub const RELATION_COUNT: &str = "rel_count";
+    /// On a relation edge: its kind as the partition's issue sees it.
+    pub const KIND: &str = "kind";
     /// On a field definition: whether its column of the index is complete.
     pub const SORTABLE: &str = "sortable";
 }

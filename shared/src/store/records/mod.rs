@@ -6,3 +6,4 @@ pub(crate) mod issues;
 pub(crate) mod items;
 pub(crate) mod people;
 pub(crate) mod projects;
+pub mod relations;
