@@ -24,6 +24,8 @@ pub struct VerifyReport {
     pub stale: usize,
     /// Units the indexer parked (see `Drift::parked`): drift too.
     pub parked: usize,
+    /// Relation problems: an edge without its inverse, dangling, or a wrong count.
+    pub relations: usize,
     pub drifted_issues: usize,
     /// Watermarks still in a previous format (not drift; `gridctl upgrade` rewrites them).
     pub previous_layout_watermarks: usize,
@@ -50,6 +52,7 @@ pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Res
         extra: drift.extra.len(),
         stale: drift.stale.len(),
         parked: drift.parked.len(),
+        relations: drift.relations.len(),
         drifted_issues: drift.issues().len(),
         previous_layout_watermarks: snap.previous_layout_watermarks,
         previous_layout_entries: snap.previous_layout_entries,
@@ -127,6 +130,8 @@ pub struct RepairReport {
     /// recomputes every issue anyway).
     pub projects_reindexed: usize,
     pub records_acknowledged: usize,
+    /// Relation problems acted on (see `gridline::ops::relations::repair`).
+    pub relations: usize,
     /// Drift left after the last round (empty when clean).
     pub remaining: BTreeMap<String, usize>,
     pub clean: bool,
@@ -138,6 +143,7 @@ fn remaining(found: &VerifyReport) -> BTreeMap<String, usize> {
         ("extra".to_string(), found.extra),
         ("stale".to_string(), found.stale),
         ("parked".to_string(), found.parked),
+        ("relations".to_string(), found.relations),
     ])
 }
 
@@ -177,6 +183,11 @@ pub async fn repair(
             bar.inc(1);
         }
         bar.finish_and_clear();
+        if !found.drift.relations.is_empty() {
+            let now = gridline::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
+            report.relations +=
+                gridline::ops::relations::repair(store, &found.drift.relations, &now).await?;
+        }
         let unowned = found.drift.unowned();
         if !unowned.is_empty() {
             report.deletes += store

@@ -403,6 +403,29 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
                     reshard(&stack, &project, rng.gen_range(1..=4), cut).await;
                     *totals.entry("reshards").or_default() += 1;
                 }
+                // Relations: both sides at once; a deleted issue's leave the others by the
+                // stream (verify checks both sides).
+                90..=97 if live.len() > 1 => {
+                    let (a, b) = (pick(&mut rng), pick(&mut rng));
+                    let kind =
+                        ["blocks", "blocked_by", "duplicates", "relates_to"][rng.gen_range(0..4)];
+                    let method = if rng.gen_bool(0.7) {
+                        Method::PUT
+                    } else {
+                        Method::DELETE
+                    };
+                    let r = call(
+                        &stack,
+                        "alice",
+                        method,
+                        &format!("/issues/{a}/relations/{kind}/{b}"),
+                        None,
+                    )
+                    .await;
+                    // Self (400), not related so (404): nothing changes.
+                    assert!([204, 400, 404].contains(&r.status.as_u16()), "{}", r.text);
+                    *totals.entry("relation_changes").or_default() += u64::from(r.status == 204);
+                }
                 _ => {}
             }
             // The indexer's side of the history.

@@ -55,6 +55,15 @@ impl Indexer {
             &mut metrics,
         )
         .await?;
+        if issue.is_none() {
+            // As the stream's unit does: the deleted issue's relations leave the others.
+            let now = crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
+            metrics.writes += self
+                .store
+                .records()
+                .drop_relations_of_deleted(tenant, issue_id, &now)
+                .await?;
+        }
         // Whatever parked it is behind it now.
         self.store.index().unpark(tenant, issue_id).await?;
         Ok(metrics)

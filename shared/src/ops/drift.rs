@@ -16,6 +16,7 @@ use crate::keys::{self, records::entity};
 use crate::model::entries::keys_of;
 use crate::model::watermark::{Basis, Pending, Watermark};
 use crate::model::{Entry, entries};
+use crate::ops::relations::{RelationDrift, RelationScan};
 use crate::store::index::{Parked, Table, entry_from_item, parked_from_item};
 use crate::store::records::items::ProjectItem;
 use crate::store::{Store, StoreError, issue_from};
@@ -53,6 +54,8 @@ pub struct Snapshot {
     /// The issues whose watermark is of a previous format: their entries may lack the summary
     /// (not drift either; the next indexing writes it).
     pub previous: BTreeSet<IssueRef>,
+    /// Relation edges and counts, checked from both sides.
+    pub relations: RelationScan,
 }
 
 /// An entry whose key is right but whose attributes are not.
@@ -73,6 +76,8 @@ pub struct Drift {
     /// Units the indexer parked (a limit or a malformed record stopped them): their issues
     /// are not indexed as they are now until someone looks, so they count as drift.
     pub parked: Vec<Parked>,
+    /// Relations without their inverse, dangling, or miscounted (see `ops::relations`).
+    pub relations: Vec<RelationDrift>,
 }
 
 impl Drift {
@@ -81,6 +86,7 @@ impl Drift {
             && self.extra.is_empty()
             && self.stale.is_empty()
             && self.parked.is_empty()
+            && self.relations.is_empty()
     }
 
     /// Every drifted entry (a stale one as it is in the index).
@@ -132,6 +138,7 @@ pub async fn snapshot(
         ..Snapshot::default()
     };
     for item in records {
+        snap.relations.absorb(&item);
         let kind = item.get("entity").and_then(|v| v.as_s().ok()).cloned();
         let pk = item
             .get(keys::PK)
@@ -229,6 +236,7 @@ pub fn compare(snap: &Snapshot) -> Drift {
     let have = by_key(&snap.entries);
     let mut drift = Drift {
         parked: snap.parked.clone(),
+        relations: crate::ops::relations::check(&snap.relations, &|r| snap.issues.contains_key(r)),
         ..Drift::default()
     };
     // A thin entry of an issue whose watermark predates summaries is that layout's, not stale.

@@ -4,4 +4,5 @@
 
 pub mod directory;
 pub mod drift;
+pub mod relations;
 pub mod reshard;

@@ -242,6 +242,35 @@ impl Records<'_> {
         Ok(relations.len())
     }
 
+    /// An issue's stored relation count: `None` when the issue is gone, `Some(None)` when it
+    /// stores none (it never had a relation).
+    pub async fn relation_count(
+        &self,
+        tenant: &TenantId,
+        issue: &IssueId,
+    ) -> Result<Option<Option<u32>>, StoreError> {
+        let item = self
+            .store
+            .get_item(&self.store.records, issue_key(tenant, issue))
+            .await?;
+        Ok(item.map(|i| i.get(attr::RELATION_COUNT).map(|_| count_of(&i))))
+    }
+
+    /// Removes an edge whose far side lacks its inverse (`gridctl repair`): the edge's delete
+    /// and its issue's change, in one transaction conditioned on the edge's kind.
+    pub async fn drop_one_sided(
+        &self,
+        tenant: &TenantId,
+        (issue, kind, other): (&IssueId, RelationKind, &IssueId),
+        now: &str,
+    ) -> Result<bool, StoreError> {
+        let items = vec![
+            self.delete_edge(tenant, (issue, other), Some(kind))?,
+            self.bump(tenant, issue, Some(-1))?,
+        ];
+        Ok(self.store.transact(with_now(items, now)).await? == Tx::Committed)
+    }
+
     /// The issue's version bump (an issue change), with its relation count moved by `count`;
     /// conditioned on the issue existing and, when the count grows, on its room.
     fn bump(

@@ -1,0 +1,120 @@
+//! `gridctl verify` checks relations from both sides and `repair` mends them, with the
+//! permissions `gridctl/iam-policy.json` gives the commands.
+
+mod support;
+
+use std::collections::HashMap;
+
+use aws_sdk_dynamodb::types::AttributeValue;
+use gridctl::ops;
+use gridline_local::testing::TestApi;
+use http::StatusCode;
+use indicatif::ProgressBar;
+use serde_json::json;
+
+async fn verify(api: &TestApi) -> ops::VerifyReport {
+    ops::verify(
+        &support::store(&api.stack, "Verify"),
+        2,
+        &ProgressBar::hidden(),
+    )
+    .await
+    .unwrap()
+}
+
+fn hidden(_: &str, _: u64) -> ProgressBar {
+    ProgressBar::hidden()
+}
+
+fn key(pk: String, sk: String) -> HashMap<String, AttributeValue> {
+    HashMap::from([
+        ("PK".to_string(), AttributeValue::S(pk)),
+        ("SK".to_string(), AttributeValue::S(sk)),
+    ])
+}
+
+#[tokio::test]
+async fn verify_finds_one_sided_dangling_and_miscounted_relations_and_repair_mends_them() {
+    let (api, p) = TestApi::with_project("p").await;
+    let mut ids = Vec::new();
+    for i in 0..3 {
+        let issue = api.issue(&p, json!({"title": format!("issue {i}")})).await;
+        ids.push(issue["id"].as_str().unwrap().to_string());
+    }
+    for other in &ids[1..] {
+        let r = api
+            .put(
+                &format!("/issues/{}/relations/blocks/{other}", ids[0]),
+                None,
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::NO_CONTENT);
+    }
+    api.sync().await;
+    assert!(verify(&api).await.is_clean());
+
+    // Issue 1 loses its side of the relation (its count still says 1): issue 0's edge is
+    // one-sided and issue 1 miscounted. Issue 2 gains an edge to an issue that never was.
+    api.stack
+        .client
+        .delete_item()
+        .table_name(&api.stack.tables.records)
+        .set_key(Some(key(
+            format!("T#acme#I#{}", ids[1]),
+            format!("R#{}", ids[0]),
+        )))
+        .send()
+        .await
+        .unwrap();
+    let mut ghost = key(
+        format!("T#acme#I#{}", ids[2]),
+        "R#01JDQ5S0000000000000000N99".into(),
+    );
+    ghost.insert("entity".into(), AttributeValue::S("relation".into()));
+    ghost.insert("kind".into(), AttributeValue::S("relates_to".into()));
+    api.put_record(ghost).await.unwrap();
+
+    let found = verify(&api).await;
+    let problems: Vec<String> = found
+        .drift
+        .relations
+        .iter()
+        .map(|d| {
+            serde_json::to_value(d).unwrap()["problem"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert_eq!(found.relations, 4, "{:?}", found.drift.relations);
+    for problem in ["one_sided", "dangling", "count"] {
+        assert!(problems.iter().any(|p| p == problem), "{problems:?}");
+    }
+
+    // Repair's changes are issue changes: the indexer (the stream, synced here) indexes them.
+    let report = ops::repair(&support::store(&api.stack, "Repair"), 2, 1, &hidden)
+        .await
+        .unwrap();
+    assert_eq!(report.relations, 4, "{report:?}");
+    api.sync().await;
+    let after = verify(&api).await;
+    assert!(after.is_clean(), "{:?}", after.drift);
+    let r = api.get(&format!("/issues/{}", ids[0])).await;
+    let related: Vec<&str> = r.body["relations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["issue"]["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(related, vec![ids[2].as_str()], "the one-sided edge is gone");
+    // The counts are right again: issue 1 can take relations up to its bound, and so on.
+    let r = api
+        .put(
+            &format!("/issues/{}/relations/relates_to/{}", ids[1], ids[2]),
+            None,
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    api.sync().await;
+    assert!(verify(&api).await.is_clean());
+}
