@@ -10,6 +10,7 @@
 mod baselines;
 mod binaries;
 mod delay;
+mod graph;
 mod hot;
 mod indexer;
 mod meter;
@@ -462,6 +463,7 @@ async fn measure_size(
     let mut rows = list_patterns(&env, s).await?;
     issue_patterns(&env, n, s, &mut rows).await?;
     other_designs(&env, n, s, &mut rows).await?;
+    graph::relation_patterns(&env, s, &mut rows).await?;
     results.patterns.push((n, rows));
     // Last: the new field changes every issue's entries.
     let (calls, seconds) = field_add(&env).await?;

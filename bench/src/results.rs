@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub(crate) const NAMES: [(&str, &str); 38] = [
+pub(crate) const NAMES: [(&str, &str); 41] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -53,6 +53,15 @@ pub(crate) const NAMES: [(&str, &str); 38] = [
     (
         "index_core_streamed_records_per_s",
         "the pure core over every batch decoded beforehand, its records streamed from memory (how runs before 2026-11-25 measured `index_core_records_per_s`)",
+    ),
+    (
+        "get_issue_with_10_relations_calls",
+        "DynamoDB calls of `GET /issues/{id}` for an issue with 10 relations (the other issues' titles and states read with it), at the largest size run",
+    ),
+    ("get_issue_with_10_relations_rcu", "its read capacity units"),
+    (
+        "relate_wcu",
+        "write capacity units of a `PUT /issues/{id}/relations/{kind}/{other_id}` of a new pair: a transaction of both issues' updates (each billed on the issue item's size) and both edges, 2 units per KB of each, at the largest size run",
     ),
     (
         "indexer_issues_per_s_per_shard_5ms",
@@ -311,6 +320,16 @@ fn pattern_figures(r: &Results, f: &mut Figures) {
             f.insert(format!("create_{size}_calls"), s.calls);
             f.insert(format!("create_{size}_wcu"), s.write_capacity);
         }
+        if let Some(s) = patterns.get(crate::graph::GET_10_RELATIONS) {
+            f.insert("get_issue_with_10_relations_calls".into(), s.calls);
+            f.insert(
+                "get_issue_with_10_relations_rcu".into(),
+                s.capacity - s.write_capacity,
+            );
+        }
+        if let Some(s) = patterns.get(crate::graph::RELATE) {
+            f.insert("relate_wcu".into(), s.write_capacity);
+        }
         if let Some(s) = patterns.get(crate::CREATE_50) {
             // Sizes run in increasing order: the largest one's figure stays.
             f.insert("create_concurrent_50_calls_per_create".into(), s.calls);
@@ -463,6 +482,8 @@ mod tests {
             baselines::gsi_missing_row(20),
             crate::CREATE,
             crate::CREATE_50,
+            crate::graph::RELATE,
+            crate::graph::GET_10_RELATIONS,
         ] {
             patterns.insert(row, Stat::default());
         }
