@@ -302,5 +302,6 @@ fn random_issue(
         description: None,
         fields,
         participants,
+        parent_id: None,
     })
 }

@@ -78,6 +78,7 @@ pub async fn seed(store: &Store) -> Result<()> {
                 id: sub.clone().into(),
                 role: Role::Reporter,
             }],
+            parent_id: None,
         };
         store
             .records()

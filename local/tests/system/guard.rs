@@ -418,6 +418,19 @@ async fn workload(api: &TestApi) {
         Some(1),
         "{related}"
     );
+    // Sub-issues: a parent change (a transaction with the tree), the children page, the
+    // parent's counts; the deleted issue below detaches its child (the indexer).
+    alice
+        .patch(
+            &format!("/issues/{}", issues[2]),
+            json!({"parent_id": issues[1]}),
+        )
+        .await;
+    api.sync().await;
+    alice.get(&format!("/issues/{}/children", issues[1])).await;
+    alice.get(&format!("/issues/{}/children", issues[3])).await;
+    let parent = alice.get(&format!("/issues/{}", issues[1])).await;
+    assert_eq!(parent["sub_issues"]["closed"], 1, "{parent}");
 
     for q in [
         "limit=2".to_string(),

@@ -30,6 +30,7 @@ mod projects;
 mod relations;
 mod responses;
 mod secret;
+mod sub_issues;
 mod support;
 mod tenancy;
 mod text;

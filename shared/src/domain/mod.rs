@@ -150,6 +150,8 @@ pub struct Issue {
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
+    /// The issue it is a sub-issue of (same project), if any.
+    pub parent_id: Option<IssueId>,
 }
 
 /// `POST /projects` body.
@@ -209,6 +211,8 @@ pub struct NewIssueBody {
     pub fields: Option<BTreeMap<String, Box<RawValue>>>,
     #[serde(default)]
     pub participants: Option<Vec<ParticipantBody>>,
+    #[serde(default)]
+    pub parent_id: Option<String>,
 }
 
 /// A create request that passed validation.
@@ -219,6 +223,8 @@ pub struct NewIssue {
     pub description: Option<String>,
     pub fields: BTreeMap<FieldId, StoredValue>,
     pub participants: Vec<Participant>,
+    /// Checked against the tree by the store (`store::records::tree`).
+    pub parent_id: Option<IssueId>,
 }
 
 impl NewIssueBody {
@@ -244,6 +250,10 @@ impl NewIssueBody {
         }
         let listed = self.participants.unwrap_or_default();
         let (mut participants, caller_listed) = check_participants(&listed, caller, &mut errors);
+        let parent_id = self
+            .parent_id
+            .as_deref()
+            .and_then(|p| parse_parent(p, &mut errors));
         ValidationError::check(errors)?;
         if !caller_listed {
             participants.push(Participant {
@@ -260,9 +270,22 @@ impl NewIssueBody {
             description: self.description.filter(|d| !d.is_empty()),
             fields,
             participants,
+            parent_id,
         })
     }
 }
+
+/// A `parent_id` as an issue id; one that cannot be an issue's names no issue of the project.
+fn parse_parent(raw: &str, errors: &mut Vec<FieldError>) -> Option<IssueId> {
+    let id = IssueId::parse(raw);
+    if id.is_none() {
+        errors.push(FieldError::new("parent_id", NO_SUCH_PARENT));
+    }
+    id
+}
+
+/// The `parent_id` error of an id that names no issue of the project.
+pub const NO_SUCH_PARENT: &str = "is not an issue of this project";
 
 /// `PATCH /issues/{id}` body: a JSON merge patch. `Some(None)` is an explicit `null`.
 #[derive(Debug, Clone, Default, Deserialize)]
@@ -276,6 +299,8 @@ pub struct IssuePatchBody {
     pub description: Option<Option<String>>,
     #[serde(default, deserialize_with = "explicit_null")]
     pub fields: Option<Option<BTreeMap<String, Box<RawValue>>>>,
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub parent_id: Option<Option<String>>,
 }
 
 /// Distinguishes a member set to `null` (`Some(None)`) from one that is absent (`None`).
@@ -302,12 +327,15 @@ pub struct IssuePatch {
     /// map (a patch too large for per-key updates) keeps only these, so a value of a field
     /// deleted since — which the indexer may already have removed — is not written back.
     pub project_fields: Option<BTreeSet<FieldId>>,
+    /// `Some(None)` detaches the issue from its parent.
+    pub parent: Option<Option<IssueId>>,
 }
 
 impl IssuePatch {
     /// Whether the patch changes nothing.
     pub fn is_empty(&self) -> bool {
-        self.title.is_none()
+        self.parent.is_none()
+            && self.title.is_none()
             && self.state.is_none()
             && self.description.is_none()
             && !self.clear_fields
@@ -363,6 +391,9 @@ impl IssuePatchBody {
             }
             None => {}
         }
+        patch.parent = self
+            .parent_id
+            .map(|p| p.and_then(|raw| parse_parent(&raw, &mut errors)));
         ValidationError::check(errors)?;
         Ok(patch)
     }

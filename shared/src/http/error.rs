@@ -108,12 +108,30 @@ impl From<IssueTooLarge> for ApiError {
     }
 }
 
+use crate::store::records::tree::{MAX_DEPTH, TreeRefusal};
+
 impl From<CreateIssueError> for ApiError {
     fn from(e: CreateIssueError) -> Self {
         match e {
             CreateIssueError::ProjectNotFound => Self::NotFound("project"),
             CreateIssueError::TooLarge => IssueTooLarge.into(),
+            CreateIssueError::Parent(refusal) => refusal.into(),
             CreateIssueError::Store(e) => e.into(),
+        }
+    }
+}
+
+impl From<TreeRefusal> for ApiError {
+    fn from(refusal: TreeRefusal) -> Self {
+        match refusal {
+            TreeRefusal::NoParent => Self::invalid("parent_id", crate::domain::NO_SUCH_PARENT),
+            TreeRefusal::Cycle => Self::Conflict(
+                "the parent is the issue itself or one of its sub-issues: that would make a cycle"
+                    .into(),
+            ),
+            TreeRefusal::TooDeep => Self::Conflict(format!(
+                "an issue tree is at most {MAX_DEPTH} issues deep, and this change would make it deeper"
+            )),
         }
     }
 }

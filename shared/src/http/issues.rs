@@ -7,15 +7,16 @@ use axum::response::{IntoResponse, Response};
 
 use super::error::{ApiError, ApiResult};
 use super::extract::{Id, JsonBody, if_match, path_id};
-use super::views::{IssueView, RelationView};
+use super::views::{IssueView, RelationView, SubIssues};
 use super::{AppState, now};
 use crate::auth::Caller;
 use crate::domain::ids::{IssueId, ParticipantId, ProjectId, TeamId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::domain::{
-    Issue, IssuePatch, IssuePatchBody, IssueTooLarge, MAX_ITEM_BYTES, MAX_PARTICIPANTS,
+    Issue, IssuePatch, IssuePatchBody, IssueState, IssueTooLarge, MAX_ITEM_BYTES, MAX_PARTICIPANTS,
     NewIssueBody, Participant, ParticipantKind, Role, ValidationError, check_participant_id,
 };
+use crate::store::records::issues::IssueWithGraph;
 use crate::store::{ParticipantOutcome, PatchOutcome, ProjectItem, issue_item_size};
 
 const ISSUE: &str = "issue";
@@ -128,34 +129,69 @@ pub async fn create(
 }
 
 /// `GET /issues/{id}`: the issue with its relations, the other issues' titles and states as
-/// they are now (one BatchGetItem, eventually consistent; none without relations).
+/// they are now (one BatchGetItem, eventually consistent; none without relations), and its
+/// sub-issues counted by state from its children partitions (none read for an issue that
+/// never had any). The field definitions and those reads go at once.
 pub async fn get(
     State(app): State<AppState>,
     caller: Caller,
     Id(issue_id): Id<IssueId>,
 ) -> ApiResult<Response> {
     let tenant = &caller.tenant;
-    let (issue, relations) = app
+    let IssueWithGraph {
+        issue,
+        relations,
+        had_children,
+    } = app
         .store
         .records()
         .get_issue_with_relations(tenant, &issue_id)
         .await?
         .ok_or(ApiError::NotFound(ISSUE))?;
     let others: Vec<String> = relations.iter().map(|r| r.other.to_string()).collect();
-    let others = if others.is_empty() {
-        Vec::new()
-    } else {
+    let related = async {
+        if others.is_empty() {
+            return Ok(Vec::new());
+        }
         let found = app
             .store
             .records()
             .batch_get_issues(tenant, &others)
             .await?;
-        found.into_values().collect()
+        Ok::<_, ApiError>(found.into_values().collect())
     };
-    let defs = defs_of(&app, tenant, &issue.project_id).await?;
+    let (defs, others, sub_issues) = futures::try_join!(
+        defs_of(&app, tenant, &issue.project_id),
+        related,
+        sub_issues(&app, tenant, &issue_id, had_children),
+    )?;
     let mut view = IssueView::new(issue, &defs);
     view.relations = Some(RelationView::ordered(relations, others));
+    view.sub_issues = Some(sub_issues);
     Ok(view_response(StatusCode::OK, view))
+}
+
+/// An issue's direct children by state, as of the index: a count of each state's children
+/// partition (both at once), none read for an issue that never had a sub-issue.
+async fn sub_issues(
+    app: &AppState,
+    tenant: &TenantId,
+    issue_id: &IssueId,
+    had_children: bool,
+) -> ApiResult<SubIssues> {
+    if !had_children {
+        return Ok(SubIssues::default());
+    }
+    let index = app.store.index();
+    let count = |state| {
+        index.count(crate::keys::index::children_pk(
+            tenant,
+            issue_id.as_str(),
+            state,
+        ))
+    };
+    let (open, closed) = futures::try_join!(count(IssueState::Open), count(IssueState::Closed))?;
+    Ok(SubIssues { open, closed })
 }
 
 /// The issue as stored now.
@@ -207,6 +243,7 @@ pub async fn patch(
     match outcome {
         PatchOutcome::Updated => {}
         PatchOutcome::TooLarge => return Err(IssueTooLarge.into()),
+        PatchOutcome::Parent(refusal) => return Err(refusal.into()),
         PatchOutcome::NotFound => return Err(ApiError::NotFound(ISSUE)),
         PatchOutcome::VersionMismatch => {
             return Err(ApiError::PreconditionFailed(
@@ -234,6 +271,9 @@ fn check_patched_size(tenant: &TenantId, current: &Issue, patch: &IssuePatch) ->
     }
     if let Some(st) = patch.state {
         merged.state = st;
+    }
+    if let Some(parent) = &patch.parent {
+        merged.parent_id = parent.clone();
     }
     merged.version += 1;
     if issue_item_size(tenant, &merged)? > MAX_ITEM_BYTES {

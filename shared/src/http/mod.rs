@@ -1,6 +1,7 @@
 //! The HTTP API: one router, served by Lambda (`lambda_http::run`), by the local server
 //! (`axum::serve`) and by tests (`oneshot`).
 
+mod children;
 pub mod cors;
 pub mod error;
 mod extract;
@@ -160,6 +161,7 @@ const TABLE: &[Mount] = {
         at(Issues, Method::GET, "/issues/{issue_id}", |m| on(m, issues::get)),
         at(Issues, Method::PATCH, "/issues/{issue_id}", |m| on(m, issues::patch)),
         at(Issues, Method::DELETE, "/issues/{issue_id}", |m| on(m, issues::delete)),
+        at(Grid, Method::GET, "/issues/{issue_id}/children", |m| on(m, children::list)),
         at(Issues, Method::PUT, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::put_relation)),
         at(Issues, Method::DELETE, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::delete_relation)),
     ]

@@ -210,6 +210,8 @@ mod tests {
                 version: u64::MAX,
                 created_at: "2026-11-21T20:42:03.123Z".into(),
                 updated_at: "2026-11-21T20:42:03.123Z".into(),
+                parent_id: Some(IssueId::new()),
+                sub_issues: None,
                 relations: None,
             },
             via,

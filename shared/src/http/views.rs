@@ -53,9 +53,21 @@ pub struct IssueView {
     pub version: u64,
     pub created_at: String,
     pub updated_at: String,
+    /// The issue it is a sub-issue of, or `null`.
+    pub parent_id: Option<IssueId>,
+    /// On `GET /issues/{id}` only: its direct children by state, as of the index.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sub_issues: Option<SubIssues>,
     /// On `GET /issues/{id}` only: its relations, with the other issues as they are now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relations: Option<Vec<RelationView>>,
+}
+
+/// An issue's direct children by state.
+#[derive(Serialize, Default, Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SubIssues {
+    pub open: u64,
+    pub closed: u64,
 }
 
 /// One of an issue's relations as `GET /issues/{id}` shows it.
@@ -150,6 +162,8 @@ impl IssueView {
             version: issue.version,
             created_at: issue.created_at,
             updated_at: issue.updated_at,
+            parent_id: issue.parent_id,
+            sub_issues: None,
             relations: None,
         }
     }

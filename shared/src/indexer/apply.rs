@@ -118,6 +118,12 @@ impl Indexer {
                         .records()
                         .drop_relations_of_deleted(tenant, issue_id, &now)
                         .await?;
+                    // And its children are detached (each a system change).
+                    metrics.writes += self
+                        .store
+                        .records()
+                        .detach_children_of_deleted(tenant, issue_id, &now)
+                        .await?;
                 }
                 Ok(())
             }

@@ -63,6 +63,11 @@ impl Indexer {
                 .records()
                 .drop_relations_of_deleted(tenant, issue_id, &now)
                 .await?;
+            metrics.writes += self
+                .store
+                .records()
+                .detach_children_of_deleted(tenant, issue_id, &now)
+                .await?;
         }
         // Whatever parked it is behind it now.
         self.store.index().unpark(tenant, issue_id).await?;

@@ -8,6 +8,48 @@ use crate::encoding::text;
 
 // --- Participation copies -----------------------------------------------------------------
 
+/// The built-in column holding an issue's parent: its entries are not in a project column
+/// partition but in the parent's children partition ([`children_pk`]).
+pub const PARENT_COLUMN: &str = "parent";
+
+/// An issue's direct children in one state, by number: keyed by the parent (not its project),
+/// so a page of children is one Query that needs nothing read first.
+pub fn children_pk(tenant: &TenantId, parent: &str, state: IssueState) -> String {
+    let mut out = String::new();
+    push_children_pk(&mut out, tenant, parent, state.as_str());
+    out
+}
+
+/// [`children_pk`], appended to `out`, with the state as its scope name.
+pub fn push_children_pk(out: &mut String, tenant: &TenantId, parent: &str, scope: &str) {
+    push_tenant_prefix(out, tenant);
+    for part in ["#CH#", parent, "#", scope] {
+        out.push_str(part);
+    }
+}
+
+/// Whether `pk` is a children partition's (its entries carry the keyed summary, read without
+/// the project's fields).
+pub fn is_children_pk(pk: &str) -> bool {
+    let mut parts = pk.strip_prefix("T#").unwrap_or_default().split('#');
+    parts.nth(1) == Some("CH")
+}
+
+/// A child's sort key in its parent's partition: the number subtracted from the largest,
+/// zero-padded, so a descending read (the inboxes' merge, reused) returns children by
+/// ascending number.
+pub fn child_sk(num: u64) -> String {
+    let mut out = String::new();
+    push_child_sk(&mut out, num);
+    out
+}
+
+/// [`child_sk`], appended to `out`.
+pub fn push_child_sk(out: &mut String, num: u64) {
+    use std::fmt::Write;
+    let _ = write!(out, "{:020}", u64::MAX - num);
+}
+
 /// A participant's issues in one state, newest `updated_at` first; with `role`, only the
 /// issues where the participant has that role (the role-ranked copy).
 ///

@@ -22,6 +22,20 @@ pub fn relation_sk(other: &IssueId) -> String {
     format!("{RELATION_SK_PREFIX}{other}")
 }
 
+/// Partition of an issue's child edges (one item per sub-issue, sort key the child's id): the
+/// tree's strongly consistent record of who is under whom, which a parent change walks.
+pub fn children_pk(tenant: &TenantId, parent: &IssueId) -> String {
+    format!("{}#I#{parent}#C", tenant_prefix(tenant))
+}
+
+/// Partition and sort key of a project's tree revision: every parent change in the project
+/// moves it, conditioned on the revision its checks read, so parent changes apply one at a
+/// time as their checks saw the tree.
+pub fn tree_pk(tenant: &TenantId, project_id: &ProjectId) -> String {
+    format!("{}#P#{project_id}#TREE", tenant_prefix(tenant))
+}
+pub const TREE_SK: &str = "#TREE";
+
 /// The other issue of a [`relation_sk`].
 pub fn parse_relation_sk(sk: &str) -> Option<IssueId> {
     IssueId::parse(sk.strip_prefix(RELATION_SK_PREFIX)?)
@@ -36,6 +50,8 @@ pub mod entity {
     pub const IDEMPOTENCY: &str = "idempotency";
     pub const DIRECTORY: &str = "dir";
     pub const RELATION: &str = "relation";
+    pub const CHILD: &str = "child";
+    pub const TREE: &str = "tree";
 }
 
 /// Sort key of a remembered answer to a `POST` with an `Idempotency-Key`.

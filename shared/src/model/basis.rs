@@ -98,6 +98,8 @@ impl Hot {
     pub fn contains(&self, column: &str) -> bool {
         match self {
             Self::All => true,
+            // A children page always reads summaries, as inboxes do.
+            Self::Only(_) if column == keys::index::PARENT_COLUMN => true,
             Self::Only(set) => set.contains(column),
         }
     }
@@ -147,8 +149,16 @@ impl PartialEq for Basis {
 
 impl Eq for Basis {}
 
-/// The built-in columns' names: they live in the head whatever the layout.
-pub const BUILT_IN_COLUMNS: [&str; 5] = ["num", "title", "state", "created_at", "updated_at"];
+/// The built-in columns' names: they live in the head whatever the layout. `parent` is there
+/// only for a sub-issue, and its entry is in the parent's children partition.
+pub const BUILT_IN_COLUMNS: [&str; 6] = [
+    "num",
+    "title",
+    "state",
+    "created_at",
+    "updated_at",
+    keys::index::PARENT_COLUMN,
+];
 
 /// Whether a column is a built-in one (else a field, by id).
 pub fn is_built_in(column: &str) -> bool {
@@ -189,6 +199,9 @@ impl Basis {
         ));
         columns.push(("created_at".into(), Some(encoding::date(issue.created_at))));
         columns.push(("updated_at".into(), Some(encoding::date(issue.updated_at))));
+        if let Some(parent) = issue.parent_id {
+            columns.push((keys::index::PARENT_COLUMN.into(), Some(parent.to_string())));
+        }
         for def in defs {
             let value = issue
                 .fields
@@ -279,7 +292,8 @@ impl Basis {
     pub fn entry_count(&self) -> usize {
         let layouts = self.placement.shards.counts().count();
         let scopes = self.placement.scopes().count();
-        layouts * scopes * self.columns.len() + 2 * self.seats.len()
+        let child = usize::from(self.columns.contains_key(keys::index::PARENT_COLUMN));
+        layouts * scopes * (self.columns.len() - child) + child + 2 * self.seats.len()
     }
 
     /// Keeps only the columns `keep` accepts (the ones whose watermark part was read).
@@ -304,6 +318,23 @@ pub(crate) fn column_entries(
     summary: &Summary,
     out: &mut BTreeSet<Entry>,
 ) {
+    if column == keys::index::PARENT_COLUMN {
+        if let Some(parent) = value {
+            let pk = keys::index::children_pk(tenant, parent, placement.state);
+            let sk = keys::index::child_sk(placement.num);
+            let summary = summary
+                .for_entry(&pk, &sk, issue_id, None)
+                .map(str::to_string);
+            out.insert(Entry {
+                pk,
+                sk,
+                issue_id: issue_id.to_string(),
+                role: None,
+                summary,
+            });
+        }
+        return;
+    }
     let sk = match value {
         Some(encoded) => keys::index::value_sk(encoded, placement.num),
         None => keys::index::missing_sk(placement.num),

@@ -54,6 +54,10 @@ pub mod attr {
     pub const VERSION: &str = "version";
     pub const UPDATED_AT: &str = "updated_at";
     pub const TEXT: &str = "text";
+    /// On an issue: the issue it is a sub-issue of.
+    pub const PARENT_ID: &str = "parent_id";
+    /// On an issue: it has had sub-issues (set when one is attached, never cleared).
+    pub const HAS_CHILDREN: &str = "has_children";
     /// On an issue: how many relations it has (both directions), kept by the transaction
     /// that adds or removes one, so concurrent relates never pass the bound.
     pub const RELATION_COUNT: &str = "rel_count";
@@ -165,6 +169,14 @@ pub fn issue_from_attrs<A: AttrView>(
         version: whole(attr::VERSION)?,
         created_at: text("created_at")?.to_string(),
         updated_at: text(attr::UPDATED_AT)?.to_string(),
+        parent_id: match item.get(attr::PARENT_ID) {
+            None => None,
+            Some(v) => Some(
+                v.s()
+                    .and_then(IssueId::parse)
+                    .ok_or_else(|| missing(attr::PARENT_ID))?,
+            ),
+        },
     })
 }
 

@@ -353,6 +353,7 @@ mod tests {
             version: 1,
             created_at: "2026-11-21T20:42:03.123Z".into(),
             updated_at: "2026-11-21T20:42:03.123Z".into(),
+            parent_id: None,
         }
     }
 

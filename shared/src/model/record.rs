@@ -79,6 +79,8 @@ pub struct IssueRecord<'a> {
     pub updated_at: &'a str,
     pub fields: FieldValues<'a>,
     pub seats: Vec<SeatRef<'a>>,
+    /// The parent's id, as stored (checked to be an id).
+    pub parent_id: Option<&'a str>,
 }
 
 impl<'a> IssueRecord<'a> {
@@ -126,6 +128,14 @@ impl<'a> IssueRecord<'a> {
             updated_at: text(attr::UPDATED_AT)?,
             fields,
             seats,
+            parent_id: match image.get(attr::PARENT_ID) {
+                None => None,
+                Some(v) => Some(
+                    v.s()
+                        .filter(|p| is_server_id(p))
+                        .ok_or_else(|| missing(attr::PARENT_ID))?,
+                ),
+            },
         })
     }
 
@@ -149,6 +159,7 @@ impl<'a> IssueRecord<'a> {
                     id: &p.id,
                 })
                 .collect(),
+            parent_id: issue.parent_id.as_ref().map(|p| p.as_str()),
         }
     }
 }

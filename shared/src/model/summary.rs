@@ -51,11 +51,11 @@ pub const ENTRY_MAX_BYTES: usize = 1024;
 /// Bumped when the text's form changes: it is part of the digest, so each issue's next
 /// indexing writes its entries again (a re-index of every issue, such as `gridctl repair`
 /// after `verify` reports the old summaries stale, does it at once).
-const FORMAT: u8 = 2;
+const FORMAT: u8 = 3;
 
-/// The compact text's first element: a keyed text (format 1) in a column entry is read as
-/// thin, since it may predate the hot columns and be stale.
-const COMPACT: u8 = 2;
+/// The compact text's first element: a keyed text (format 1), or a compact one without the
+/// parent (2), in a column entry is read as thin, since it may be stale.
+const COMPACT: u8 = 3;
 
 /// An issue's summary as the indexer knows it: always its digest, and its text when it was
 /// built from the issue (a committed basis read from a watermark has only the digest).
@@ -126,7 +126,7 @@ impl Summary {
     }
 
     /// The text an entry with these key attributes carries: the keyed text for a
-    /// participation copy (`role`), the compact one for a column entry, if the entry item
+    /// participation copy (`role`) or a child's entry, the compact one for a column entry, if the entry item
     /// stays within one write unit with it, else none (a thin entry).
     pub fn for_entry(
         &self,
@@ -135,9 +135,12 @@ impl Summary {
         issue_id: &str,
         role: Option<&str>,
     ) -> Option<&str> {
-        let text = match role {
-            Some(_) => self.text.as_deref()?,
-            None => self.compact.as_deref()?,
+        // A children page, like an inbox, reads without the project's field list.
+        let keyed = role.is_some() || crate::keys::index::is_children_pk(pk);
+        let text = if keyed {
+            self.text.as_deref()?
+        } else {
+            self.compact.as_deref()?
         };
         fits(pk, sk, issue_id, role, text).then_some(text)
     }
@@ -194,7 +197,8 @@ fn push_json_str(out: &mut Vec<u8>, s: &str) {
 }
 
 /// The summary's text: `{"p","n","t","s","f","pp","v","c","u"}` (project, number, title, state,
-/// field values by id, participants as `[kind, id, role]`, version, created and updated).
+/// field values by id, participants as `[kind, id, role]`, version, created and updated), and
+/// `"pa"`, the parent, when the issue has one.
 ///
 /// Only the values of fields the project defines (`defs`, as the indexer's columns): a deleted
 /// field's value leaves the issue later, without a new version, and a re-index may read the
@@ -228,6 +232,10 @@ pub fn text_of(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> String {
     push_json_str(&mut out, issue.created_at);
     out.extend_from_slice(b",\"u\":");
     push_json_str(&mut out, issue.updated_at);
+    if let Some(parent) = issue.parent_id {
+        out.extend_from_slice(b",\"pa\":");
+        push_json_str(&mut out, parent);
+    }
     out.push(b'}');
     // Every piece is UTF-8.
     String::from_utf8(out).unwrap_or_default()
@@ -307,8 +315,8 @@ fn letter(word: &str) -> &str {
     word.get(..1).unwrap_or("")
 }
 
-/// The compact text: `[2, layout, num, title, state, [values by position], [[kind, id, role]],
-/// version, created, updated]`, kinds and roles by their first letter, a position with no
+/// The compact text: `[3, layout, num, title, state, [values by position], [[kind, id, role]],
+/// version, created, updated, parent or null]`, kinds and roles by their first letter, a position with no
 /// value `null` and trailing ones left out. The project is the one being read.
 pub fn compact_of(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> String {
     let defs = by_id(defs);
@@ -341,6 +349,11 @@ pub fn compact_of(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> String {
     push_json_str(&mut out, issue.created_at);
     out.push(b',');
     push_json_str(&mut out, issue.updated_at);
+    out.push(b',');
+    match issue.parent_id {
+        Some(parent) => push_json_str(&mut out, parent),
+        None => out.extend_from_slice(b"null"),
+    }
     out.push(b']');
     String::from_utf8(out).unwrap_or_default()
 }
@@ -357,6 +370,7 @@ type CompactText = (
     u64,
     String,
     String,
+    Option<String>,
 );
 
 /// A stored value from its JSON: a string, or a number.
@@ -378,7 +392,7 @@ pub fn issue_of_compact(
     defs: &[FieldDef],
     text: &str,
 ) -> Option<Issue> {
-    let (format, at, num, title, state, values, seats, version, created, updated): CompactText =
+    let (format, at, num, title, state, values, seats, version, created, updated, parent): CompactText =
         serde_json::from_str(text).ok()?;
     let defs = by_id(defs);
     if format != COMPACT || at != layout_of(&defs) || values.len() > defs.len() {
@@ -416,6 +430,9 @@ pub fn issue_of_compact(
         version,
         created_at: created,
         updated_at: updated,
+        parent_id: parent
+            .map(|p| IssueId::parse(&p))
+            .map_or(Some(None), |p| p.map(Some))?,
     })
 }
 
@@ -456,6 +473,8 @@ struct Text {
     v: u64,
     c: String,
     u: String,
+    #[serde(default)]
+    pa: Option<String>,
 }
 
 /// The issue a summary shows (no description: lists omit it); `None` if the text is not a
@@ -488,6 +507,10 @@ pub fn issue_of(issue_id: &str, text: &str) -> Option<Issue> {
         version: t.v,
         created_at: t.c,
         updated_at: t.u,
+        parent_id: t
+            .pa
+            .map(|p| IssueId::parse(&p))
+            .map_or(Some(None), |p| p.map(Some))?,
     })
 }
 
@@ -647,6 +670,7 @@ mod tests {
             version: 12,
             created_at: "2026-11-26T09:00:00.000Z".into(),
             updated_at: "2026-11-26T09:41:07.123Z".into(),
+            parent_id: None,
         };
         let record = IssueRecord::of(&issue);
         let summary = Summary::of_record(&record, &defs, &Hot::All);

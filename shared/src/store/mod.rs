@@ -26,10 +26,11 @@ use query::Query;
 use retry::Backoff;
 
 pub use records::idempotency::{Answer, Claimed, KeyClaim};
-pub use records::issues::{CreateIssueError, ParticipantOutcome, PatchOutcome, patch_update};
+pub use records::issues::{CreateIssueError, ParticipantOutcome, PatchOutcome};
 #[cfg(test)]
 pub(crate) use records::items::issue_from_image;
 pub use records::items::{ProjectItem, field_def_from, issue_from, issue_item_size};
+pub use records::patch::patch_update;
 pub use records::people::{AddMemberError, Profile, Team};
 pub use records::projects::CreateFieldError;
 pub use records::{directory, idempotency};

@@ -10,7 +10,8 @@ use super::{Basis, Pending, Placement, Seat, Step, Watermark, zip_columns};
 use crate::domain::ids::{IssueId, ProjectId, TenantId};
 use crate::domain::{IssueState, ParticipantKind, Role};
 use crate::keys::index::{
-    push_column_pk, push_column_sk, push_inbox_pk, push_inbox_sk, push_shard, shard_hash, shard_of,
+    PARENT_COLUMN, push_child_sk, push_children_pk, push_column_pk, push_column_sk, push_inbox_pk,
+    push_inbox_sk, push_shard, shard_hash, shard_of,
 };
 use crate::model::entries::EntryList;
 
@@ -25,31 +26,58 @@ struct ColumnKey<'a> {
     shard: (u16, u16),
     value: Option<&'a str>,
     num: u64,
+    /// The `parent` column's one entry, in the parent's children partition.
+    child: bool,
 }
 
 impl ColumnKey<'_> {
     fn push_pk(&self, out: &mut String, tenant: &TenantId, column: &str) {
+        if self.child {
+            push_children_pk(out, tenant, self.value.unwrap_or_default(), self.scope);
+            return;
+        }
         push_column_pk(out, tenant, self.project, column, self.scope);
         push_shard(out, self.shard.0, self.shard.1);
+    }
+
+    fn push_sk(&self, out: &mut String) {
+        if self.child {
+            push_child_sk(out, self.num);
+        } else {
+            push_column_sk(out, self.value, self.num);
+        }
     }
 }
 
 /// A column's entries at `p`: in its state's scope (and the `all` scope, for a placement of
-/// the layout before), in each of its layouts (`hash`: the issue's shard hash).
+/// the layout before), in each of its layouts (`hash`: the issue's shard hash); the `parent`
+/// column's one entry in its state's children partition of the parent (none without one).
 fn column_keys<'a>(
     p: &'a Placement,
-    value: Option<&'a str>,
+    (column, value): (&str, Option<&'a str>),
     hash: u64,
 ) -> impl Iterator<Item = ColumnKey<'a>> + Clone {
-    p.shards.counts().flat_map(move |count| {
+    let child = column == PARENT_COLUMN;
+    let child_key = (child && value.is_some()).then(|| ColumnKey {
+        project: &p.project,
+        scope: p.state.as_str(),
+        shard: (1, 0),
+        value,
+        num: p.num,
+        child: true,
+    });
+    let layouts = (!child).then(|| p.shards.counts()).into_iter().flatten();
+    let keys = layouts.flat_map(move |count| {
         p.scopes().map(move |scope| ColumnKey {
             project: &p.project,
             scope,
             shard: (count, shard_of(hash, count)),
             value,
             num: p.num,
+            child: false,
         })
-    })
+    });
+    child_key.into_iter().chain(keys)
 }
 
 /// An inbox copy's key, as its parts (see [`ColumnKey`]).
@@ -228,7 +256,7 @@ impl<'a> Planner<'a> {
     fn column(&mut self, name: &str, dv: Value<'a>, cv: Value<'a>) {
         let (wm, extra, hash) = (self.wm, self.extra, self.hash);
         let want = match (self.desired, dv) {
-            (Some(d), Some(v)) => Some(column_keys(&d.placement, v.as_deref(), hash)),
+            (Some(d), Some(v)) => Some(column_keys(&d.placement, (name, v.as_deref()), hash)),
             _ => None,
         };
         let certain = match (self.committed, cv) {
@@ -239,7 +267,7 @@ impl<'a> Planner<'a> {
                     && !self.wm.pending.columns.contains_key(name)
                     && !self.extra.columns.contains_key(name) =>
             {
-                Some(column_keys(&c.placement, v.as_deref(), hash))
+                Some(column_keys(&c.placement, (name, v.as_deref()), hash))
             }
             _ => None,
         };
@@ -248,12 +276,7 @@ impl<'a> Planner<'a> {
         let (tenant, puts) = (self.tenant, &mut self.puts);
         for k in want.clone().into_iter().flatten() {
             if !certain.clone().is_some_and(|mut c| c.any(|x| x == k)) {
-                puts.push(
-                    |t| k.push_pk(t, tenant, name),
-                    |t| push_column_sk(t, k.value, k.num),
-                    None,
-                    hot,
-                );
+                puts.push(|t| k.push_pk(t, tenant, name), |t| k.push_sk(t), None, hot);
             }
         }
         let values = wm
@@ -268,7 +291,7 @@ impl<'a> Planner<'a> {
         let mut gone: Vec<ColumnKey<'_>> = Vec::new();
         for value in values {
             for &p in &self.placements {
-                for k in column_keys(p, value, hash) {
+                for k in column_keys(p, (name, value), hash) {
                     if !wanted(&k) && !gone.contains(&k) {
                         gone.push(k);
                     }
@@ -278,7 +301,7 @@ impl<'a> Planner<'a> {
         for k in gone {
             self.deletes.push(
                 |t| k.push_pk(t, tenant, name),
-                |t| push_column_sk(t, k.value, k.num),
+                |t| k.push_sk(t),
                 None,
                 false,
             );

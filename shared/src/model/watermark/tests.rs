@@ -366,6 +366,7 @@ fn wide_issue(fields: usize, participants: usize) -> (Issue, Vec<FieldDef>) {
         version: 7,
         created_at: "2026-11-21T20:42:03.123Z".into(),
         updated_at: "2026-11-22T20:42:03.123Z".into(),
+        parent_id: None,
     };
     (issue, defs)
 }
@@ -493,6 +494,7 @@ fn the_largest_issue_s_watermark_stays_far_below_the_item_limit() {
         version: 7,
         created_at: "2026-11-21T20:42:03.123Z".into(),
         updated_at: "2026-11-21T20:42:03.123Z".into(),
+        parent_id: None,
     };
     let a = Basis::of(&issue('\u{10FFFF}', IssueState::Open), &defs, Shards::ONE);
     let mut b_issue = issue('\u{10FFFE}', IssueState::Closed);

@@ -1,27 +1,34 @@
 //! Issues in the records table: the issue item, the description item, the per-project number
 //! counter, and the reads the indexer and the grid make of issues (by id, by project).
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeSet, HashMap};
 
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 
 use super::items::{
-    attr, description_item, fields_attr, issue_from, issue_item, issue_key, key, project_key,
-    sk_of, value_to_attr,
+    attr, description_item, issue_from, issue_item, issue_key, key, project_key, sk_of,
 };
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
-use crate::domain::values::StoredValue;
 use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
 use crate::keys;
 use crate::store::Records;
 use crate::store::query::Query;
+use crate::store::records::patch::{UpdateParts, patch_update};
 use crate::store::records::relations::{Relation, relations_of_items};
+use crate::store::records::tree::{TreeChange, TreeRefusal};
 use crate::store::retry::Backoff;
 use crate::store::{Item, Page, StoreError, Tx, build_err, condition_held, stored_size};
 
+/// An issue as `GET` shows it: with its relations, and whether it ever had sub-issues.
+pub struct IssueWithGraph {
+    pub issue: Issue,
+    pub relations: Vec<Relation>,
+    pub had_children: bool,
+}
+
 /// The issue (and its relations) among the items of its partition.
-fn issue_of_items(items: Vec<Item>) -> Result<Option<(Issue, Vec<Relation>)>, StoreError> {
+fn issue_of_items(items: Vec<Item>) -> Result<Option<IssueWithGraph>, StoreError> {
     let relations = relations_of_items(&items);
     let mut summary = None;
     let mut description = None;
@@ -33,12 +40,17 @@ fn issue_of_items(items: Vec<Item>) -> Result<Option<(Issue, Vec<Relation>)>, St
         }
     }
     summary
-        .map(|s| Ok((issue_from(s, description.as_ref())?, relations)))
+        .map(|s| {
+            let had_children = s.contains_key(attr::HAS_CHILDREN);
+            Ok(IssueWithGraph {
+                issue: issue_from(s, description.as_ref())?,
+                relations,
+                had_children,
+            })
+        })
         .transpose()
 }
 
-/// DynamoDB's limit on one expression string.
-pub const MAX_EXPRESSION_BYTES: usize = 4096;
 /// How many times a whole-map patch re-reads and re-merges when another write moved the issue.
 const MAX_MERGE_ATTEMPTS: u32 = 8;
 
@@ -48,9 +60,14 @@ pub enum CreateIssueError {
     ProjectNotFound,
     #[error("the issue would not fit in one item")]
     TooLarge,
+    #[error("the parent cannot be set: {0:?}")]
+    Parent(TreeRefusal),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
+
+/// How many times a change of the tree reads it again after another change got in first.
+const TREE_ATTEMPTS: u32 = 8;
 
 /// What a patch did.
 #[derive(Debug)]
@@ -62,6 +79,8 @@ pub enum PatchOutcome {
     /// The issue would pass DynamoDB's item limit (a concurrent write grew it); nothing was
     /// written.
     TooLarge,
+    /// The parent cannot be set; nothing was written.
+    Parent(TreeRefusal),
 }
 
 /// What a participant PUT did.
@@ -73,164 +92,6 @@ pub enum ParticipantOutcome {
     Full,
     /// The issue would pass DynamoDB's item limit.
     TooLarge,
-}
-
-/// An update's expression and substitutions, built apart from the SDK so its size is testable.
-#[derive(Debug, Clone, Default)]
-pub struct UpdateParts {
-    pub update: String,
-    pub condition: String,
-    pub names: HashMap<String, String>,
-    pub values: HashMap<String, AttributeValue>,
-}
-
-/// The update of a patch's issue item.
-///
-/// Small patches update only the members they name (`SET #f.#a0 = :a0`, `REMOVE #f.#r0`), so
-/// concurrent patches to different members both survive without a read. With short
-/// placeholders that covers some 250 fields; a patch whose expression would still pass
-/// DynamoDB's 4 KB (up to 400 fields at once) writes the whole map instead: `base` merged with
-/// the patch, conditioned on `base`'s version, and the caller re-reads, re-merges and retries
-/// when another write got in first — so nothing is lost either way. `None` with `base` absent
-/// means the patch needs a base.
-pub fn patch_update(
-    patch: &IssuePatch,
-    expected_version: Option<u64>,
-    now: &str,
-    base: Option<&Issue>,
-) -> Option<UpdateParts> {
-    let mut expr = scalar_updates(patch, now);
-    let condition = match expected_version {
-        Some(v) => {
-            expr.value(":expected", AttributeValue::N(v.to_string()));
-            VERSION_CONDITION.to_string()
-        }
-        None => "attribute_exists(PK)".to_string(),
-    };
-    if patch.clear_fields {
-        // The whole map is replaced; paths inside it cannot be set in the same expression.
-        expr.set("#f = :f");
-        expr.value(":f", fields_attr(&patch.set_fields));
-        return Some(expr.finish(condition));
-    }
-    let keyed = keyed_fields(expr.clone(), patch);
-    if keyed.len() <= MAX_EXPRESSION_BYTES {
-        return Some(keyed.finish(condition));
-    }
-    // Too many keys for one expression: the whole map, merged from `base`.
-    Some(whole_map(expr, patch, expected_version, condition, base?))
-}
-
-/// The condition of a write that must find the issue at an expected version.
-const VERSION_CONDITION: &str = "attribute_exists(PK) AND #v = :expected";
-
-/// An update expression being built: its SET and REMOVE clauses and their substitutions.
-#[derive(Clone, Default)]
-struct Expression {
-    sets: Vec<String>,
-    removes: Vec<String>,
-    parts: UpdateParts,
-}
-
-impl Expression {
-    fn name(&mut self, placeholder: &str, name: &str) {
-        self.parts.names.insert(placeholder.into(), name.into());
-    }
-
-    fn value(&mut self, placeholder: &str, value: AttributeValue) {
-        self.parts.values.insert(placeholder.into(), value);
-    }
-
-    fn set(&mut self, clause: impl Into<String>) {
-        self.sets.push(clause.into());
-    }
-
-    /// The expression's length as `finish` writes it (counting a REMOVE clause either way).
-    fn len(&self) -> usize {
-        "SET ".len()
-            + self.sets.iter().map(|x| x.len() + 2).sum::<usize>()
-            + " REMOVE ".len()
-            + self.removes.iter().map(|x| x.len() + 2).sum::<usize>()
-            + " ADD #v :one".len()
-    }
-
-    fn finish(self, condition: String) -> UpdateParts {
-        let mut update = format!("SET {}", self.sets.join(", "));
-        if !self.removes.is_empty() {
-            update.push_str(&format!(" REMOVE {}", self.removes.join(", ")));
-        }
-        update.push_str(" ADD #v :one");
-        UpdateParts {
-            update,
-            condition,
-            ..self.parts
-        }
-    }
-}
-
-/// What every patch sets (the time, the version) and its title and state.
-fn scalar_updates(patch: &IssuePatch, now: &str) -> Expression {
-    let mut expr = Expression::default();
-    expr.name("#u", attr::UPDATED_AT);
-    expr.name("#v", attr::VERSION);
-    expr.value(":now", AttributeValue::S(now.into()));
-    expr.value(":one", AttributeValue::N("1".into()));
-    expr.set("#u = :now");
-    if let Some(title) = &patch.title {
-        expr.set("#t = :t");
-        expr.name("#t", attr::TITLE);
-        expr.value(":t", AttributeValue::S(title.clone()));
-    }
-    if let Some(state) = patch.state {
-        expr.set("#s = :s");
-        expr.name("#s", attr::STATE);
-        expr.value(":s", AttributeValue::S(state.as_str().into()));
-    }
-    if patch.clear_fields || !patch.set_fields.is_empty() || !patch.remove_fields.is_empty() {
-        expr.name("#f", attr::FIELDS);
-    }
-    expr
-}
-
-/// `expr` with each set and removed field value as its own path (`#f.#a0`, `#f.#r0`).
-fn keyed_fields(mut expr: Expression, patch: &IssuePatch) -> Expression {
-    for (i, (id, value)) in patch.set_fields.iter().enumerate() {
-        expr.set(format!("#f.#a{i} = :a{i}"));
-        expr.name(&format!("#a{i}"), id);
-        expr.value(&format!(":a{i}"), value_to_attr(value));
-    }
-    for (i, id) in patch.remove_fields.iter().enumerate() {
-        expr.removes.push(format!("#f.#r{i}"));
-        expr.name(&format!("#r{i}"), id);
-    }
-    expr
-}
-
-/// `expr` writing the whole values map, `base`'s merged with the patch, conditioned on
-/// `base`'s version when the caller gave none.
-fn whole_map(
-    mut expr: Expression,
-    patch: &IssuePatch,
-    expected_version: Option<u64>,
-    mut condition: String,
-    base: &Issue,
-) -> UpdateParts {
-    let mut fields: BTreeMap<FieldId, StoredValue> = base.fields.clone();
-    fields.retain(|k, _| {
-        !patch.remove_fields.contains(k)
-            && patch
-                .project_fields
-                .as_ref()
-                .is_none_or(|known| known.contains(k))
-    });
-    fields.extend(patch.set_fields.clone());
-    expr.set("#f = :f");
-    expr.value(":f", fields_attr(&fields));
-    if expected_version.is_none() {
-        expr.value(":expected", AttributeValue::N(base.version.to_string()));
-        condition = VERSION_CONDITION.into();
-    }
-    expr.finish(condition)
 }
 
 /// Whether DynamoDB refused a write because the item would pass 400 KB.
@@ -284,15 +145,21 @@ impl Records<'_> {
             version: 1,
             created_at: now.clone(),
             updated_at: now,
+            parent_id: new.parent_id,
         };
         if stored_size(&issue_item(tenant, &issue)?) > MAX_ITEM_BYTES {
             return Err(CreateIssueError::TooLarge);
         }
+        // A parent refused before the number is taken takes none.
+        let tree = self.plan_new_child(tenant, project_id, &issue).await?;
         issue.num = self.take_number(tenant, project_id).await?;
         let item = issue_item(tenant, &issue)?;
         // With its number: accepted right up to DynamoDB's limit.
         if stored_size(&item) > MAX_ITEM_BYTES {
             return Err(CreateIssueError::TooLarge);
+        }
+        if let Some(tree) = tree {
+            return self.create_child(tenant, issue, item, tree).await;
         }
         let written = match &issue.description {
             None => self.store.put_new(item).await.map(|()| Tx::Committed),
@@ -310,6 +177,68 @@ impl Records<'_> {
             Err(e) if item_too_large(&e) => Err(CreateIssueError::TooLarge),
             Err(e) => Err(e.into()),
         }
+    }
+
+    /// The tree change that puts a new issue under its parent, if it has one.
+    async fn plan_new_child(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        issue: &Issue,
+    ) -> Result<Option<TreeChange>, CreateIssueError> {
+        let Some(parent) = &issue.parent_id else {
+            return Ok(None);
+        };
+        let at = (&issue.id, None, Some(parent));
+        match self.plan_parent(tenant, project_id, at, false).await? {
+            Ok(change) => Ok(Some(change)),
+            Err(refusal) => Err(CreateIssueError::Parent(refusal)),
+        }
+    }
+
+    /// Puts a new sub-issue (with its description) and its tree change in one transaction;
+    /// when another parent change in the project got in first, checks the tree again (the
+    /// number taken stays the issue's).
+    async fn create_child(
+        &self,
+        tenant: &TenantId,
+        issue: Issue,
+        item: Item,
+        mut tree: TreeChange,
+    ) -> Result<Issue, CreateIssueError> {
+        for _ in 0..TREE_ATTEMPTS {
+            let mut items = vec![
+                TransactWriteItem::builder()
+                    .put(
+                        self.store
+                            .put_in_tx(item.clone(), Some("attribute_not_exists(PK)"))?,
+                    )
+                    .build(),
+            ];
+            if let Some(text) = &issue.description {
+                let description = description_item(tenant, &issue.id, text);
+                items.push(
+                    TransactWriteItem::builder()
+                        .put(self.store.put_in_tx(description, None)?)
+                        .build(),
+                );
+            }
+            items.append(&mut tree.items);
+            match self.store.transact(items).await {
+                Ok(Tx::Committed) => return Ok(issue),
+                Ok(Tx::ConditionFailed) => {}
+                Err(e) if item_too_large(&e) => return Err(CreateIssueError::TooLarge),
+                Err(e) => return Err(e.into()),
+            }
+            tree = match self
+                .plan_new_child(tenant, &issue.project_id, &issue)
+                .await?
+            {
+                Some(tree) => tree,
+                None => return Err(StoreError::Contention(1).into()),
+            };
+        }
+        Err(StoreError::Contention(TREE_ATTEMPTS).into())
     }
 
     /// The project's next issue number: its counter incremented by one, atomically, on the
@@ -380,7 +309,7 @@ impl Records<'_> {
         )
         .sk_between(keys::records::ISSUE_SK, keys::records::DESCRIPTION_SK)
         .consistent(true);
-        Ok(issue_of_items(self.store.query_page(query).await?.items)?.map(|(i, _)| i))
+        Ok(issue_of_items(self.store.query_page(query).await?.items)?.map(|g| g.issue))
     }
 
     /// An issue with its description and its relations: one strongly consistent Query of its
@@ -390,7 +319,7 @@ impl Records<'_> {
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
-    ) -> Result<Option<(Issue, Vec<Relation>)>, StoreError> {
+    ) -> Result<Option<IssueWithGraph>, StoreError> {
         let query = Query::partition(
             &self.store.records,
             keys::records::issue_pk(tenant, issue_id),
@@ -421,11 +350,24 @@ impl Records<'_> {
             let parts = patch_update(patch, expected_version, now, Some(&base))
                 .ok_or_else(|| StoreError::Build("a patch without its base".into()))?;
             let whole_map = parts.values.contains_key(":expected") && expected_version.is_none();
-            let written = match &patch.description {
-                None => self.update_summary(tenant, issue_id, parts).await,
-                Some(text) => {
-                    self.update_with_description(tenant, issue_id, parts, text.as_deref())
-                        .await
+            let tree = match &patch.parent {
+                None => None,
+                Some(parent) => {
+                    let at = (issue_id, base.parent_id.as_ref(), parent.as_ref());
+                    match self.plan_parent(tenant, &base.project_id, at, true).await? {
+                        Ok(change) => Some(change),
+                        Err(refusal) => return Ok(PatchOutcome::Parent(refusal)),
+                    }
+                }
+            };
+            let written = match (&patch.description, tree) {
+                (None, None) => self.update_summary(tenant, issue_id, parts).await,
+                (description, tree) => {
+                    let mut extras = tree.map(|t| t.items).unwrap_or_default();
+                    if let Some(text) = description {
+                        extras.push(self.description_write(tenant, issue_id, text.as_deref())?);
+                    }
+                    self.update_with(tenant, issue_id, parts, extras).await
                 }
             };
             let held = match written {
@@ -436,9 +378,16 @@ impl Records<'_> {
             if held {
                 return Ok(PatchOutcome::Updated);
             }
-            // Only the issue's update has a condition: it is gone, or its version moved on.
+            // The issue is gone, its version moved on, or (a parent change) the tree did.
             match self.get_issue(tenant, issue_id).await? {
                 None => return Ok(PatchOutcome::NotFound),
+                Some(fresh)
+                    if patch.parent.is_some()
+                        && expected_version.is_none_or(|v| v == fresh.version) =>
+                {
+                    tracing::debug!(attempt, "the tree moved on, checking again");
+                    base = fresh;
+                }
                 Some(fresh) if whole_map => {
                     tracing::debug!(attempt, "issue moved on, merging again");
                     base = fresh;
@@ -484,26 +433,37 @@ impl Records<'_> {
         }
     }
 
-    /// The issue item's update and the description's put (`Some`) or delete (`None`) in one
-    /// transaction; `false` when the update's condition failed.
-    async fn update_with_description(
+    /// The issue item's update with `extras` (the description's write, a parent change's
+    /// edges and tree revision) in one transaction; `false` when a condition failed.
+    async fn update_with(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
         parts: UpdateParts,
-        description: Option<&str>,
+        extras: Vec<TransactWriteItem>,
     ) -> Result<bool, StoreError> {
-        let pk = keys::records::issue_pk(tenant, issue_id);
         let update = Update::builder()
             .table_name(&self.store.records)
-            .set_key(Some(key(pk.clone(), keys::records::ISSUE_SK)))
+            .set_key(Some(issue_key(tenant, issue_id)))
             .update_expression(parts.update)
             .condition_expression(parts.condition)
             .set_expression_attribute_names(Some(parts.names))
             .set_expression_attribute_values(Some(parts.values))
             .build()
             .map_err(build_err)?;
-        let second = match description {
+        let mut items = vec![TransactWriteItem::builder().update(update).build()];
+        items.extend(extras);
+        Ok(self.store.transact(items).await? == Tx::Committed)
+    }
+
+    /// The description's put (`Some`) or delete (`None`), for a transaction.
+    fn description_write(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        description: Option<&str>,
+    ) -> Result<TransactWriteItem, StoreError> {
+        Ok(match description {
             Some(text) => {
                 let put = self
                     .store
@@ -511,6 +471,7 @@ impl Records<'_> {
                 TransactWriteItem::builder().put(put).build()
             }
             None => {
+                let pk = keys::records::issue_pk(tenant, issue_id);
                 let delete = Delete::builder()
                     .table_name(&self.store.records)
                     .set_key(Some(key(pk, keys::records::DESCRIPTION_SK)))
@@ -518,9 +479,7 @@ impl Records<'_> {
                     .map_err(build_err)?;
                 TransactWriteItem::builder().delete(delete).build()
             }
-        };
-        let items = vec![TransactWriteItem::builder().update(update).build(), second];
-        Ok(self.store.transact(items).await? == Tx::Committed)
+        })
     }
 
     /// Deletes an issue and its description; `false` if there was no issue.
@@ -530,27 +489,44 @@ impl Records<'_> {
         tenant: &TenantId,
         issue_id: &IssueId,
     ) -> Result<bool, StoreError> {
-        let pk = keys::records::issue_pk(tenant, issue_id);
-        let summary = Delete::builder()
-            .table_name(&self.store.records)
-            .set_key(Some(key(pk.clone(), keys::records::ISSUE_SK)))
-            .condition_expression("attribute_exists(PK)")
-            .build()
-            .map_err(build_err)?;
-        let description = Delete::builder()
-            .table_name(&self.store.records)
-            .set_key(Some(key(pk, keys::records::DESCRIPTION_SK)))
-            .build()
-            .map_err(build_err)?;
-        let tx = self
-            .store
-            .transact(vec![
-                TransactWriteItem::builder().delete(summary).build(),
+        for _ in 0..TREE_ATTEMPTS {
+            // Its parent, whose edge to it goes in the same transaction.
+            let Some(issue) = self.get_issue_item(tenant, issue_id).await? else {
+                return Ok(false);
+            };
+            let pk = keys::records::issue_pk(tenant, issue_id);
+            let mut summary = Delete::builder()
+                .table_name(&self.store.records)
+                .set_key(Some(key(pk.clone(), keys::records::ISSUE_SK)))
+                .expression_attribute_names("#pa", attr::PARENT_ID);
+            summary = match &issue.parent_id {
+                Some(p) => summary
+                    .condition_expression("#pa = :pa")
+                    .expression_attribute_values(":pa", AttributeValue::S(p.to_string())),
+                None => summary
+                    .condition_expression("attribute_exists(PK) AND attribute_not_exists(#pa)"),
+            };
+            let description = Delete::builder()
+                .table_name(&self.store.records)
+                .set_key(Some(key(pk, keys::records::DESCRIPTION_SK)))
+                .build()
+                .map_err(build_err)?;
+            let mut items = vec![
+                TransactWriteItem::builder()
+                    .delete(summary.build().map_err(build_err)?)
+                    .build(),
                 TransactWriteItem::builder().delete(description).build(),
-            ])
-            .await?;
-        // Only the issue item's delete has a condition: cancelled means there was no issue.
-        Ok(matches!(tx, Tx::Committed))
+            ];
+            if let Some(parent) = &issue.parent_id {
+                items.push(self.delete_child_edge(tenant, parent, issue_id)?);
+            }
+            // Only the issue item's delete has a condition: cancelled means it went, or its
+            // parent changed meanwhile (then read again).
+            if self.store.transact(items).await? == Tx::Committed {
+                return Ok(true);
+            }
+        }
+        Err(StoreError::Contention(TREE_ATTEMPTS))
     }
 
     /// Adds a participant or changes their role: one UpdateItem (`ADD` to the edge set, `SET`
@@ -755,133 +731,5 @@ impl Records<'_> {
             .await;
         // Already gone: nothing to remove.
         condition_held("UpdateItem", result).map(|_| ())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::domain::IssueState;
-
-    fn issue(fields: BTreeMap<FieldId, StoredValue>) -> Issue {
-        Issue {
-            id: IssueId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAV").unwrap(),
-            project_id: ProjectId::parse("01ARZ3NDEKTSV4RRFFQ69G5FAW").unwrap(),
-            num: 1,
-            title: "t".into(),
-            state: IssueState::Open,
-            description: None,
-            fields,
-            participants: Vec::new(),
-            version: 7,
-            created_at: "2026-01-01T00:00:00.000Z".into(),
-            updated_at: "2026-01-01T00:00:00.000Z".into(),
-        }
-    }
-
-    fn ids(n: usize) -> Vec<FieldId> {
-        (0..n)
-            .filter_map(|i| FieldId::parse(&format!("01ARZ3NDEKTSV4RRFFQ69G{i:04}")))
-            .collect()
-    }
-
-    #[test]
-    fn a_patch_of_every_field_fits_in_one_expression() {
-        let text = StoredValue::S("w".repeat(1024));
-        for n in [1, 100, 250, 400] {
-            let set = IssuePatch {
-                title: Some("t".into()),
-                state: Some(IssueState::Closed),
-                set_fields: ids(n).into_iter().map(|k| (k, text.clone())).collect(),
-                ..Default::default()
-            };
-            let remove = IssuePatch {
-                remove_fields: ids(n).into_iter().collect(),
-                ..Default::default()
-            };
-            let half = IssuePatch {
-                set_fields: ids(n / 2).into_iter().map(|k| (k, text.clone())).collect(),
-                remove_fields: ids(n).into_iter().skip(n / 2).collect(),
-                ..Default::default()
-            };
-            let base = issue(ids(n).into_iter().map(|k| (k, text.clone())).collect());
-            for (patch, expected) in [(&set, None), (&remove, None), (&half, Some(7))] {
-                let parts = patch_update(patch, expected, "now", Some(&base)).unwrap();
-                assert!(
-                    parts.update.len() <= MAX_EXPRESSION_BYTES,
-                    "{n}: {} bytes",
-                    parts.update.len()
-                );
-                assert!(parts.condition.len() <= MAX_EXPRESSION_BYTES);
-                // Every placeholder the expressions use is defined, and none is left over.
-                let text = format!("{} {}", parts.update, parts.condition);
-                for k in parts.names.keys().chain(parts.values.keys()) {
-                    assert!(
-                        text.split(|c: char| !(c.is_alphanumeric() || c == '#' || c == ':'))
-                            .any(|w| w == k),
-                        "{k} unused"
-                    );
-                }
-            }
-        }
-    }
-
-    #[test]
-    fn small_patches_touch_only_their_keys_and_large_ones_merge_on_the_version() {
-        let base = issue(
-            ids(3)
-                .into_iter()
-                .map(|k| (k, StoredValue::S("x".into())))
-                .collect(),
-        );
-        let small = IssuePatch {
-            set_fields: [(ids(1)[0].clone(), StoredValue::S("y".into()))].into(),
-            ..Default::default()
-        };
-        let parts = patch_update(&small, None, "now", None).unwrap();
-        assert_eq!(parts.condition, "attribute_exists(PK)");
-        assert!(parts.update.contains("#f.#a0 = :a0"));
-
-        let large = IssuePatch {
-            set_fields: ids(400)
-                .into_iter()
-                .map(|k| (k, StoredValue::S("y".into())))
-                .collect(),
-            ..Default::default()
-        };
-        assert!(patch_update(&large, None, "now", None).is_none());
-        let parts = patch_update(&large, None, "now", Some(&base)).unwrap();
-        assert!(parts.condition.contains("#v = :expected"));
-        assert_eq!(parts.values[":expected"], AttributeValue::N("7".into()));
-        let AttributeValue::M(m) = &parts.values[":f"] else {
-            panic!("a map")
-        };
-        assert_eq!(m.len(), 400);
-    }
-
-    #[test]
-    fn a_whole_map_write_drops_values_of_fields_the_project_no_longer_has() {
-        // `gone` was deleted after the issue was read; the indexer may already have swept it.
-        let gone = FieldId::parse("01ARZ3NDEKTSV4RRFFQ69GG0NE").unwrap();
-        let mut fields: BTreeMap<FieldId, StoredValue> = ids(3)
-            .into_iter()
-            .map(|k| (k, StoredValue::S("x".into())))
-            .collect();
-        fields.insert(gone.clone(), StoredValue::S("stale".into()));
-        let base = issue(fields);
-        let large = IssuePatch {
-            set_fields: ids(400)
-                .into_iter()
-                .map(|k| (k, StoredValue::S("y".into())))
-                .collect(),
-            project_fields: Some(ids(400).into_iter().collect()),
-            ..Default::default()
-        };
-        let parts = patch_update(&large, None, "now", Some(&base)).unwrap();
-        let AttributeValue::M(m) = &parts.values[":f"] else {
-            panic!("a map")
-        };
-        assert_eq!(m.len(), 400);
-        assert!(!m.contains_key(gone.as_str()));
     }
 }

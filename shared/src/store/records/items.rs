@@ -225,6 +225,12 @@ pub fn issue_item(tenant: &TenantId, issue: &Issue) -> Result<Item, StoreError> 
         item.insert(attr::PARTICIPANTS.into(), edges);
     }
     item.insert(attr::ROLES.into(), roles);
+    if let Some(parent) = &issue.parent_id {
+        item.insert(
+            attr::PARENT_ID.into(),
+            AttributeValue::S(parent.to_string()),
+        );
+    }
     Ok(item)
 }
 
@@ -405,6 +411,7 @@ pub(crate) mod tests {
                 version,
                 created_at: "2026-11-21T20:42:03.123Z".into(),
                 updated_at: "2026-11-23T08:00:00.000Z".into(),
+                parent_id: None,
             }
         }
     }

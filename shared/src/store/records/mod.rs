@@ -4,6 +4,8 @@ pub mod directory;
 pub mod idempotency;
 pub(crate) mod issues;
 pub(crate) mod items;
+pub(crate) mod patch;
 pub(crate) mod people;
 pub(crate) mod projects;
 pub mod relations;
+pub mod tree;

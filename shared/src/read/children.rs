@@ -1,0 +1,88 @@
+//! An issue's direct children, by number: its children partitions in the index (one per
+//! state, keyed by the parent, so nothing is read first), merged as the inboxes merge theirs
+//! ([`super::inbox::read_merged`]: the children's sort keys are inverted numbers, so its
+//! newest-first order is ascending number), the issues from the entries' summaries.
+
+use crate::cursor::Position;
+use crate::domain::ids::{IssueId, TenantId};
+use crate::domain::{Issue, IssueState};
+use crate::keys;
+use crate::read::inbox::{position_after, read_merged};
+use crate::read::names::names_fit;
+use crate::store::{Store, StoreError};
+
+/// One page of an issue's children to read.
+#[derive(Debug)]
+pub struct ChildrenRequest<'a> {
+    pub tenant: &'a TenantId,
+    pub parent: &'a IssueId,
+    /// `None`: children of every state.
+    pub state: Option<IssueState>,
+    pub limit: i32,
+    /// The sort key the page resumes after; `None` for the first.
+    pub after: Option<String>,
+}
+
+/// A page of children, each with the position resuming right after it, and where the next
+/// page starts (`None`: the end).
+#[derive(Debug, Default)]
+pub struct ChildrenPage {
+    pub issues: Vec<(Issue, Position)>,
+    pub next: Option<Position>,
+}
+
+/// Reads one page of children.
+pub async fn page(store: &Store, request: ChildrenRequest<'_>) -> Result<ChildrenPage, StoreError> {
+    let ChildrenRequest {
+        tenant,
+        parent,
+        state,
+        limit,
+        after,
+    } = request;
+    let states = match state {
+        Some(s) => vec![s],
+        None => vec![IssueState::Open, IssueState::Closed],
+    };
+    let pks: Vec<String> = states
+        .iter()
+        .map(|s| keys::index::children_pk(tenant, parent.as_str(), *s))
+        .collect();
+    let merged = read_merged(pks.len(), limit, after, |i, limit, after| {
+        let pk = &pks[i];
+        async move { store.index().query_inbox(pk, limit, after.as_deref()).await }
+    })
+    .await?;
+    let mut cut = merged.last;
+    let mut any_left = merged.any_left;
+    let entries = merged
+        .taken
+        .iter()
+        .map(|t| (t.issue_id.as_str(), t.summary.as_deref()));
+    let reading = crate::model::summary::Reading::Inbox;
+    let mut found = store
+        .records()
+        .issues_of_entries(tenant, entries, reading)
+        .await?;
+    let mut issues: Vec<(String, Issue)> = merged
+        .taken
+        .into_iter()
+        .filter_map(|t| Some((t.sk, found.remove(&t.issue_id)?)))
+        // Entries of issues moved, deleted or in another state since they were indexed.
+        .filter(|(_, i)| i.parent_id.as_ref() == Some(parent))
+        .filter(|(_, i)| state.is_none_or(|s| i.state == s))
+        .collect();
+    let fit = names_fit(issues.iter().map(|(_, i)| i));
+    if fit < issues.len() {
+        cut = Some(issues[fit - 1].0.clone());
+        any_left = true;
+        issues.truncate(fit);
+    }
+    Ok(ChildrenPage {
+        issues: issues
+            .into_iter()
+            .map(|(sk, i)| (i, position_after(sk)))
+            .collect(),
+        next: cut.filter(|_| any_left).map(position_after),
+    })
+}
