@@ -26,6 +26,8 @@ pub struct VerifyReport {
     pub parked: usize,
     /// Relation problems: an edge without its inverse, dangling, or a wrong count.
     pub relations: usize,
+    /// Tree problems: a sub-issue without its edge, a stray edge, a parent gone.
+    pub tree: usize,
     pub drifted_issues: usize,
     /// Watermarks still in a previous format (not drift; `gridctl upgrade` rewrites them).
     pub previous_layout_watermarks: usize,
@@ -53,6 +55,7 @@ pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Res
         stale: drift.stale.len(),
         parked: drift.parked.len(),
         relations: drift.relations.len(),
+        tree: drift.tree.len(),
         drifted_issues: drift.issues().len(),
         previous_layout_watermarks: snap.previous_layout_watermarks,
         previous_layout_entries: snap.previous_layout_entries,
@@ -132,6 +135,8 @@ pub struct RepairReport {
     pub records_acknowledged: usize,
     /// Relation problems acted on (see `gridline::ops::relations::repair`).
     pub relations: usize,
+    /// Tree problems acted on (see `gridline::ops::tree::repair`).
+    pub tree: usize,
     /// Drift left after the last round (empty when clean).
     pub remaining: BTreeMap<String, usize>,
     pub clean: bool,
@@ -144,6 +149,7 @@ fn remaining(found: &VerifyReport) -> BTreeMap<String, usize> {
         ("stale".to_string(), found.stale),
         ("parked".to_string(), found.parked),
         ("relations".to_string(), found.relations),
+        ("tree".to_string(), found.tree),
     ])
 }
 
@@ -183,10 +189,13 @@ pub async fn repair(
             bar.inc(1);
         }
         bar.finish_and_clear();
+        let now = gridline::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
         if !found.drift.relations.is_empty() {
-            let now = gridline::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
             report.relations +=
                 gridline::ops::relations::repair(store, &found.drift.relations, &now).await?;
+        }
+        if !found.drift.tree.is_empty() {
+            report.tree += gridline::ops::tree::repair(store, &found.drift.tree, &now).await?;
         }
         let unowned = found.drift.unowned();
         if !unowned.is_empty() {

@@ -118,3 +118,80 @@ async fn verify_finds_one_sided_dangling_and_miscounted_relations_and_repair_men
     api.sync().await;
     assert!(verify(&api).await.is_clean());
 }
+
+#[tokio::test]
+async fn verify_finds_sub_issues_out_of_step_with_their_edges_and_repair_mends_them() {
+    let (api, p) = TestApi::with_project("p").await;
+    let mut ids = Vec::new();
+    for i in 0..4 {
+        let issue = api.issue(&p, json!({"title": format!("issue {i}")})).await;
+        ids.push(issue["id"].as_str().unwrap().to_string());
+    }
+    for kid in &ids[1..3] {
+        let r = api
+            .patch(&format!("/issues/{kid}"), json!({"parent_id": ids[0]}))
+            .await;
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+    api.sync().await;
+    assert!(verify(&api).await.is_clean());
+
+    // Issue 1's edge lost; a stray edge naming issue 3 (under nobody); issue 2 told its
+    // parent is one that never was.
+    let edges = format!("T#acme#I#{}#C", ids[0]);
+    api.stack
+        .client
+        .delete_item()
+        .table_name(&api.stack.tables.records)
+        .set_key(Some(key(edges.clone(), ids[1].clone())))
+        .send()
+        .await
+        .unwrap();
+    let mut stray = key(edges, ids[3].clone());
+    stray.insert("entity".into(), AttributeValue::S("child".into()));
+    api.put_record(stray).await.unwrap();
+    api.stack
+        .client
+        .update_item()
+        .table_name(&api.stack.tables.records)
+        .set_key(Some(key(format!("T#acme#I#{}", ids[2]), "#ISSUE".into())))
+        .update_expression("SET parent_id = :p")
+        .expression_attribute_values(":p", AttributeValue::S("01JDQ5S0000000000000000N99".into()))
+        .send()
+        .await
+        .unwrap();
+    api.sync().await;
+
+    let found = verify(&api).await;
+    let problems: Vec<String> = found
+        .drift
+        .tree
+        .iter()
+        .map(|d| {
+            serde_json::to_value(d).unwrap()["problem"]
+                .as_str()
+                .unwrap()
+                .to_string()
+        })
+        .collect();
+    assert!(
+        problems.contains(&"missing_edge".to_string()),
+        "{problems:?}"
+    );
+    assert!(problems.contains(&"stray_edge".to_string()), "{problems:?}");
+    assert!(problems.contains(&"orphan".to_string()), "{problems:?}");
+
+    let report = ops::repair(&support::store(&api.stack, "Repair"), 2, 1, &hidden)
+        .await
+        .unwrap();
+    assert!(report.tree >= 3, "{report:?}");
+    api.sync().await;
+    let after = verify(&api).await;
+    assert!(after.is_clean(), "{:?}", after.drift);
+    let r = api.get(&format!("/issues/{}", ids[2])).await;
+    assert_eq!(
+        r.body["parent_id"],
+        serde_json::Value::Null,
+        "the orphan is detached"
+    );
+}

@@ -17,6 +17,7 @@ use crate::model::entries::keys_of;
 use crate::model::watermark::{Basis, Pending, Watermark};
 use crate::model::{Entry, entries};
 use crate::ops::relations::{RelationDrift, RelationScan};
+use crate::ops::tree::{EdgeScan, TreeDrift};
 use crate::store::index::{Parked, Table, entry_from_item, parked_from_item};
 use crate::store::records::items::ProjectItem;
 use crate::store::{Store, StoreError, issue_from};
@@ -56,6 +57,8 @@ pub struct Snapshot {
     pub previous: BTreeSet<IssueRef>,
     /// Relation edges and counts, checked from both sides.
     pub relations: RelationScan,
+    /// The tree's child edges, checked against the issues' `parent_id`.
+    pub edges: EdgeScan,
 }
 
 /// An entry whose key is right but whose attributes are not.
@@ -78,6 +81,8 @@ pub struct Drift {
     pub parked: Vec<Parked>,
     /// Relations without their inverse, dangling, or miscounted (see `ops::relations`).
     pub relations: Vec<RelationDrift>,
+    /// Sub-issues and child edges out of step (see `ops::tree`).
+    pub tree: Vec<TreeDrift>,
 }
 
 impl Drift {
@@ -87,6 +92,7 @@ impl Drift {
             && self.stale.is_empty()
             && self.parked.is_empty()
             && self.relations.is_empty()
+            && self.tree.is_empty()
     }
 
     /// Every drifted entry (a stale one as it is in the index).
@@ -139,6 +145,7 @@ pub async fn snapshot(
     };
     for item in records {
         snap.relations.absorb(&item);
+        snap.edges.absorb(&item);
         let kind = item.get("entity").and_then(|v| v.as_s().ok()).cloned();
         let pk = item
             .get(keys::PK)
@@ -237,6 +244,7 @@ pub fn compare(snap: &Snapshot) -> Drift {
     let mut drift = Drift {
         parked: snap.parked.clone(),
         relations: crate::ops::relations::check(&snap.relations, &|r| snap.issues.contains_key(r)),
+        tree: crate::ops::tree::check(&snap.edges, &snap.issues),
         ..Drift::default()
     };
     // A thin entry of an issue whose watermark predates summaries is that layout's, not stale.

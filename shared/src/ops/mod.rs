@@ -6,3 +6,4 @@ pub mod directory;
 pub mod drift;
 pub mod relations;
 pub mod reshard;
+pub mod tree;

@@ -17,8 +17,9 @@ use crate::model::entries::EntryList;
 
 /// A column entry's key within its column, as the parts it is built from. Keys are built from
 /// them injectively (ids hold no `#`, a sort key ends with the number's twenty digits), so
-/// comparing parts compares keys.
-#[derive(Clone, Copy, PartialEq, Eq)]
+/// comparing parts compares keys; a child's entry is keyed by its scope, value and number
+/// alone (the same whatever the project or shard layout).
+#[derive(Clone, Copy)]
 struct ColumnKey<'a> {
     project: &'a ProjectId,
     scope: &'a str,
@@ -29,6 +30,16 @@ struct ColumnKey<'a> {
     /// The `parent` column's one entry, in the parent's children partition.
     child: bool,
 }
+
+impl PartialEq for ColumnKey<'_> {
+    fn eq(&self, other: &Self) -> bool {
+        let key = |k: &Self| (k.child, k.scope, k.value, k.num);
+        key(self) == key(other)
+            && (self.child || (self.project, self.shard) == (other.project, other.shard))
+    }
+}
+
+impl Eq for ColumnKey<'_> {}
 
 impl ColumnKey<'_> {
     fn push_pk(&self, out: &mut String, tenant: &TenantId, column: &str) {

@@ -74,6 +74,8 @@ fn column() -> impl Strategy<Value = String> {
     prop_oneof![
         Just("title".to_string()),
         Just("updated_at".to_string()),
+        // Its entry is in the parent's children partition, not a column's.
+        Just(crate::keys::index::PARENT_COLUMN.to_string()),
         (1..6u64).prop_map(|n| FieldId::numbered(n).to_string()),
     ]
 }

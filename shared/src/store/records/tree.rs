@@ -279,6 +279,95 @@ impl Records<'_> {
             .build())
     }
 
+    /// Detaches one child from `parent` (a system change: its `parent_id` removed, a new
+    /// version) and removes its edge, conditioned on the child still being under it; `false`
+    /// when it is not (then only the edge, if left, goes).
+    pub async fn detach_child(
+        &self,
+        tenant: &TenantId,
+        parent: &IssueId,
+        child: &IssueId,
+        now: &str,
+    ) -> Result<bool, StoreError> {
+        let update = Update::builder()
+            .table_name(&self.store.records)
+            .set_key(Some(issue_key(tenant, child)))
+            .update_expression("REMOVE #p SET #u = :now ADD #v :one")
+            .condition_expression("#p = :parent")
+            .expression_attribute_names("#p", attr::PARENT_ID)
+            .expression_attribute_names("#u", attr::UPDATED_AT)
+            .expression_attribute_names("#v", attr::VERSION)
+            .expression_attribute_values(":parent", AttributeValue::S(parent.to_string()))
+            .expression_attribute_values(":now", AttributeValue::S(now.into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .build()
+            .map_err(build_err)?;
+        let items = vec![
+            TransactWriteItem::builder().update(update).build(),
+            self.delete_child_edge(tenant, parent, child)?,
+        ];
+        if self.store.transact(items).await? == Tx::Committed {
+            return Ok(true);
+        }
+        // The child moved or went meanwhile (its own write removed this edge, or will).
+        let edge = key(keys::records::children_pk(tenant, parent), child.as_str());
+        self.store
+            .client
+            .delete_item()
+            .table_name(&self.store.records)
+            .set_key(Some(edge))
+            .send()
+            .await
+            .map_err(crate::store::sdk("DeleteItem"))?;
+        Ok(false)
+    }
+
+    /// Puts back the edge of a child that says it is under `parent` (`gridctl repair`),
+    /// conditioned on the child saying so still.
+    pub async fn restore_child_edge(
+        &self,
+        tenant: &TenantId,
+        parent: &IssueId,
+        child: &IssueId,
+    ) -> Result<bool, StoreError> {
+        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(&self.store.records)
+            .set_key(Some(issue_key(tenant, child)))
+            .condition_expression("#p = :parent")
+            .expression_attribute_names("#p", attr::PARENT_ID)
+            .expression_attribute_values(":parent", AttributeValue::S(parent.to_string()))
+            .build()
+            .map_err(build_err)?;
+        let items = vec![
+            TransactWriteItem::builder().condition_check(check).build(),
+            self.put_child_edge(tenant, parent, child)?,
+        ];
+        Ok(self.store.transact(items).await? == Tx::Committed)
+    }
+
+    /// Deletes an edge whose child is gone or elsewhere (`gridctl repair`), conditioned on the
+    /// child not being under `parent` (absent, or another parent).
+    pub async fn drop_stray_edge(
+        &self,
+        tenant: &TenantId,
+        parent: &IssueId,
+        child: &IssueId,
+    ) -> Result<bool, StoreError> {
+        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(&self.store.records)
+            .set_key(Some(issue_key(tenant, child)))
+            .condition_expression("attribute_not_exists(#p) OR #p <> :parent")
+            .expression_attribute_names("#p", attr::PARENT_ID)
+            .expression_attribute_values(":parent", AttributeValue::S(parent.to_string()))
+            .build()
+            .map_err(build_err)?;
+        let items = vec![
+            TransactWriteItem::builder().condition_check(check).build(),
+            self.delete_child_edge(tenant, parent, child)?,
+        ];
+        Ok(self.store.transact(items).await? == Tx::Committed)
+    }
+
     /// After `deleted` was deleted: each child detached (a system change on the child: its
     /// `parent_id` removed, a new version) and its edge removed, one transaction each,
     /// conditioned on the child still being under it. Idempotent: a replay finds no edges.
@@ -292,36 +381,7 @@ impl Records<'_> {
     ) -> Result<usize, StoreError> {
         let children = self.children_of(tenant, deleted).await?;
         for child in &children {
-            let update = Update::builder()
-                .table_name(&self.store.records)
-                .set_key(Some(issue_key(tenant, child)))
-                .update_expression("REMOVE #p SET #u = :now ADD #v :one")
-                .condition_expression("#p = :deleted")
-                .expression_attribute_names("#p", attr::PARENT_ID)
-                .expression_attribute_names("#u", attr::UPDATED_AT)
-                .expression_attribute_names("#v", attr::VERSION)
-                .expression_attribute_values(":deleted", AttributeValue::S(deleted.to_string()))
-                .expression_attribute_values(":now", AttributeValue::S(now.into()))
-                .expression_attribute_values(":one", AttributeValue::N("1".into()))
-                .build()
-                .map_err(build_err)?;
-            let items = vec![
-                TransactWriteItem::builder().update(update).build(),
-                self.delete_child_edge(tenant, deleted, child)?,
-            ];
-            if self.store.transact(items).await? == Tx::ConditionFailed {
-                // The child moved or went meanwhile (its own write removed this edge, or
-                // will): only the edge, if left, goes.
-                let edge = key(keys::records::children_pk(tenant, deleted), child.as_str());
-                self.store
-                    .client
-                    .delete_item()
-                    .table_name(&self.store.records)
-                    .set_key(Some(edge))
-                    .send()
-                    .await
-                    .map_err(crate::store::sdk("DeleteItem"))?;
-            }
+            self.detach_child(tenant, deleted, child, now).await?;
         }
         Ok(children.len())
     }
