@@ -464,6 +464,7 @@ async fn measure_size(
     issue_patterns(&env, n, s, &mut rows).await?;
     other_designs(&env, n, s, &mut rows).await?;
     graph::relation_patterns(&env, s, &mut rows).await?;
+    graph::tree_patterns(&env, s, &mut rows).await?;
     results.patterns.push((n, rows));
     // Last: the new field changes every issue's entries.
     let (calls, seconds) = field_add(&env).await?;

@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub(crate) const NAMES: [(&str, &str); 41] = [
+pub(crate) const NAMES: [(&str, &str); 44] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -59,6 +59,15 @@ pub(crate) const NAMES: [(&str, &str); 41] = [
         "DynamoDB calls of `GET /issues/{id}` for an issue with 10 relations (the other issues' titles and states read with it), at the largest size run",
     ),
     ("get_issue_with_10_relations_rcu", "its read capacity units"),
+    (
+        "children_page_{size}_calls",
+        "DynamoDB calls of `GET /issues/{id}/children?limit=50` for a parent of 200 sub-issues (every state: both children partitions merged), names included",
+    ),
+    ("children_page_{size}_rcu", "its read capacity units"),
+    (
+        "set_parent_wcu",
+        "write capacity units of a `PATCH` setting an issue's parent at depth 3 (the issue's update, the child edge, the parent's mark and the project's tree revision in one transaction, 2 units per KB of each; and the indexer's share is not in it), at the largest size run",
+    ),
     (
         "relate_wcu",
         "write capacity units of a `PUT /issues/{id}/relations/{kind}/{other_id}` of a new pair: a transaction of both issues' updates (each billed on the issue item's size) and both edges, 2 units per KB of each, at the largest size run",
@@ -330,6 +339,16 @@ fn pattern_figures(r: &Results, f: &mut Figures) {
         if let Some(s) = patterns.get(crate::graph::RELATE) {
             f.insert("relate_wcu".into(), s.write_capacity);
         }
+        if let Some(s) = patterns.get(crate::graph::CHILDREN_PAGE) {
+            f.insert(format!("children_page_{size}_calls"), s.calls);
+            f.insert(
+                format!("children_page_{size}_rcu"),
+                s.capacity - s.write_capacity,
+            );
+        }
+        if let Some(s) = patterns.get(crate::graph::SET_PARENT) {
+            f.insert("set_parent_wcu".into(), s.write_capacity);
+        }
         if let Some(s) = patterns.get(crate::CREATE_50) {
             // Sizes run in increasing order: the largest one's figure stays.
             f.insert("create_concurrent_50_calls_per_create".into(), s.calls);
@@ -484,6 +503,8 @@ mod tests {
             crate::CREATE_50,
             crate::graph::RELATE,
             crate::graph::GET_10_RELATIONS,
+            crate::graph::CHILDREN_PAGE,
+            crate::graph::SET_PARENT,
         ] {
             patterns.insert(row, Stat::default());
         }
