@@ -228,3 +228,45 @@ async fn deleting_a_parent_detaches_its_children_within_seconds() {
     .await;
     assert_eq!(api.dead_letters().await, 0);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_same_parent_again_is_fine_and_concurrent_children_never_fail_the_server() {
+    let (api, p) = TestApi::with_project("p").await;
+    let parent = child(&api, &p, "epic", None).await;
+    let kid = child(&api, &p, "kid", Some(&parent)).await;
+    // A client writing back the whole issue sends its parent again: no tree change, 200.
+    let (status, body) = set_parent(&api, &kid, json!(parent)).await;
+    assert_eq!(status, StatusCode::OK, "{body}");
+    assert_eq!(body["parent_id"].as_str(), Some(parent.as_str()));
+    // A script creating sub-issues in parallel under one epic: each is created, or told to
+    // try again (409), never a 5xx.
+    let creates = (0..12).map(|i| {
+        let (api, p, parent) = (&api, &p, &parent);
+        async move {
+            api.post(
+                &format!("/projects/{p}/issues"),
+                json!({"title": format!("parallel {i}"), "parent_id": parent}),
+            )
+            .await
+            .status
+        }
+    });
+    let statuses = futures::future::join_all(creates).await;
+    assert!(
+        statuses
+            .iter()
+            .all(|s| [StatusCode::CREATED, StatusCode::CONFLICT].contains(s)),
+        "{statuses:?}"
+    );
+    let created = statuses
+        .iter()
+        .filter(|s| **s == StatusCode::CREATED)
+        .count();
+    api.sync().await;
+    assert_eq!(children(&api, &parent, "").await.len(), created + 1);
+    api.assert_index_matches_records(
+        &crate::support::acme(),
+        &[gridline::domain::ids::ProjectId::parse(&p).unwrap()],
+    )
+    .await;
+}

@@ -129,6 +129,10 @@ impl From<TreeRefusal> for ApiError {
                 "the parent is the issue itself or one of its sub-issues: that would make a cycle"
                     .into(),
             ),
+            TreeRefusal::Busy => Self::Conflict(
+                "the project's issue tree kept changing while this change was checked against it; try again"
+                    .into(),
+            ),
             TreeRefusal::TooDeep => Self::Conflict(format!(
                 "an issue tree is at most {MAX_DEPTH} issues deep, and this change would make it deeper"
             )),

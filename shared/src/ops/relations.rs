@@ -10,7 +10,6 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 
-use aws_sdk_dynamodb::types::AttributeValue;
 use serde::Serialize;
 
 use crate::domain::ids::{IssueId, TenantId};
@@ -127,7 +126,7 @@ pub async fn repair(
                 if records.get_issue_item(at.0, at.1).await?.is_none() {
                     // The deleted issue's clean-up, as the indexer does it.
                     records.drop_relations_of_deleted(at.0, at.1, now).await?;
-                } else {
+                } else if records.get_issue_item(at.0, other).await?.is_none() {
                     // The other issue is gone: its own clean-up (if its edge is left), and
                     // this side's edge, which that clean-up did not reach.
                     records.drop_relations_of_deleted(at.0, other, now).await?;
@@ -154,31 +153,21 @@ pub async fn repair(
     Ok(found.len())
 }
 
-/// Sets an existing issue's relation count to its number of edges, conditioned on the count
-/// as read (a concurrent relate makes this skip: that relate kept the count right).
+/// Sets an existing issue's relation count to its number of edges, conditioned on the issue's
+/// version as read before the edges (any relate or unrelate since moves it, and kept the
+/// count right itself).
 async fn recount_relations(
     store: &Store,
     tenant: &TenantId,
     issue: &IssueId,
 ) -> Result<(), StoreError> {
-    let Some(stored) = store.records().relation_count(tenant, issue).await? else {
+    let records = store.records();
+    let Some(version) = records.issue_version(tenant, issue).await? else {
         return Ok(());
     };
-    let count_attr = crate::model::codec::attr::RELATION_COUNT;
-    let edges = store.records().relations_of(tenant, issue).await?.len();
-    let update = store
-        .client()
-        .update_item()
-        .table_name(store.records_table())
-        .set_key(Some(crate::store::records::items::issue_key(tenant, issue)))
-        .update_expression("SET #rc = :n")
-        .expression_attribute_names("#rc", count_attr)
-        .expression_attribute_values(":n", AttributeValue::N(edges.to_string()));
-    let update = match stored {
-        Some(n) => update
-            .condition_expression("#rc = :was")
-            .expression_attribute_values(":was", AttributeValue::N(n.to_string())),
-        None => update.condition_expression("attribute_exists(PK) AND attribute_not_exists(#rc)"),
-    };
-    crate::store::condition_held("UpdateItem", update.send().await).map(|_| ())
+    let edges = records.relations_of(tenant, issue).await?.len();
+    records
+        .set_relation_count(tenant, issue, (edges, version))
+        .await
+        .map(|_| ())
 }

@@ -95,16 +95,17 @@ pub fn check(edges: &EdgeScan, issues: &BTreeMap<IssueRef, Issue>) -> Vec<TreeDr
     out
 }
 
-/// Mends what [`check`] found, each write conditioned on what it mends (a change made since
-/// the scan makes it skip): an orphan detached as the indexer does it, a missing edge put, a
-/// stray edge deleted. Returns how many problems it acted on.
+/// Mends what [`check`] found, each write conditioned on what it mends (the scan is no
+/// snapshot, and a change made since makes it skip): an orphan detached while its parent is
+/// still gone, a missing edge put while the child names the parent, a stray edge deleted
+/// while the child does not. Returns how many problems it acted on.
 pub async fn repair(store: &Store, found: &[TreeDrift], now: &str) -> Result<usize, StoreError> {
     let records = store.records();
     for d in found {
         match &d.problem {
             TreeProblem::Orphan { parent } => {
                 records
-                    .detach_child(&d.tenant, parent, &d.issue, now)
+                    .detach_orphan(&d.tenant, parent, &d.issue, now)
                     .await?;
             }
             TreeProblem::MissingEdge { parent } => {

@@ -206,7 +206,7 @@ impl Records<'_> {
         item: Item,
         mut tree: TreeChange,
     ) -> Result<Issue, CreateIssueError> {
-        for _ in 0..TREE_ATTEMPTS {
+        for attempt in 1..=TREE_ATTEMPTS {
             let mut items = vec![
                 TransactWriteItem::builder()
                     .put(
@@ -226,7 +226,7 @@ impl Records<'_> {
             items.append(&mut tree.items);
             match self.store.transact(items).await {
                 Ok(Tx::Committed) => return Ok(issue),
-                Ok(Tx::ConditionFailed) => {}
+                Ok(Tx::ConditionFailed) => Backoff::Contended.sleep(attempt).await,
                 Err(e) if item_too_large(&e) => return Err(CreateIssueError::TooLarge),
                 Err(e) => return Err(e.into()),
             }
@@ -238,7 +238,7 @@ impl Records<'_> {
                 None => return Err(StoreError::Contention(1).into()),
             };
         }
-        Err(StoreError::Contention(TREE_ATTEMPTS).into())
+        Err(CreateIssueError::Parent(TreeRefusal::Busy))
     }
 
     /// The project's next issue number: its counter incremented by one, atomically, on the
@@ -351,14 +351,15 @@ impl Records<'_> {
                 .ok_or_else(|| StoreError::Build("a patch without its base".into()))?;
             let whole_map = parts.values.contains_key(":expected") && expected_version.is_none();
             let tree = match &patch.parent {
-                None => None,
-                Some(parent) => {
+                // The parent it has already: nothing in the tree changes.
+                Some(parent) if parent.as_ref() != base.parent_id.as_ref() => {
                     let at = (issue_id, base.parent_id.as_ref(), parent.as_ref());
                     match self.plan_parent(tenant, &base.project_id, at, true).await? {
                         Ok(change) => Some(change),
                         Err(refusal) => return Ok(PatchOutcome::Parent(refusal)),
                     }
                 }
+                _ => None,
             };
             let written = match (&patch.description, tree) {
                 (None, None) => self.update_summary(tenant, issue_id, parts).await,
@@ -386,6 +387,7 @@ impl Records<'_> {
                         && expected_version.is_none_or(|v| v == fresh.version) =>
                 {
                     tracing::debug!(attempt, "the tree moved on, checking again");
+                    Backoff::Contended.sleep(attempt + 1).await;
                     base = fresh;
                 }
                 Some(fresh) if whole_map => {
@@ -394,6 +396,9 @@ impl Records<'_> {
                 }
                 Some(_) => return Ok(PatchOutcome::VersionMismatch),
             }
+        }
+        if patch.parent.is_some() {
+            return Ok(PatchOutcome::Parent(TreeRefusal::Busy));
         }
         Err(StoreError::Contention(MAX_MERGE_ATTEMPTS))
     }

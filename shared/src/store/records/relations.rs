@@ -242,31 +242,71 @@ impl Records<'_> {
         Ok(relations.len())
     }
 
-    /// An issue's stored relation count: `None` when the issue is gone, `Some(None)` when it
-    /// stores none (it never had a relation).
-    pub async fn relation_count(
+    /// An issue's version, for a write conditioned on nothing having changed it since (every
+    /// relation change moves it); `None` when the issue is gone.
+    pub async fn issue_version(
         &self,
         tenant: &TenantId,
         issue: &IssueId,
-    ) -> Result<Option<Option<u32>>, StoreError> {
+    ) -> Result<Option<u64>, StoreError> {
         let item = self
             .store
             .get_item(&self.store.records, issue_key(tenant, issue))
             .await?;
-        Ok(item.map(|i| i.get(attr::RELATION_COUNT).map(|_| count_of(&i))))
+        Ok(item.and_then(|i| i.get(attr::VERSION)?.as_n().ok()?.parse().ok()))
+    }
+
+    /// Sets an issue's relation count to `count`, conditioned on its version still being
+    /// `version` (a relate or unrelate since makes this skip: it kept the count right).
+    pub async fn set_relation_count(
+        &self,
+        tenant: &TenantId,
+        issue: &IssueId,
+        (count, version): (usize, u64),
+    ) -> Result<bool, StoreError> {
+        let result = self
+            .store
+            .client
+            .update_item()
+            .table_name(&self.store.records)
+            .set_key(Some(issue_key(tenant, issue)))
+            .update_expression("SET #rc = :n")
+            .condition_expression("#v = :v")
+            .expression_attribute_names("#rc", attr::RELATION_COUNT)
+            .expression_attribute_names("#v", attr::VERSION)
+            .expression_attribute_values(":n", AttributeValue::N(count.to_string()))
+            .expression_attribute_values(":v", AttributeValue::N(version.to_string()))
+            .send()
+            .await;
+        crate::store::condition_held("UpdateItem", result)
     }
 
     /// Removes an edge whose far side lacks its inverse (`gridctl repair`): the edge's delete
-    /// and its issue's change, in one transaction conditioned on the edge's kind.
+    /// and its issue's change, in one transaction conditioned on the edge's kind and on the
+    /// far side lacking the inverse still (a relate made since the scan is left alone).
     pub async fn drop_one_sided(
         &self,
         tenant: &TenantId,
         (issue, kind, other): (&IssueId, RelationKind, &IssueId),
         now: &str,
     ) -> Result<bool, StoreError> {
+        let lacking = aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(&self.store.records)
+            .set_key(Some(edge_key(tenant, other, issue)))
+            .condition_expression("attribute_not_exists(PK) OR #k <> :inverse")
+            .expression_attribute_names("#k", attr::KIND)
+            .expression_attribute_values(
+                ":inverse",
+                AttributeValue::S(kind.inverse().as_str().into()),
+            )
+            .build()
+            .map_err(build_err)?;
         let items = vec![
             self.delete_edge(tenant, (issue, other), Some(kind))?,
             self.bump(tenant, issue, Some(-1))?,
+            TransactWriteItem::builder()
+                .condition_check(lacking)
+                .build(),
         ];
         Ok(self.store.transact(with_now(items, now)).await? == Tx::Committed)
     }

@@ -32,6 +32,8 @@ pub enum TreeRefusal {
     Cycle,
     /// An issue of the moved subtree would be deeper than [`MAX_DEPTH`]: `409`.
     TooDeep,
+    /// Other parent changes in the project kept getting in first: `409`, try again.
+    Busy,
 }
 
 /// What a parent change's checks read: the tree revision they hold to, and the write items
@@ -137,11 +139,19 @@ impl Records<'_> {
         let mut level = vec![issue.clone()];
         let mut height = 0;
         while height <= room {
-            let reads = level.iter().map(|id| self.children_of(tenant, id));
+            use futures::StreamExt;
+            // A few reads at a time: a wide subtree is many partitions. (The futures are made
+            // first: a stream mapped by a borrowing closure is not provably `Send`.)
+            let reads: Vec<_> = level
+                .iter()
+                .map(|id| self.children_of(tenant, id))
+                .collect();
+            let mut reads = futures::stream::iter(reads).buffer_unordered(8);
             let mut below = Vec::new();
-            for children in futures::future::join_all(reads).await {
+            while let Some(children) = reads.next().await {
                 below.extend(children?);
             }
+            drop(reads);
             if below.is_empty() {
                 return Ok(height);
             }
@@ -320,6 +330,42 @@ impl Records<'_> {
             .await
             .map_err(crate::store::sdk("DeleteItem"))?;
         Ok(false)
+    }
+
+    /// Detaches a child whose parent is gone (`gridctl repair`), conditioned on the parent
+    /// being gone still and the child being under it; `false` when either changed.
+    pub async fn detach_orphan(
+        &self,
+        tenant: &TenantId,
+        parent: &IssueId,
+        child: &IssueId,
+        now: &str,
+    ) -> Result<bool, StoreError> {
+        let gone = aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(&self.store.records)
+            .set_key(Some(issue_key(tenant, parent)))
+            .condition_expression("attribute_not_exists(PK)")
+            .build()
+            .map_err(build_err)?;
+        let update = Update::builder()
+            .table_name(&self.store.records)
+            .set_key(Some(issue_key(tenant, child)))
+            .update_expression("REMOVE #p SET #u = :now ADD #v :one")
+            .condition_expression("#p = :parent")
+            .expression_attribute_names("#p", attr::PARENT_ID)
+            .expression_attribute_names("#u", attr::UPDATED_AT)
+            .expression_attribute_names("#v", attr::VERSION)
+            .expression_attribute_values(":parent", AttributeValue::S(parent.to_string()))
+            .expression_attribute_values(":now", AttributeValue::S(now.into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .build()
+            .map_err(build_err)?;
+        let items = vec![
+            TransactWriteItem::builder().condition_check(gone).build(),
+            TransactWriteItem::builder().update(update).build(),
+            self.delete_child_edge(tenant, parent, child)?,
+        ];
+        Ok(self.store.transact(items).await? == Tx::Committed)
     }
 
     /// Puts back the edge of a child that says it is under `parent` (`gridctl repair`),
