@@ -109,21 +109,7 @@ impl Indexer {
                 self.apply(tenant, issue_id, &target, Replaces::Older, defs, metrics)
                     .await?;
                 if last.is_none() {
-                    // The deleted issue's relations leave the other issues (a replay finds
-                    // none left).
-                    let now =
-                        crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
-                    metrics.writes += self
-                        .store
-                        .records()
-                        .drop_relations_of_deleted(tenant, issue_id, &now)
-                        .await?;
-                    // And its children are detached (each a system change).
-                    metrics.writes += self
-                        .store
-                        .records()
-                        .detach_children_of_deleted(tenant, issue_id, &now)
-                        .await?;
+                    self.clean_up_deleted(tenant, issue_id, metrics).await?;
                 }
                 Ok(())
             }
@@ -156,6 +142,26 @@ impl Indexer {
                 Err(IndexError::Malformed(seq.to_string(), reason.clone()))
             }
         }
+    }
+
+    /// After an issue was deleted: its relations leave the other issues and its children are
+    /// detached (each a system change on the other issue). Idempotent: a replay finds nothing
+    /// left to do.
+    pub(super) async fn clean_up_deleted(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        let now = crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
+        let records = self.store.records();
+        metrics.writes += records
+            .drop_relations_of_deleted(tenant, issue_id, &now)
+            .await?;
+        metrics.writes += records
+            .detach_children_of_deleted(tenant, issue_id, &now)
+            .await?;
+        Ok(())
     }
 
     /// Makes the index hold exactly `target`'s entries for the issue, writing only the

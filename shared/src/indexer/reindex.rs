@@ -56,17 +56,8 @@ impl Indexer {
         )
         .await?;
         if issue.is_none() {
-            // As the stream's unit does: the deleted issue's relations leave the others.
-            let now = crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
-            metrics.writes += self
-                .store
-                .records()
-                .drop_relations_of_deleted(tenant, issue_id, &now)
-                .await?;
-            metrics.writes += self
-                .store
-                .records()
-                .detach_children_of_deleted(tenant, issue_id, &now)
+            // As the stream's unit does.
+            self.clean_up_deleted(tenant, issue_id, &mut metrics)
                 .await?;
         }
         // Whatever parked it is behind it now.

@@ -289,16 +289,15 @@ impl Records<'_> {
             .build())
     }
 
-    /// Detaches one child from `parent` (a system change: its `parent_id` removed, a new
-    /// version) and removes its edge, conditioned on the child still being under it; `false`
-    /// when it is not (then only the edge, if left, goes).
-    pub async fn detach_child(
+    /// A child's `parent_id` removed (a system change: a new version, its time), conditioned
+    /// on the child being under `parent`.
+    fn detach_update(
         &self,
         tenant: &TenantId,
         parent: &IssueId,
         child: &IssueId,
         now: &str,
-    ) -> Result<bool, StoreError> {
+    ) -> Result<TransactWriteItem, StoreError> {
         let update = Update::builder()
             .table_name(&self.store.records)
             .set_key(Some(issue_key(tenant, child)))
@@ -312,10 +311,40 @@ impl Records<'_> {
             .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .build()
             .map_err(build_err)?;
-        let items = vec![
-            TransactWriteItem::builder().update(update).build(),
-            self.delete_child_edge(tenant, parent, child)?,
-        ];
+        Ok(TransactWriteItem::builder().update(update).build())
+    }
+
+    /// A condition on `child`'s parent as it compares with `parent` (`condition` names them
+    /// `#p` and `:parent`).
+    fn parent_check(
+        &self,
+        tenant: &TenantId,
+        (child, parent): (&IssueId, &IssueId),
+        condition: &str,
+    ) -> Result<TransactWriteItem, StoreError> {
+        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
+            .table_name(&self.store.records)
+            .set_key(Some(issue_key(tenant, child)))
+            .condition_expression(condition)
+            .expression_attribute_names("#p", attr::PARENT_ID)
+            .expression_attribute_values(":parent", AttributeValue::S(parent.to_string()))
+            .build()
+            .map_err(build_err)?;
+        Ok(TransactWriteItem::builder().condition_check(check).build())
+    }
+
+    /// Detaches one child from `parent` (a system change: its `parent_id` removed, a new
+    /// version) and removes its edge, conditioned on the child still being under it; `false`
+    /// when it is not (then only the edge, if left, goes).
+    pub async fn detach_child(
+        &self,
+        tenant: &TenantId,
+        parent: &IssueId,
+        child: &IssueId,
+        now: &str,
+    ) -> Result<bool, StoreError> {
+        let update = self.detach_update(tenant, parent, child, now)?;
+        let items = vec![update, self.delete_child_edge(tenant, parent, child)?];
         if self.store.transact(items).await? == Tx::Committed {
             return Ok(true);
         }
@@ -347,22 +376,10 @@ impl Records<'_> {
             .condition_expression("attribute_not_exists(PK)")
             .build()
             .map_err(build_err)?;
-        let update = Update::builder()
-            .table_name(&self.store.records)
-            .set_key(Some(issue_key(tenant, child)))
-            .update_expression("REMOVE #p SET #u = :now ADD #v :one")
-            .condition_expression("#p = :parent")
-            .expression_attribute_names("#p", attr::PARENT_ID)
-            .expression_attribute_names("#u", attr::UPDATED_AT)
-            .expression_attribute_names("#v", attr::VERSION)
-            .expression_attribute_values(":parent", AttributeValue::S(parent.to_string()))
-            .expression_attribute_values(":now", AttributeValue::S(now.into()))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
-            .build()
-            .map_err(build_err)?;
+        let update = self.detach_update(tenant, parent, child, now)?;
         let items = vec![
             TransactWriteItem::builder().condition_check(gone).build(),
-            TransactWriteItem::builder().update(update).build(),
+            update,
             self.delete_child_edge(tenant, parent, child)?,
         ];
         Ok(self.store.transact(items).await? == Tx::Committed)
@@ -376,16 +393,8 @@ impl Records<'_> {
         parent: &IssueId,
         child: &IssueId,
     ) -> Result<bool, StoreError> {
-        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
-            .table_name(&self.store.records)
-            .set_key(Some(issue_key(tenant, child)))
-            .condition_expression("#p = :parent")
-            .expression_attribute_names("#p", attr::PARENT_ID)
-            .expression_attribute_values(":parent", AttributeValue::S(parent.to_string()))
-            .build()
-            .map_err(build_err)?;
         let items = vec![
-            TransactWriteItem::builder().condition_check(check).build(),
+            self.parent_check(tenant, (child, parent), "#p = :parent")?,
             self.put_child_edge(tenant, parent, child)?,
         ];
         Ok(self.store.transact(items).await? == Tx::Committed)
@@ -399,16 +408,12 @@ impl Records<'_> {
         parent: &IssueId,
         child: &IssueId,
     ) -> Result<bool, StoreError> {
-        let check = aws_sdk_dynamodb::types::ConditionCheck::builder()
-            .table_name(&self.store.records)
-            .set_key(Some(issue_key(tenant, child)))
-            .condition_expression("attribute_not_exists(#p) OR #p <> :parent")
-            .expression_attribute_names("#p", attr::PARENT_ID)
-            .expression_attribute_values(":parent", AttributeValue::S(parent.to_string()))
-            .build()
-            .map_err(build_err)?;
         let items = vec![
-            TransactWriteItem::builder().condition_check(check).build(),
+            self.parent_check(
+                tenant,
+                (child, parent),
+                "attribute_not_exists(#p) OR #p <> :parent",
+            )?,
             self.delete_child_edge(tenant, parent, child)?,
         ];
         Ok(self.store.transact(items).await? == Tx::Committed)
