@@ -126,7 +126,7 @@ async fn bad_relations_are_refused_and_write_nothing() {
     let (api, p) = TestApi::with_project("p").await;
     let ids = issues(&api, &p, 2).await;
     let (a, b) = (&ids[0], &ids[1]);
-    let (foreign_api_project, foreign) = {
+    let foreign = {
         let r = api
             .call(
                 ("eve", "umbrella"),
@@ -144,9 +144,8 @@ async fn bad_relations_are_refused_and_write_nothing() {
                 Some(json!({"title": "theirs"})),
             )
             .await;
-        (fp, r.body["id"].as_str().unwrap().to_string())
+        r.body["id"].as_str().unwrap().to_string()
     };
-    let _ = foreign_api_project;
     let missing = "01JDQ5S0000000000000000N99";
     let before = api.records_snapshot().await;
     for (method, path, status) in [

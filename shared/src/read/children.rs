@@ -7,8 +7,7 @@ use crate::cursor::Position;
 use crate::domain::ids::{IssueId, TenantId};
 use crate::domain::{Issue, IssueState};
 use crate::keys;
-use crate::read::inbox::{position_after, read_merged};
-use crate::read::names::names_fit;
+use crate::read::inbox::page::{end_at_names, merged_issues};
 use crate::store::{Store, StoreError};
 
 /// One page of an issue's children to read.
@@ -48,23 +47,9 @@ pub async fn page(store: &Store, request: ChildrenRequest<'_>) -> Result<Childre
         .iter()
         .map(|s| keys::index::children_pk(tenant, parent.as_str(), *s))
         .collect();
-    let merged = read_merged(pks.len(), limit, after, |i, limit, after| {
-        let pk = &pks[i];
-        async move { store.index().query_inbox(pk, limit, after.as_deref()).await }
-    })
-    .await?;
-    let mut cut = merged.last;
-    let mut any_left = merged.any_left;
-    let entries = merged
-        .taken
-        .iter()
-        .map(|t| (t.issue_id.as_str(), t.summary.as_deref()));
-    let reading = crate::model::summary::Reading::Inbox;
-    let mut found = store
-        .records()
-        .issues_of_entries(tenant, entries, reading)
-        .await?;
-    let mut issues: Vec<(String, Issue)> = merged
+    let (merged, mut found) = merged_issues(store, tenant, &pks, limit, after).await?;
+    let (cut, any_left) = (merged.last, merged.any_left);
+    let issues: Vec<(String, Issue)> = merged
         .taken
         .into_iter()
         .filter_map(|t| Some((t.sk, found.remove(&t.issue_id)?)))
@@ -72,17 +57,6 @@ pub async fn page(store: &Store, request: ChildrenRequest<'_>) -> Result<Childre
         .filter(|(_, i)| i.parent_id.as_ref() == Some(parent))
         .filter(|(_, i)| state.is_none_or(|s| i.state == s))
         .collect();
-    let fit = names_fit(issues.iter().map(|(_, i)| i));
-    if fit < issues.len() {
-        cut = Some(issues[fit - 1].0.clone());
-        any_left = true;
-        issues.truncate(fit);
-    }
-    Ok(ChildrenPage {
-        issues: issues
-            .into_iter()
-            .map(|(sk, i)| (i, position_after(sk)))
-            .collect(),
-        next: cut.filter(|_| any_left).map(position_after),
-    })
+    let (issues, next) = end_at_names(issues, |i| i, (cut, any_left));
+    Ok(ChildrenPage { issues, next })
 }

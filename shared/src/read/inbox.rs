@@ -19,7 +19,7 @@ use crate::domain::Role;
 use crate::store::Page;
 use crate::store::index::InboxCopy;
 
-mod page;
+pub(crate) mod page;
 
 pub use page::{InboxRequest, Source, page};
 

@@ -233,6 +233,19 @@ impl Store {
         self.transact(items).await
     }
 
+    /// Deletes a records-table item, if there is one.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub(crate) async fn delete_record(&self, key: Item) -> Result<(), StoreError> {
+        self.client
+            .delete_item()
+            .table_name(&self.records)
+            .set_key(Some(key))
+            .send()
+            .await
+            .map_err(sdk("DeleteItem"))?;
+        Ok(())
+    }
+
     /// Puts an item, replacing any with its key.
     #[tracing::instrument(level = "debug", skip_all)]
     pub(crate) async fn put(&self, table: &str, item: Item) -> Result<(), StoreError> {

@@ -9,7 +9,9 @@ use crate::keys;
 use crate::read::names::names_fit;
 use crate::store::{Store, StoreError};
 
-use super::{position_after, read_merged};
+use std::collections::HashMap;
+
+use super::{Merged, position_after, read_merged};
 
 /// One partition of an inbox: whose inbox it is and, with `role`, only that role's copies.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -96,23 +98,9 @@ pub async fn page(store: &Store, request: InboxRequest<'_>) -> Result<InboxPage,
         after,
     } = request;
     let pks: Vec<String> = sources.iter().map(|s| s.pk(tenant, state)).collect();
-    let merged = read_merged(pks.len(), limit, after, |i, limit, after| {
-        let pk = &pks[i];
-        async move { store.index().query_inbox(pk, limit, after.as_deref()).await }
-    })
-    .await?;
-    let mut cut = merged.last;
-    let mut any_left = merged.any_left;
-    let entries = merged
-        .taken
-        .iter()
-        .map(|t| (t.issue_id.as_str(), t.summary.as_deref()));
-    let reading = crate::model::summary::Reading::Inbox;
-    let mut found = store
-        .records()
-        .issues_of_entries(tenant, entries, reading)
-        .await?;
-    let mut issues: Vec<(String, InboxIssue)> = merged
+    let (merged, mut found) = merged_issues(store, tenant, &pks, limit, after).await?;
+    let (cut, any_left) = (merged.last, merged.any_left);
+    let issues: Vec<(String, InboxIssue)> = merged
         .taken
         .into_iter()
         .filter_map(|t| {
@@ -127,20 +115,56 @@ pub async fn page(store: &Store, request: InboxRequest<'_>) -> Result<InboxPage,
         // Copies of issues deleted or moved to another state since they were indexed.
         .filter(|(_, i)| i.issue.state == state)
         .collect();
-    // Names are bounded per page: past them the page ends at the last issue kept.
-    let fit = names_fit(issues.iter().map(|(_, i)| &i.issue));
-    if fit < issues.len() {
-        cut = Some(issues[fit - 1].0.clone());
-        any_left = true;
-        issues.truncate(fit);
-    }
-    Ok(InboxPage {
-        issues: issues
-            .into_iter()
-            .map(|(sk, i)| (i, position_after(sk)))
-            .collect(),
-        next: cut.filter(|_| any_left).map(position_after),
+    let (issues, next) = end_at_names(issues, |i| &i.issue, (cut, any_left));
+    Ok(InboxPage { issues, next })
+}
+
+/// One merged page of copies over the partitions `pks` ([`read_merged`]) and the issues
+/// behind the copies taken (from their keyed summaries, or read in one call): what an inbox
+/// page and a children page both read.
+pub(crate) async fn merged_issues(
+    store: &Store,
+    tenant: &TenantId,
+    pks: &[String],
+    limit: i32,
+    after: Option<String>,
+) -> Result<(Merged, HashMap<String, Issue>), StoreError> {
+    let merged = read_merged(pks.len(), limit, after, |i, limit, after| {
+        let pk = &pks[i];
+        async move { store.index().query_inbox(pk, limit, after.as_deref()).await }
     })
+    .await?;
+    let entries = merged
+        .taken
+        .iter()
+        .map(|t| (t.issue_id.as_str(), t.summary.as_deref()));
+    let reading = crate::model::summary::Reading::Inbox;
+    let found = store
+        .records()
+        .issues_of_entries(tenant, entries, reading)
+        .await?;
+    Ok((merged, found))
+}
+
+/// A page's items (each after its last sort key), bounded by the names one page shows: past
+/// them the page ends at the last item kept. With where the next page starts, from the last
+/// key consumed (`cut`) and whether anything is left.
+pub(crate) fn end_at_names<T>(
+    mut items: Vec<(String, T)>,
+    issue: impl Fn(&T) -> &Issue,
+    (mut cut, mut any_left): (Option<String>, bool),
+) -> (Vec<(T, Position)>, Option<Position>) {
+    let fit = names_fit(items.iter().map(|(_, i)| issue(i)));
+    if fit < items.len() {
+        cut = Some(items[fit - 1].0.clone());
+        any_left = true;
+        items.truncate(fit);
+    }
+    let items = items
+        .into_iter()
+        .map(|(sk, i)| (i, position_after(sk)))
+        .collect();
+    (items, cut.filter(|_| any_left).map(position_after))
 }
 
 #[cfg(test)]

@@ -230,13 +230,8 @@ impl Records<'_> {
             if self.store.transact(with_now(items, now)).await? == Tx::ConditionFailed {
                 // The other issue, or its edge, is gone: its count is someone else's to mend.
                 self.store
-                    .client
-                    .delete_item()
-                    .table_name(&self.store.records)
-                    .set_key(Some(edge_key(tenant, deleted, &r.other)))
-                    .send()
-                    .await
-                    .map_err(crate::store::sdk("DeleteItem"))?;
+                    .delete_record(edge_key(tenant, deleted, &r.other))
+                    .await?;
             }
         }
         Ok(relations.len())

@@ -350,14 +350,7 @@ impl Records<'_> {
         }
         // The child moved or went meanwhile (its own write removed this edge, or will).
         let edge = key(keys::records::children_pk(tenant, parent), child.as_str());
-        self.store
-            .client
-            .delete_item()
-            .table_name(&self.store.records)
-            .set_key(Some(edge))
-            .send()
-            .await
-            .map_err(crate::store::sdk("DeleteItem"))?;
+        self.store.delete_record(edge).await?;
         Ok(false)
     }
 
