@@ -61,7 +61,7 @@ pub(crate) const NAMES: [(&str, &str); 44] = [
     ("get_issue_with_10_relations_rcu", "its read capacity units"),
     (
         "children_page_{size}_calls",
-        "DynamoDB calls of `GET /issues/{id}/children?limit=50` for a parent of 200 sub-issues (every state: both children partitions merged), names included",
+        "DynamoDB calls of `GET /issues/{id}/children?limit=50` for a parent of 200 sub-issues (every state), names included",
     ),
     ("children_page_{size}_rcu", "its read capacity units"),
     (

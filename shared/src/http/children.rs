@@ -1,6 +1,6 @@
 //! `GET /issues/{issue_id}/children`: an issue's direct children as list summaries, by
-//! number, from its children partitions ([`crate::read::children`]): one Query (two, merged,
-//! for every state) and the names' read, whatever the project's size. An issue without
+//! number, from its children partitions ([`crate::read::children`]): one Query (of the state's
+//! partition, or of every state's) and the names' read, whatever the project's size. An issue without
 //! children, or none at all, is told apart only then (one read of the issue: `404`).
 
 use std::collections::HashMap;

@@ -190,7 +190,10 @@ async fn sub_issues(
             state,
         ))
     };
-    let (open, closed) = futures::try_join!(count(IssueState::Open), count(IssueState::Closed))?;
+    let (open, closed) = futures::try_join!(
+        count(Some(IssueState::Open)),
+        count(Some(IssueState::Closed))
+    )?;
     Ok(SubIssues { open, closed })
 }
 

@@ -12,15 +12,18 @@ use crate::encoding::text;
 /// partition but in the parent's children partition ([`children_pk`]).
 pub const PARENT_COLUMN: &str = "parent";
 
-/// An issue's direct children in one state, by number: keyed by the parent (not its project),
-/// so a page of children is one Query that needs nothing read first.
-pub fn children_pk(tenant: &TenantId, parent: &str, state: IssueState) -> String {
+/// An issue's direct children in one state (`None`: of every state), by number: keyed by the
+/// parent (not its project), so a page of children, with a state or without, is one Query that
+/// needs nothing read first. A child has an entry in both (as a participant has a copy in its
+/// state's inbox and in its role's).
+pub fn children_pk(tenant: &TenantId, parent: &str, state: Option<IssueState>) -> String {
     let mut out = String::new();
-    push_children_pk(&mut out, tenant, parent, state.as_str());
+    let scope = state.map_or(ALL_SCOPE, IssueState::as_str);
+    push_children_pk(&mut out, tenant, parent, scope);
     out
 }
 
-/// [`children_pk`], appended to `out`, with the state as its scope name.
+/// [`children_pk`], appended to `out`, with the state (or [`ALL_SCOPE`]) as its scope name.
 pub fn push_children_pk(out: &mut String, tenant: &TenantId, parent: &str, scope: &str) {
     push_tenant_prefix(out, tenant);
     for part in ["#CH#", parent, "#", scope] {

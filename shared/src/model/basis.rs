@@ -150,7 +150,7 @@ impl PartialEq for Basis {
 impl Eq for Basis {}
 
 /// The built-in columns' names: they live in the head whatever the layout. `parent` is there
-/// only for a sub-issue, and its entry is in the parent's children partition.
+/// only for a sub-issue, and its entries are in the parent's children partitions.
 pub const BUILT_IN_COLUMNS: [&str; 6] = [
     "num",
     "title",
@@ -293,7 +293,7 @@ impl Basis {
         let layouts = self.placement.shards.counts().count();
         let scopes = self.placement.scopes().count();
         let child = usize::from(self.columns.contains_key(keys::index::PARENT_COLUMN));
-        layouts * scopes * (self.columns.len() - child) + child + 2 * self.seats.len()
+        layouts * scopes * (self.columns.len() - child) + 2 * child + 2 * self.seats.len()
     }
 
     /// Keeps only the columns `keep` accepts (the ones whose watermark part was read).
@@ -319,8 +319,12 @@ pub(crate) fn column_entries(
     out: &mut BTreeSet<Entry>,
 ) {
     if column == keys::index::PARENT_COLUMN {
-        if let Some(parent) = value {
-            let pk = keys::index::children_pk(tenant, parent, placement.state);
+        for state in value
+            .into_iter()
+            .flat_map(|_| [Some(placement.state), None])
+        {
+            let parent = value.unwrap_or_default();
+            let pk = keys::index::children_pk(tenant, parent, state);
             let sk = keys::index::child_sk(placement.num);
             let summary = summary
                 .for_entry(&pk, &sk, issue_id, None)

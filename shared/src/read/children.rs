@@ -1,7 +1,8 @@
-//! An issue's direct children, by number: its children partitions in the index (one per
-//! state, keyed by the parent, so nothing is read first), merged as the inboxes merge theirs
-//! ([`super::inbox::read_merged`]: the children's sort keys are inverted numbers, so its
-//! newest-first order is ascending number), the issues from the entries' summaries.
+//! An issue's direct children, by number: one of its children partitions in the index (one
+//! per state and one of every state, keyed by the parent, so nothing is read first), read as
+//! the inboxes read theirs ([`super::inbox::read_merged`]: the children's sort keys are
+//! inverted numbers, so its newest-first order is ascending number), the issues from the
+//! entries' summaries.
 
 use crate::cursor::Position;
 use crate::domain::ids::{IssueId, TenantId};
@@ -39,14 +40,7 @@ pub async fn page(store: &Store, request: ChildrenRequest<'_>) -> Result<Childre
         limit,
         after,
     } = request;
-    let states = match state {
-        Some(s) => vec![s],
-        None => vec![IssueState::Open, IssueState::Closed],
-    };
-    let pks: Vec<String> = states
-        .iter()
-        .map(|s| keys::index::children_pk(tenant, parent.as_str(), *s))
-        .collect();
+    let pks = [keys::index::children_pk(tenant, parent.as_str(), state)];
     let (merged, mut found) = merged_issues(store, tenant, &pks, limit, after).await?;
     let (cut, any_left) = (merged.last, merged.any_left);
     let issues: Vec<(String, Issue)> = merged

@@ -13,7 +13,7 @@ use crate::keys::index::{
     PARENT_COLUMN, push_child_sk, push_children_pk, push_column_pk, push_column_sk, push_inbox_pk,
     push_inbox_sk, push_shard, shard_hash, shard_of,
 };
-use crate::model::entries::EntryList;
+use crate::model::entries::{ALL_STATES, EntryList};
 
 /// A column entry's key within its column, as the parts it is built from. Keys are built from
 /// them injectively (ids hold no `#`, a sort key ends with the number's twenty digits), so
@@ -27,7 +27,7 @@ struct ColumnKey<'a> {
     shard: (u16, u16),
     value: Option<&'a str>,
     num: u64,
-    /// The `parent` column's one entry, in the parent's children partition.
+    /// The `parent` column's entries, in the parent's children partitions.
     child: bool,
 }
 
@@ -62,16 +62,21 @@ impl ColumnKey<'_> {
 
 /// A column's entries at `p`: in its state's scope (and the `all` scope, for a placement of
 /// the layout before), in each of its layouts (`hash`: the shard hash); the `parent`
-/// column's one entry in its state's children partition of the parent (none without one).
+/// column's two in the parent's children partitions, its state's and every state's (none
+/// without a parent).
 fn column_keys<'a>(
     p: &'a Placement,
     (column, value): (&str, Option<&'a str>),
     hash: u64,
 ) -> impl Iterator<Item = ColumnKey<'a>> + Clone {
     let child = column == PARENT_COLUMN;
-    let child_key = (child && value.is_some()).then(|| ColumnKey {
+    let child_scopes = (child && value.is_some())
+        .then_some([p.state.as_str(), ALL_STATES])
+        .into_iter()
+        .flatten();
+    let child_keys = child_scopes.map(move |scope| ColumnKey {
         project: &p.project,
-        scope: p.state.as_str(),
+        scope,
         shard: (1, 0),
         value,
         num: p.num,
@@ -88,7 +93,7 @@ fn column_keys<'a>(
             child: false,
         })
     });
-    child_key.into_iter().chain(keys)
+    child_keys.chain(keys)
 }
 
 /// An inbox copy's key, as its parts (see [`ColumnKey`]).
