@@ -19,6 +19,8 @@ ISSUE = "01JDQ5S0000000000000000N01"
 ISSUE_TO_DELETE = "01JDQ5S0000000000000000N02"
 MISSING = "01JDQ5S0000000000000000X99"
 TEAM = "01JDQ5S0000000000000000T01"
+# A comment on ISSUE by SUB: its issue's id, then its own ULID.
+COMMENT = ISSUE + "01JDQ5S0000000000000000C01"
 # The app client the tokens were issued to (`aud`); `invoke` accepts only it, as the template's
 # ALLOWED_CLIENT_IDS does in AWS.
 CLIENT_ID = "5example0client0id0gridline"
@@ -162,6 +164,30 @@ EVENTS += [
      event("GET", "/me/issues", query={"role": "boss"})),
 ]
 
+# The issue graph and comments.
+I = {"issue_id": ISSUE}
+PAIR = {"issue_id": ISSUE, "other_id": ISSUE_TO_DELETE}
+C = {"comment_id": COMMENT}
+EVENTS += [
+    ("children-list", "GridFunction", 200, "The open sub-issues of issue N01, by number, 20 a page.",
+     event("GET", "/issues/{issue_id}/children", I, query={"state": "open", "limit": "20"})),
+    ("relations-put", "IssuesFunction", 204,
+     "Relate issue N01 to N02 with relates_to, replacing the fixtures' blocks on both sides.",
+     event("PUT", "/issues/{issue_id}/relations/{kind}/{other_id}", {**PAIR, "kind": "relates_to"})),
+    ("relations-delete", "IssuesFunction", 204, "Remove the fixtures' blocks relation from both issues.",
+     event("DELETE", "/issues/{issue_id}/relations/{kind}/{other_id}", {**PAIR, "kind": "blocks"})),
+    ("comments-create", "IssuesFunction", 201, "Comment on issue N01 as the caller.",
+     event("POST", "/issues/{issue_id}/comments", I, body={"body": "Reproduced on Safari 17 too."})),
+    ("comments-create-empty", "IssuesFunction", 400, "An empty comment: a problem+json 400, nothing written.",
+     event("POST", "/issues/{issue_id}/comments", I, body={"body": ""})),
+    ("comments-list", "IssuesFunction", 200, "Issue N01's comments, newest first, 20 a page, with the authors' names.",
+     event("GET", "/issues/{issue_id}/comments", I, query={"order": "desc", "limit": "20"})),
+    ("comments-edit", "IssuesFunction", 200, "The caller edits their own comment.",
+     event("PATCH", "/comments/{comment_id}", C, body={"body": "Reproduced on Safari 17 and 18."})),
+    ("comments-delete", "IssuesFunction", 204, "The caller deletes their own comment.",
+     event("DELETE", "/comments/{comment_id}", C)),
+]
+
 # Routing from the resource: a custom domain's base path, and ids with characters a path encodes.
 EVENTS += [
     ("projects-get-custom-domain", "ProjectsFunction", 200,
@@ -258,5 +284,12 @@ for name, purpose, ev, failures, checks in STREAM_EVENTS:
     (root / f"{name}.json").write_text(json.dumps(ev, indent=2) + "\n")
     manifest.append({"file": f"{name}.json", "function": "IndexerFunction", "batch_item_failures": failures,
                      "purpose": purpose, **checks})
-(root / "manifest.json").write_text(json.dumps(manifest, indent=2) + "\n")
+# Events written by hand or by other tools (the authorizer's, the field job's, ...) keep their
+# manifest entries, in place; the ones written here replace theirs, and new ones go last.
+written = {e["file"]: e for e in manifest}
+manifest_path = root / "manifest.json"
+kept = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
+merged = [written.pop(e["file"], e) for e in kept]
+merged += [e for e in manifest if e["file"] in written]
+manifest_path.write_text(json.dumps(merged, indent=2) + "\n")
 print(f"wrote {len(EVENTS)} events to {root}")

@@ -7,6 +7,7 @@
 //! BENCHMARKS.md, benchmarks.svg and bench/results.json (the figures by name, for comparing
 //! runs). Not part of `make test`: it measures, it asserts nothing.
 
+mod activity;
 mod baselines;
 mod binaries;
 mod delay;
@@ -465,6 +466,7 @@ async fn measure_size(
     other_designs(&env, n, s, &mut rows).await?;
     graph::relation_patterns(&env, s, &mut rows).await?;
     graph::tree_patterns(&env, s, &mut rows).await?;
+    activity::comment_patterns(&env, s, &mut rows).await?;
     results.patterns.push((n, rows));
     // Last: the new field changes every issue's entries.
     let (calls, seconds) = field_add(&env).await?;

@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub(crate) const NAMES: [(&str, &str); 44] = [
+pub(crate) const NAMES: [(&str, &str); 47] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -68,6 +68,15 @@ pub(crate) const NAMES: [(&str, &str); 44] = [
         "set_parent_wcu",
         "write capacity units of a `PATCH` setting an issue's parent at depth 3 (the issue's update, the child edge, the parent's mark and the project's tree revision in one transaction, 2 units per KB of each; and the indexer's share is not in it), at the largest size run",
     ),
+    (
+        "comment_create_wcu",
+        "write capacity units of a `POST /issues/{id}/comments` of ~300 characters: a transaction of the comment's put and the issue's `comment_count`, 2 units per KB of each, at the largest size run",
+    ),
+    (
+        "comments_page_calls",
+        "DynamoDB calls of `GET /issues/{id}/comments?limit=50` for an issue with 60 comments of ~300 characters by 5 authors, names included, at the largest size run",
+    ),
+    ("comments_page_rcu", "its read capacity units"),
     (
         "relate_wcu",
         "write capacity units of a `PUT /issues/{id}/relations/{kind}/{other_id}` of a new pair: a transaction of both issues' updates (each billed on the issue item's size) and both edges, 2 units per KB of each, at the largest size run",
@@ -349,6 +358,13 @@ fn pattern_figures(r: &Results, f: &mut Figures) {
         if let Some(s) = patterns.get(crate::graph::SET_PARENT) {
             f.insert("set_parent_wcu".into(), s.write_capacity);
         }
+        if let Some(s) = patterns.get(crate::activity::COMMENT_CREATE) {
+            f.insert("comment_create_wcu".into(), s.write_capacity);
+        }
+        if let Some(s) = patterns.get(crate::activity::COMMENTS_PAGE) {
+            f.insert("comments_page_calls".into(), s.calls);
+            f.insert("comments_page_rcu".into(), s.capacity - s.write_capacity);
+        }
         if let Some(s) = patterns.get(crate::CREATE_50) {
             // Sizes run in increasing order: the largest one's figure stays.
             f.insert("create_concurrent_50_calls_per_create".into(), s.calls);
@@ -505,6 +521,8 @@ mod tests {
             crate::graph::GET_10_RELATIONS,
             crate::graph::CHILDREN_PAGE,
             crate::graph::SET_PARENT,
+            crate::activity::COMMENT_CREATE,
+            crate::activity::COMMENTS_PAGE,
         ] {
             patterns.insert(row, Stat::default());
         }

@@ -28,6 +28,8 @@ pub struct VerifyReport {
     pub relations: usize,
     /// Tree problems: a sub-issue without its edge, a stray edge, a parent gone.
     pub tree: usize,
+    /// Comment problems: comments of a deleted issue, or a wrong count.
+    pub comments: usize,
     pub drifted_issues: usize,
     /// Watermarks still in a previous format (not drift; `gridctl upgrade` rewrites them).
     pub previous_layout_watermarks: usize,
@@ -56,6 +58,7 @@ pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Res
         parked: drift.parked.len(),
         relations: drift.relations.len(),
         tree: drift.tree.len(),
+        comments: drift.comments.len(),
         drifted_issues: drift.issues().len(),
         previous_layout_watermarks: snap.previous_layout_watermarks,
         previous_layout_entries: snap.previous_layout_entries,
@@ -137,6 +140,8 @@ pub struct RepairReport {
     pub relations: usize,
     /// Tree problems acted on (see `gridline::ops::tree::repair`).
     pub tree: usize,
+    /// Comment problems acted on (see `gridline::ops::comments::repair`).
+    pub comments: usize,
     /// Drift left after the last round (empty when clean).
     pub remaining: BTreeMap<String, usize>,
     pub clean: bool,
@@ -150,6 +155,7 @@ fn remaining(found: &VerifyReport) -> BTreeMap<String, usize> {
         ("parked".to_string(), found.parked),
         ("relations".to_string(), found.relations),
         ("tree".to_string(), found.tree),
+        ("comments".to_string(), found.comments),
     ])
 }
 
@@ -196,6 +202,10 @@ pub async fn repair(
         }
         if !found.drift.tree.is_empty() {
             report.tree += gridline::ops::tree::repair(store, &found.drift.tree, &now).await?;
+        }
+        if !found.drift.comments.is_empty() {
+            report.comments +=
+                gridline::ops::comments::repair(store, &found.drift.comments).await?;
         }
         let unowned = found.drift.unowned();
         if !unowned.is_empty() {

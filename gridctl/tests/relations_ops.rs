@@ -1,5 +1,5 @@
-//! `gridctl verify` checks relations from both sides and `repair` mends them, with the
-//! permissions `gridctl/iam-policy.json` gives the commands.
+//! `gridctl verify` checks relations from both sides, the issue tree and comments, and
+//! `repair` mends them, with the permissions `gridctl/iam-policy.json` gives the commands.
 
 mod support;
 
@@ -194,4 +194,86 @@ async fn verify_finds_sub_issues_out_of_step_with_their_edges_and_repair_mends_t
         serde_json::Value::Null,
         "the orphan is detached"
     );
+}
+
+#[tokio::test]
+async fn verify_finds_orphaned_and_miscounted_comments_and_repair_mends_them() {
+    let (api, p) = TestApi::with_project("p").await;
+    let mut ids = Vec::new();
+    for i in 0..2 {
+        let issue = api.issue(&p, json!({"title": format!("issue {i}")})).await;
+        ids.push(issue["id"].as_str().unwrap().to_string());
+    }
+    for id in &ids {
+        for n in 0..3 {
+            let r = api
+                .post(
+                    &format!("/issues/{id}/comments"),
+                    json!({"body": format!("c{n}")}),
+                )
+                .await;
+            assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        }
+    }
+    api.sync().await;
+    assert!(verify(&api).await.is_clean());
+
+    // Issue 0's item vanishes (as if its clean-up ran out of retries): its comments are
+    // orphans. Issue 1's count is knocked off by hand.
+    api.stack
+        .client
+        .delete_item()
+        .table_name(&api.stack.tables.records)
+        .set_key(Some(key(format!("T#acme#I#{}", ids[0]), "#ISSUE".into())))
+        .send()
+        .await
+        .unwrap();
+    api.stack
+        .client
+        .update_item()
+        .table_name(&api.stack.tables.records)
+        .set_key(Some(key(format!("T#acme#I#{}", ids[1]), "#ISSUE".into())))
+        .update_expression("SET comment_count = :n")
+        .expression_attribute_values(":n", AttributeValue::N("7".into()))
+        .send()
+        .await
+        .unwrap();
+    // The orphans must outlive the stream's own clean-up to be found: verify before syncing.
+    let found = verify(&api).await;
+    let problems: Vec<serde_json::Value> = found
+        .drift
+        .comments
+        .iter()
+        .map(|d| serde_json::to_value(d).unwrap())
+        .collect();
+    assert_eq!(found.comments, 2, "{problems:?}");
+    assert!(
+        problems
+            .iter()
+            .any(|d| d["problem"] == "orphaned" && d["comments"] == 3),
+        "{problems:?}"
+    );
+    assert!(
+        problems
+            .iter()
+            .any(|d| d["problem"] == "count" && d["stored"] == 7 && d["comments"] == 3),
+        "{problems:?}"
+    );
+
+    let report = ops::repair(&support::store(&api.stack, "Repair"), 2, 1, &hidden)
+        .await
+        .unwrap();
+    assert_eq!(report.comments, 2, "{report:?}");
+    api.sync().await;
+    let after = verify(&api).await;
+    assert!(after.is_clean(), "{:?}", after.drift);
+    let r = api.get(&format!("/issues/{}", ids[1])).await;
+    assert_eq!(r.body["comment_count"], 3);
+    let left = api
+        .records_snapshot()
+        .await
+        .into_iter()
+        .filter(|i| i.contains(&ids[0]))
+        .count();
+    assert_eq!(left, 0, "nothing of issue 0 is left");
 }

@@ -1,11 +1,12 @@
 //! The records the sample events in `events/` name: tenant `acme`, project Apollo with a
-//! number field, two issues (the first blocks the second), team Platform with the events' caller as a member. Used by
+//! number field, two issues (the first blocks the second, and has a comment by the events'
+//! caller), team Platform with the events' caller as a member. Used by
 //! `gridline-local invoke` and by the events test.
 
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use gridline::domain::ids::{FieldId, IssueId, ProjectId, TeamId, TenantId, UserId};
+use gridline::domain::ids::{CommentId, FieldId, IssueId, ProjectId, TeamId, TenantId, UserId};
 use gridline::domain::relation::RelationKind;
 use gridline::domain::values::{FieldDef, FieldType, StoredValue};
 use gridline::domain::{IssueState, NewIssue, Participant, ParticipantKind, Project, Role};
@@ -18,6 +19,8 @@ pub const FIELD: &str = "01JDQ5S0000000000000000F01";
 pub const ISSUE: &str = "01JDQ5S0000000000000000N01";
 pub const ISSUE_TO_DELETE: &str = "01JDQ5S0000000000000000N02";
 pub const TEAM: &str = "01JDQ5S0000000000000000T01";
+/// A comment on [`ISSUE`] by [`SUB`] (its issue's id, then its own ULID).
+pub const COMMENT: &str = "01JDQ5S0000000000000000N0101JDQ5S0000000000000000C01";
 /// The `sub` of the events' callers.
 pub const SUB: &str = "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6";
 /// The app client id the events' tokens were issued to (`aud`), and the one `invoke` accepts.
@@ -97,5 +100,12 @@ pub async fn seed(store: &Store) -> Result<()> {
         related == RelateOutcome::Saved,
         "the fixture issues were not related: {related:?}"
     );
+    let comment = CommentId::parse(COMMENT).context("the fixture comment id is not valid")?;
+    let body = ("Seen on Safari 17.", CREATED_AT);
+    let created = store
+        .records()
+        .create_comment(&tenant, comment, &sub, body)
+        .await?;
+    anyhow::ensure!(created.is_some(), "the fixture comment was not created");
     Ok(())
 }

@@ -431,6 +431,35 @@ async fn workload(api: &TestApi) {
     alice.get(&format!("/issues/{}/children", issues[3])).await;
     let parent = alice.get(&format!("/issues/{}", issues[1])).await;
     assert_eq!(parent["sub_issues"]["closed"], 1, "{parent}");
+    // Comments: posts (a transaction with the issue's count), a page with the names, an
+    // edit (conditioned on the issue), a delete; the deleted issue's comments go with it
+    // (the indexer, below).
+    for i in 0..2 {
+        let said = alice
+            .post(
+                &format!("/issues/{}/comments", issues[1]),
+                json!({"body": format!("comment {i}")}),
+            )
+            .await;
+        let id = said["id"].as_str().unwrap_or_default().to_string();
+        if i == 0 {
+            alice
+                .patch(&format!("/comments/{id}"), json!({"body": "edited"}))
+                .await;
+        } else {
+            alice.delete(&format!("/comments/{id}")).await;
+        }
+    }
+    alice
+        .post(
+            &format!("/issues/{first}/comments"),
+            json!({"body": "stays"}),
+        )
+        .await;
+    let page = alice
+        .get(&format!("/issues/{}/comments?order=desc", issues[1]))
+        .await;
+    assert_eq!(page["items"].as_array().map(Vec::len), Some(1), "{page}");
 
     for q in [
         "limit=2".to_string(),

@@ -7,6 +7,7 @@
 mod bad_input;
 mod bounds;
 mod checkpoint;
+mod comments;
 mod concurrency;
 mod contract;
 mod cors;

@@ -22,6 +22,11 @@ pub fn is_server_id(s: &str) -> bool {
     s.len() == 26 && Ulid::from_string(s).is_ok()
 }
 
+/// Whether `s` could be a comment id this server issued: its issue's id, then its own ULID.
+pub fn is_comment_id(s: &str) -> bool {
+    s.len() == 52 && s.is_char_boundary(26) && is_server_id(&s[..26]) && is_server_id(&s[26..])
+}
+
 /// User ids: 1–128 printable ASCII characters other than `#`, which keeps them safe inside keys.
 pub fn is_user_id(s: &str) -> bool {
     (1..=128).contains(&s.len()) && s.bytes().all(|b| b.is_ascii_graphic() && b != b'#')
@@ -157,6 +162,30 @@ id_type!(
     FieldId,
     is_server_id
 );
+
+id_type!(
+    /// A comment: its issue's id followed by its own ULID, so a comment route finds the
+    /// comment's item (under its issue) with no lookup, and its own part sorts by time.
+    CommentId,
+    is_comment_id
+);
+
+impl CommentId {
+    /// A fresh id for a new comment on `issue`.
+    pub fn new(issue: &IssueId) -> Self {
+        Self(format!("{issue}{}", new_id()))
+    }
+
+    /// The issue the comment is on.
+    pub fn issue(&self) -> IssueId {
+        IssueId(self.0[..26].to_owned())
+    }
+
+    /// The comment's own part (a ULID: its sort key under the issue).
+    pub fn own(&self) -> &str {
+        &self.0[26..]
+    }
+}
 
 id_type!(
     /// A participant of an issue: a user's id (the token's `sub`) or a team's (a server id).

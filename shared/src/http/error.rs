@@ -29,6 +29,9 @@ pub enum ApiError {
     /// 401: no bearer token, or one that does not verify.
     #[error("a valid bearer token is required")]
     Unauthorized,
+    /// 403: the caller is known but may not do this (another user's comment).
+    #[error("{0}")]
+    Forbidden(String),
     /// 404: the resource does not exist for this tenant.
     #[error("{0} not found")]
     NotFound(&'static str),
@@ -71,6 +74,7 @@ impl ApiError {
         match self {
             Self::Validation(_) | Self::BadRequest(_) => StatusCode::BAD_REQUEST,
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
+            Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
             Self::Conflict(_) | Self::ColumnIncomplete { .. } => StatusCode::CONFLICT,
             Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
@@ -85,6 +89,7 @@ impl ApiError {
             Self::Validation(_) => "validation",
             Self::BadRequest(_) => "bad-request",
             Self::Unauthorized => "unauthorized",
+            Self::Forbidden(_) => "forbidden",
             Self::NotFound(_) => "not-found",
             Self::Conflict(_) => "conflict",
             Self::ColumnIncomplete { .. } => "column-incomplete",

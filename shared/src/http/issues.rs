@@ -142,6 +142,7 @@ pub async fn get(
         issue,
         relations,
         had_children,
+        comment_count,
     } = app
         .store
         .records()
@@ -168,6 +169,7 @@ pub async fn get(
     let mut view = IssueView::new(issue, &defs);
     view.relations = Some(RelationView::ordered(relations, others));
     view.sub_issues = Some(sub_issues);
+    view.comment_count = Some(comment_count);
     Ok(view_response(StatusCode::OK, view))
 }
 

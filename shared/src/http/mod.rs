@@ -2,6 +2,7 @@
 //! (`axum::serve`) and by tests (`oneshot`).
 
 mod children;
+mod comments;
 pub mod cors;
 pub mod error;
 mod extract;
@@ -164,6 +165,10 @@ const TABLE: &[Mount] = {
         at(Grid, Method::GET, "/issues/{issue_id}/children", |m| on(m, children::list)),
         at(Issues, Method::PUT, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::put_relation)),
         at(Issues, Method::DELETE, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::delete_relation)),
+        at(Issues, Method::POST, "/issues/{issue_id}/comments", |m| on(m, comments::create)),
+        at(Issues, Method::GET, "/issues/{issue_id}/comments", |m| on(m, comments::list)),
+        at(Issues, Method::PATCH, "/comments/{comment_id}", |m| on(m, comments::edit)),
+        at(Issues, Method::DELETE, "/comments/{comment_id}", |m| on(m, comments::delete)),
     ]
 };
 

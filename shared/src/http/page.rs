@@ -213,6 +213,7 @@ mod tests {
                 parent_id: Some(IssueId::new()),
                 sub_issues: None,
                 relations: None,
+                comment_count: None,
             },
             via,
         };

@@ -61,6 +61,9 @@ pub struct IssueView {
     /// On `GET /issues/{id}` only: its relations, with the other issues as they are now.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub relations: Option<Vec<RelationView>>,
+    /// On `GET /issues/{id}` only: how many comments it has, exact at once.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub comment_count: Option<u64>,
 }
 
 /// An issue's direct children by state.
@@ -165,6 +168,7 @@ impl IssueView {
             parent_id: issue.parent_id,
             sub_issues: None,
             relations: None,
+            comment_count: None,
         }
     }
 

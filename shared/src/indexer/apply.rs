@@ -12,6 +12,10 @@ use crate::model::watermark::{Basis, Buckets, CommitAt, Pending, Replaces, Water
 use super::defs::Defs;
 use super::{DELETED, IndexError, Indexer, Metrics, Unit};
 
+/// How many of a deleted issue's comments one attempt deletes (a second or two of
+/// BatchWriteItems), so a record never holds its batch past the function's timeout.
+pub(crate) const PURGE_PER_RECORD: usize = 2_000;
+
 /// What the index should look like for an issue, and at which version.
 #[derive(Clone, Copy)]
 pub(super) struct Target<'a> {
@@ -144,9 +148,10 @@ impl Indexer {
         }
     }
 
-    /// After an issue was deleted: its relations leave the other issues and its children are
-    /// detached (each a system change on the other issue). Idempotent: a replay finds nothing
-    /// left to do.
+    /// After an issue was deleted: its relations leave the other issues, its children are
+    /// detached (each a system change on the other issue) and its comments are deleted, at
+    /// most [`PURGE_PER_RECORD`] per attempt (more is an error the stream retries, each retry
+    /// going on from what is left). Idempotent: a replay finds nothing left to do.
     pub(super) async fn clean_up_deleted(
         &self,
         tenant: &TenantId,
@@ -161,6 +166,13 @@ impl Indexer {
         metrics.writes += records
             .detach_children_of_deleted(tenant, issue_id, &now)
             .await?;
+        let (purged, done) = records
+            .purge_comments(tenant, issue_id, PURGE_PER_RECORD)
+            .await?;
+        metrics.writes += purged;
+        if !done {
+            return Err(IndexError::Unfinished(issue_id.to_string()));
+        }
         Ok(())
     }
 

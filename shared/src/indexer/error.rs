@@ -11,6 +11,11 @@ pub enum IndexError {
     Store(#[from] StoreError),
     #[error(transparent)]
     Queue(QueueError),
+    /// A deleted issue's clean-up did its invocation's share and has more to do: the record
+    /// is retried (its done part is not redone), and after the stream's retries `gridctl
+    /// repair` finishes it.
+    #[error("clean-up of deleted issue {0} continues on retry")]
+    Unfinished(String),
 }
 
 impl IndexError {
@@ -33,7 +38,7 @@ impl IndexError {
             Self::Store(StoreError::Mapping(_) | StoreError::Corrupt(_) | StoreError::Build(_)) => {
                 true
             }
-            Self::Store(StoreError::Contention(_)) | Self::Queue(_) => false,
+            Self::Store(StoreError::Contention(_)) | Self::Queue(_) | Self::Unfinished(_) => false,
         }
     }
 }

@@ -17,6 +17,23 @@ pub const DESCRIPTION_SK: &str = "DESCRIPTION";
 /// `#` and `D` sort before `R`, so a read of the issue alone stops before them).
 pub const RELATION_SK_PREFIX: &str = "R#";
 
+/// Sort-key prefix of an issue's comments, in its partition after everything else (`~` sorts
+/// after `#`, `D` and `R`), so a read of the issue and its relations stops before them.
+pub const COMMENT_SK_PREFIX: &str = "~C#";
+
+/// The last sort key an issue's relation edges can have (ids never hold `~`).
+pub const RELATION_SK_END: &str = "R#~";
+
+/// Sort key of a comment in its issue's partition: oldest first, as its own part is a ULID.
+pub fn comment_sk(comment: &crate::domain::ids::CommentId) -> String {
+    format!("{COMMENT_SK_PREFIX}{}", comment.own())
+}
+
+/// The comment a [`comment_sk`] in `issue`'s partition names.
+pub fn parse_comment_sk(issue: &IssueId, sk: &str) -> Option<crate::domain::ids::CommentId> {
+    crate::domain::ids::CommentId::parse(&format!("{issue}{}", sk.strip_prefix(COMMENT_SK_PREFIX)?))
+}
+
 /// Sort key of the edge, in an issue's partition, to the issue it is related to.
 pub fn relation_sk(other: &IssueId) -> String {
     format!("{RELATION_SK_PREFIX}{other}")
@@ -52,6 +69,7 @@ pub mod entity {
     pub const RELATION: &str = "relation";
     pub const CHILD: &str = "child";
     pub const TREE: &str = "tree";
+    pub const COMMENT: &str = "comment";
 }
 
 /// Sort key of a remembered answer to a `POST` with an `Idempotency-Key`.

@@ -61,6 +61,9 @@ pub mod attr {
     /// On an issue: how many relations it has (both directions), kept by the transaction
     /// that adds or removes one, so concurrent relates never pass the bound.
     pub const RELATION_COUNT: &str = "rel_count";
+    /// On an issue: how many comments it has, moved by the transaction that puts or deletes
+    /// one (absent: none).
+    pub const COMMENT_COUNT: &str = "comment_count";
     /// On a relation edge: its kind as the partition's issue sees it.
     pub const KIND: &str = "kind";
     /// On a field definition: whether its column of the index is complete.

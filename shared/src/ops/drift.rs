@@ -16,6 +16,7 @@ use crate::keys::{self, records::entity};
 use crate::model::entries::keys_of;
 use crate::model::watermark::{Basis, Pending, Watermark};
 use crate::model::{Entry, entries};
+use crate::ops::comments::{CommentDrift, CommentScan};
 use crate::ops::relations::{RelationDrift, RelationScan};
 use crate::ops::tree::{EdgeScan, TreeDrift};
 use crate::store::index::{Parked, Table, entry_from_item, parked_from_item};
@@ -59,6 +60,8 @@ pub struct Snapshot {
     pub relations: RelationScan,
     /// The tree's child edges, checked against the issues' `parent_id`.
     pub edges: EdgeScan,
+    /// Comments and their issues' counts.
+    pub comments: CommentScan,
 }
 
 /// An entry whose key is right but whose attributes are not.
@@ -83,6 +86,8 @@ pub struct Drift {
     pub relations: Vec<RelationDrift>,
     /// Sub-issues and child edges out of step (see `ops::tree`).
     pub tree: Vec<TreeDrift>,
+    /// Comments of deleted issues, or miscounted (see `ops::comments`).
+    pub comments: Vec<CommentDrift>,
 }
 
 impl Drift {
@@ -93,6 +98,7 @@ impl Drift {
             && self.parked.is_empty()
             && self.relations.is_empty()
             && self.tree.is_empty()
+            && self.comments.is_empty()
     }
 
     /// Every drifted entry (a stale one as it is in the index).
@@ -146,6 +152,7 @@ pub async fn snapshot(
     for item in records {
         snap.relations.absorb(&item);
         snap.edges.absorb(&item);
+        snap.comments.absorb(&item);
         let kind = item.get("entity").and_then(|v| v.as_s().ok()).cloned();
         let pk = item
             .get(keys::PK)
@@ -245,6 +252,7 @@ pub fn compare(snap: &Snapshot) -> Drift {
         parked: snap.parked.clone(),
         relations: crate::ops::relations::check(&snap.relations, &|r| snap.issues.contains_key(r)),
         tree: crate::ops::tree::check(&snap.edges, &snap.issues),
+        comments: crate::ops::comments::check(&snap.comments),
         ..Drift::default()
     };
     // A thin entry of an issue whose watermark predates summaries is that layout's, not stale.

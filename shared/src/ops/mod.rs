@@ -1,7 +1,9 @@
 //! Operations on a running stack, safe while traffic flows: drift found and repaired
 //! ([`drift`]), a project's columns resharded ([`reshard`]), the tenant directories checked
-//! and repaired ([`directory`]).
+//! and repaired ([`directory`]); relations, the issue tree and comments checked against their
+//! issues ([`relations`], [`tree`], [`comments`]).
 
+pub mod comments;
 pub mod directory;
 pub mod drift;
 pub mod relations;

@@ -18,7 +18,7 @@ use std::collections::HashMap;
 use aws_sdk_dynamodb::Client;
 use aws_sdk_dynamodb::error::SdkError;
 use aws_sdk_dynamodb::operation::transact_write_items::TransactWriteItemsError;
-use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem};
+use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, WriteRequest};
 
 use crate::cursor::Position;
 use crate::keys;
@@ -91,6 +91,11 @@ where
         }),
     }
 }
+
+/// BatchWriteItem takes at most 25 requests.
+const WRITE_CHUNK: usize = 25;
+/// Rounds of retrying unprocessed items (throttling) before giving up on a batch.
+const MAX_ROUNDS: u32 = 8;
 
 /// How a transaction ended, when it did not fail outright.
 #[derive(Debug, PartialEq, Eq)]
@@ -257,6 +262,47 @@ impl Store {
             .await
             .map_err(sdk("PutItem"))?;
         Ok(())
+    }
+
+    /// Sends write requests to `table`, 25 a BatchWriteItem; returns how many there were.
+    pub(crate) async fn batch_write_all(
+        &self,
+        table: &str,
+        requests: Vec<WriteRequest>,
+    ) -> Result<usize, StoreError> {
+        for chunk in requests.chunks(WRITE_CHUNK) {
+            self.batch_write(table, chunk.to_vec()).await?;
+        }
+        Ok(requests.len())
+    }
+
+    /// One BatchWriteItem of at most 25 requests on `table`, its unprocessed items
+    /// (throttling) retried with jittered exponential backoff.
+    pub(crate) async fn batch_write(
+        &self,
+        table: &str,
+        mut pending: Vec<WriteRequest>,
+    ) -> Result<(), StoreError> {
+        for round in 0..MAX_ROUNDS {
+            if round > 0 {
+                Backoff::Throttled.sleep(round).await;
+            }
+            let out = self
+                .client
+                .batch_write_item()
+                .request_items(table, pending)
+                .send()
+                .await
+                .map_err(sdk("BatchWriteItem"))?;
+            pending = out
+                .unprocessed_items
+                .and_then(|mut m| m.remove(table))
+                .unwrap_or_default();
+            if pending.is_empty() {
+                return Ok(());
+            }
+        }
+        Err(StoreError::Contention(MAX_ROUNDS))
     }
 
     /// A Put of a records-table item for a transaction, with its condition if any.

@@ -14,13 +14,7 @@ use crate::store::IndexTable;
 use crate::store::index::watermark_item::{self, attr, head_item};
 use crate::store::query::Query;
 use crate::store::records::items::{key, string};
-use crate::store::retry::Backoff;
-use crate::store::{Item, Page, StoreError, build_err, condition_held, sdk};
-
-/// BatchWriteItem takes at most 25 requests.
-const WRITE_CHUNK: usize = 25;
-/// Rounds of retrying unprocessed items (throttling) before giving up on a batch.
-const MAX_ROUNDS: u32 = 8;
+use crate::store::{Item, Page, StoreError, build_err, condition_held};
 
 /// A participation copy as an inbox reads it.
 #[derive(Debug, Clone)]
@@ -548,38 +542,15 @@ impl IndexTable<'_> {
         self.batch_write_all(requests).await
     }
 
-    /// Sends write requests 25 a BatchWriteItem; returns how many there were.
+    /// Sends write requests to the index table, 25 a BatchWriteItem; returns how many.
     async fn batch_write_all(&self, requests: Vec<WriteRequest>) -> Result<usize, StoreError> {
-        for chunk in requests.chunks(WRITE_CHUNK) {
-            self.batch_write(chunk.to_vec()).await?;
-        }
-        Ok(requests.len())
+        self.store
+            .batch_write_all(&self.store.index, requests)
+            .await
     }
 
-    /// One BatchWriteItem of at most 25 requests on the index table, its unprocessed items
-    /// (throttling) retried with jittered exponential backoff.
-    async fn batch_write(&self, mut pending: Vec<WriteRequest>) -> Result<(), StoreError> {
-        for round in 0..MAX_ROUNDS {
-            if round > 0 {
-                Backoff::Throttled.sleep(round).await;
-            }
-            let out = self
-                .store
-                .client
-                .batch_write_item()
-                .request_items(&self.store.index, pending)
-                .send()
-                .await
-                .map_err(sdk("BatchWriteItem"))?;
-            pending = out
-                .unprocessed_items
-                .and_then(|mut m| m.remove(&self.store.index))
-                .unwrap_or_default();
-            if pending.is_empty() {
-                return Ok(());
-            }
-        }
-        Err(StoreError::Contention(MAX_ROUNDS))
+    async fn batch_write(&self, pending: Vec<WriteRequest>) -> Result<(), StoreError> {
+        self.store.batch_write(&self.store.index, pending).await
     }
 
     /// One page of a column partition: the issue ids in order with their entries' sort keys

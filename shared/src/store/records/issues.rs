@@ -25,6 +25,8 @@ pub struct IssueWithGraph {
     pub issue: Issue,
     pub relations: Vec<Relation>,
     pub had_children: bool,
+    /// Its comments, counted on its item by each comment's transaction.
+    pub comment_count: u64,
 }
 
 /// The issue (and its relations) among the items of its partition.
@@ -42,10 +44,15 @@ fn issue_of_items(items: Vec<Item>) -> Result<Option<IssueWithGraph>, StoreError
     summary
         .map(|s| {
             let had_children = s.contains_key(attr::HAS_CHILDREN);
+            let comment_count = s
+                .get(attr::COMMENT_COUNT)
+                .and_then(|n| n.as_n().ok()?.parse().ok())
+                .unwrap_or(0);
             Ok(IssueWithGraph {
                 issue: issue_from(s, description.as_ref())?,
                 relations,
                 had_children,
+                comment_count,
             })
         })
         .transpose()
@@ -313,7 +320,8 @@ impl Records<'_> {
     }
 
     /// An issue with its description and its relations: one strongly consistent Query of its
-    /// whole partition (at most 100 edges of ~80 bytes after the two items).
+    /// partition up to its last relation edge (at most 100 edges of ~80 bytes after the two
+    /// items; its comments sort after them and are not read).
     #[tracing::instrument(skip_all, fields(op = "get_issue_with_relations"))]
     pub async fn get_issue_with_relations(
         &self,
@@ -324,6 +332,7 @@ impl Records<'_> {
             &self.store.records,
             keys::records::issue_pk(tenant, issue_id),
         )
+        .sk_between(keys::records::ISSUE_SK, keys::records::RELATION_SK_END)
         .consistent(true);
         issue_of_items(self.store.query_all(query).await?)
     }

@@ -1,5 +1,6 @@
 //! The records table: projects and their fields, issues, people and teams, and their items.
 
+pub mod comments;
 pub mod directory;
 pub mod idempotency;
 pub(crate) mod issues;
