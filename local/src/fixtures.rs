@@ -10,6 +10,7 @@ use gridline::domain::ids::{CommentId, FieldId, IssueId, ProjectId, TeamId, Tena
 use gridline::domain::relation::RelationKind;
 use gridline::domain::values::{FieldDef, FieldType, StoredValue};
 use gridline::domain::{IssueState, NewIssue, Participant, ParticipantKind, Project, Role};
+use gridline::store::records::comments::Posted;
 use gridline::store::records::relations::RelateOutcome;
 use gridline::store::{Store, Team};
 
@@ -106,6 +107,9 @@ pub async fn seed(store: &Store) -> Result<()> {
         .records()
         .create_comment(&tenant, comment, &sub, body)
         .await?;
-    anyhow::ensure!(created.is_some(), "the fixture comment was not created");
+    anyhow::ensure!(
+        matches!(created, Posted::Done(_)),
+        "the fixture comment was not created: {created:?}"
+    );
     Ok(())
 }

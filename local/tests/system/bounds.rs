@@ -608,6 +608,11 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
         .expect("the item fits");
     let refused = rewrite_with(&api, id, &fields[93], "a").await.unwrap_err();
     assert!(refused.contains("size"), "{refused}");
+    // A comment on it, whose count would not fit on it: 413, and no comment.
+    let comments = format!("/issues/{id}/comments");
+    let r = api.post(&comments, json!({"body": "x"})).await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
+    assert_eq!(api.get(&comments).await.body["items"], json!([]));
 
     // A patch past the limit is 413 too, and so is a participant that would not fit.
     let r = api

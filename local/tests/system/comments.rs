@@ -284,18 +284,35 @@ async fn a_deleted_issues_comments_are_gone_from_every_route() {
     for i in 0..3 {
         ids.push(post(&api, id, &format!("c{i}")).await["id"].clone());
     }
+    let first = api.get(&format!("{}?limit=1", comments(id))).await;
+    let cursor = first.body["next_cursor"].as_str().unwrap().to_string();
     api.sync().await;
     assert_eq!(
         api.delete(&format!("/issues/{id}")).await.status,
         StatusCode::NO_CONTENT
     );
-    // At once for a comment's own routes and a new post.
+    // At once: the list (first pages and later ones), a comment's own routes (404 for anyone,
+    // not 403), a new post.
+    for order in ["asc", "desc"] {
+        let r = api.get(&format!("{}?order={order}", comments(id))).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{order}: {}", r.text);
+    }
+    let r = api
+        .get(&format!("{}?limit=1&cursor={cursor}", comments(id)))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
     let path = format!("/comments/{}", ids[0].as_str().unwrap());
     let r = api.patch(&path, json!({"body": "late"})).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    let r = api
+        .call(BOB, Method::PATCH, &path, Some(json!({"body": "his"})))
+        .await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
+    let r = api.call(BOB, Method::DELETE, &path, None).await;
+    assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
     let r = api.post(&comments(id), json!({"body": "late"})).await;
     assert_eq!(r.status, StatusCode::NOT_FOUND, "{}", r.text);
-    // Within seconds for the list: the indexer deletes them.
+    // Within seconds the indexer deletes them, the marks last.
     api.sync().await;
     assert_eq!(api.get(&comments(id)).await.status, StatusCode::NOT_FOUND);
     assert_eq!(api.delete(&path).await.status, StatusCode::NOT_FOUND);
@@ -340,4 +357,59 @@ async fn a_repeated_post_with_its_idempotency_key_comments_once() {
     );
     assert_eq!(bodies(&api.get(&comments(id)).await.body), ["once"]);
     assert_eq!(issue_with_count(&api, id).await, (1, 1));
+}
+
+/// Posts `n` comments on a new issue of `p`; its id.
+async fn issue_with_comments(api: &TestApi, p: &str, n: usize) -> String {
+    let issue = api.issue(p, json!({"title": "busy"})).await;
+    let id = issue["id"].as_str().unwrap().to_string();
+    for i in 0..n {
+        post(api, &id, &format!("c{i}")).await;
+    }
+    id
+}
+
+fn left_of(snapshot: Vec<String>, id: &str) -> usize {
+    snapshot.into_iter().filter(|i| i.contains(id)).count()
+}
+
+#[tokio::test]
+async fn a_clean_up_past_its_budget_goes_on_over_the_streams_retries_or_a_replay() {
+    let (api, p) = TestApi::with_project("p").await;
+    // 250 comments, at most a page (100) deleted per attempt: three attempts of one record.
+    let id = issue_with_comments(&api, &p, 250).await;
+    api.sync().await;
+    assert_eq!(
+        api.delete(&format!("/issues/{id}")).await.status,
+        StatusCode::NO_CONTENT
+    );
+    // Gone at once, from the first page in either order.
+    for order in ["asc", "desc"] {
+        let r = api.get(&format!("{}?order={order}", comments(&id))).await;
+        assert_eq!(r.status, StatusCode::NOT_FOUND, "{order}: {}", r.text);
+    }
+    let indexer = api.stack.indexer().with_purge_budget(1);
+    let mut poller = api.stack.poller(indexer).await;
+    poller.max_retries = 5;
+    while poller.poll_once().await.unwrap() > 0 {}
+    assert!(poller.dead_letters.is_empty());
+    assert_eq!(left_of(api.records_snapshot().await, &id), 0);
+
+    // With too few retries the record goes to the on-failure queue; the replay (one issue
+    // re-indexed, as `gridctl replay` does) deletes the rest at once.
+    let id = issue_with_comments(&api, &p, 250).await;
+    while poller.poll_once().await.unwrap() > 0 {}
+    api.delete(&format!("/issues/{id}")).await;
+    poller.max_retries = 1;
+    while poller.poll_once().await.unwrap() > 0 {}
+    assert_eq!(poller.dead_letters.len(), 1);
+    assert!(left_of(api.records_snapshot().await, &id) > 0);
+    let issue = gridline::domain::ids::IssueId::parse(&id).unwrap();
+    api.stack
+        .indexer()
+        .reindex_issue(&crate::support::acme(), &issue)
+        .await
+        .unwrap();
+    assert_eq!(left_of(api.records_snapshot().await, &id), 0);
+    assert_eq!(api.get(&comments(&id)).await.status, StatusCode::NOT_FOUND);
 }

@@ -171,9 +171,10 @@ id_type!(
 );
 
 impl CommentId {
-    /// A fresh id for a new comment on `issue`.
-    pub fn new(issue: &IssueId) -> Self {
-        Self(format!("{issue}{}", new_id()))
+    /// A fresh id for a new comment on `issue` made at `at` (its ULID's time is the
+    /// comment's `created_at`, so the order by id is the order by creation time).
+    pub fn new(issue: &IssueId, at: std::time::SystemTime) -> Self {
+        Self(format!("{issue}{}", Ulid::from_datetime(at)))
     }
 
     /// The issue the comment is on.

@@ -18,7 +18,7 @@ use super::{AppState, now};
 use crate::auth::Caller;
 use crate::domain::ids::{CommentId, IssueId, UserId};
 use crate::domain::{FieldError, ParticipantKind, ValidationError, text};
-use crate::store::records::comments::{Comment, CommentChange};
+use crate::store::records::comments::{Comment, CommentChange, Posted};
 use crate::store::records::directory::Names;
 
 /// The longest comment body, in characters.
@@ -116,22 +116,35 @@ pub async fn create(
     JsonBody(body): JsonBody<CommentBody>,
 ) -> ApiResult<Response> {
     let text = body.validate()?;
+    // The id's time and `created_at` are one instant: the order by id is the order by time.
+    let at = std::time::SystemTime::now();
+    let now = crate::domain::values::format_timestamp(time::OffsetDateTime::from(at));
     let comment = app
         .store
         .records()
         .create_comment(
             &caller.tenant,
-            CommentId::new(&issue_id),
+            CommentId::new(&issue_id, at),
             &caller.user,
-            (text, &now()),
+            (text, &now),
         )
-        .await?
-        .ok_or(ApiError::NotFound("issue"))?;
+        .await?;
+    let comment = match comment {
+        Posted::Done(c) => c,
+        Posted::NotFound => return Err(ApiError::NotFound("issue")),
+        Posted::IssueTooLarge => {
+            return Err(ApiError::PayloadTooLarge(
+                "the issue is at DynamoDB's item size limit: its comment count cannot grow".into(),
+            ));
+        }
+    };
     comment_response(&app, &caller, StatusCode::CREATED, comment).await
 }
 
 /// `GET /issues/{issue_id}/comments?order=asc|desc&limit=&cursor=`: oldest first by default.
-/// A first page with no comment reads the issue to tell `404` from none.
+/// A first page with no comment reads the issue to tell `404` from none; a page that meets a
+/// deleted issue's mark is `404`, and a later page (which may not reach one) reads the issue
+/// at once with its Query.
 pub async fn list(
     State(app): State<AppState>,
     caller: Caller,
@@ -157,20 +170,20 @@ pub async fn list(
     let cursor = paging.bind(format!("issue_id={issue_id}&order={order}"));
     let start = cursor.start()?;
     let records = app.store.records();
-    let page = records
-        .comments_page(
-            &caller.tenant,
-            &issue_id,
-            (forward, paging.limit),
-            start.as_ref(),
-        )
-        .await?;
-    if start.is_none()
+    let tenant = &caller.tenant;
+    let read = records.comments_page(tenant, &issue_id, (forward, paging.limit), start.as_ref());
+    let (page, issue) = if start.is_some() {
+        let (page, issue) = futures::try_join!(read, records.get_issue_item(tenant, &issue_id))?;
+        (page, Some(issue.is_some()))
+    } else {
+        (read.await?, None)
+    };
+    let page = page
+        .filter(|_| issue != Some(false))
+        .ok_or(ApiError::NotFound("issue"))?;
+    if issue.is_none()
         && page.items.is_empty()
-        && records
-            .get_issue_item(&caller.tenant, &issue_id)
-            .await?
-            .is_none()
+        && records.get_issue_item(tenant, &issue_id).await?.is_none()
     {
         return Err(ApiError::NotFound("issue"));
     }

@@ -12,9 +12,10 @@ use crate::model::watermark::{Basis, Buckets, CommitAt, Pending, Replaces, Water
 use super::defs::Defs;
 use super::{DELETED, IndexError, Indexer, Metrics, Unit};
 
-/// How many of a deleted issue's comments one attempt deletes (a second or two of
-/// BatchWriteItems), so a record never holds its batch past the function's timeout.
-pub(crate) const PURGE_PER_RECORD: usize = 2_000;
+/// About how many bytes of a deleted issue's comments one attempt of its record deletes: a few
+/// seconds of writes even at one partition's 1,000 WCU a second, so a record never holds its
+/// batch near the function's timeout (4,000 comments of 1 KB an attempt).
+pub const PURGE_BYTES_PER_ATTEMPT: usize = 4 << 20;
 
 /// What the index should look like for an issue, and at which version.
 #[derive(Clone, Copy)]
@@ -113,7 +114,9 @@ impl Indexer {
                 self.apply(tenant, issue_id, &target, Replaces::Older, defs, metrics)
                     .await?;
                 if last.is_none() {
-                    self.clean_up_deleted(tenant, issue_id, metrics).await?;
+                    let budget = Some(self.purge_budget);
+                    self.clean_up_deleted(tenant, issue_id, budget, metrics)
+                        .await?;
                 }
                 Ok(())
             }
@@ -149,13 +152,15 @@ impl Indexer {
     }
 
     /// After an issue was deleted: its relations leave the other issues, its children are
-    /// detached (each a system change on the other issue) and its comments are deleted, at
-    /// most [`PURGE_PER_RECORD`] per attempt (more is an error the stream retries, each retry
-    /// going on from what is left). Idempotent: a replay finds nothing left to do.
+    /// detached (each a system change on the other issue) and its comments are deleted, about
+    /// `budget` bytes of them per attempt (more left is an error the stream retries, each
+    /// retry going on from what is left; `None`, as replays and repairs run: all).
+    /// Idempotent: a replay finds nothing left to do.
     pub(super) async fn clean_up_deleted(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
+        budget: Option<usize>,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
         let now = crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
@@ -166,9 +171,7 @@ impl Indexer {
         metrics.writes += records
             .detach_children_of_deleted(tenant, issue_id, &now)
             .await?;
-        let (purged, done) = records
-            .purge_comments(tenant, issue_id, PURGE_PER_RECORD)
-            .await?;
+        let (purged, done) = records.purge_comments(tenant, issue_id, budget).await?;
         metrics.writes += purged;
         if !done {
             return Err(IndexError::Unfinished(issue_id.to_string()));

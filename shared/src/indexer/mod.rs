@@ -59,6 +59,8 @@ pub struct Indexer {
     /// Entries carry the issues' summaries where they fit (always, but in the bench's
     /// measure of what they cost).
     summaries: bool,
+    /// Bytes of a deleted issue's comments one attempt of its record deletes.
+    purge_budget: usize,
 }
 
 impl Indexer {
@@ -68,7 +70,15 @@ impl Indexer {
             concurrency: DEFAULT_CONCURRENCY,
             jobs: None,
             summaries: true,
+            purge_budget: apply::PURGE_BYTES_PER_ATTEMPT,
         }
+    }
+
+    /// Another budget for a deleted issue's comments per attempt (tests reach its bound with
+    /// a few comments).
+    pub fn with_purge_budget(mut self, bytes: usize) -> Self {
+        self.purge_budget = bytes;
+        self
     }
 
     /// Every entry thin, as before entries carried summaries: what `gridline-bench` measures

@@ -57,7 +57,8 @@ impl Indexer {
         .await?;
         if issue.is_none() {
             // As the stream's unit does.
-            self.clean_up_deleted(tenant, issue_id, &mut metrics)
+            // All of it: an operator's replay finishes what the stream's attempts left.
+            self.clean_up_deleted(tenant, issue_id, None, &mut metrics)
                 .await?;
         }
         // Whatever parked it is behind it now.

@@ -21,6 +21,12 @@ pub const RELATION_SK_PREFIX: &str = "R#";
 /// after `#`, `D` and `R`), so a read of the issue and its relations stops before them.
 pub const COMMENT_SK_PREFIX: &str = "~C#";
 
+/// Sort keys of the two marks a deleted issue's delete leaves among its comments (when it has
+/// any): the first and the last of the range (a ULID holds only `0-9A-Z`), so the first page
+/// of its comments in either order, and the last, meets one and answers `404` while the
+/// indexer deletes them; the marks go last.
+pub const COMMENTS_GONE_SKS: [&str; 2] = [COMMENT_SK_PREFIX, "~C#~"];
+
 /// The last sort key an issue's relation edges can have (ids never hold `~`).
 pub const RELATION_SK_END: &str = "R#~";
 
@@ -70,6 +76,8 @@ pub mod entity {
     pub const CHILD: &str = "child";
     pub const TREE: &str = "tree";
     pub const COMMENT: &str = "comment";
+    /// A deleted issue's mark among its comments (see `COMMENTS_GONE_SKS`).
+    pub const COMMENTS_GONE: &str = "comments_gone";
 }
 
 /// Sort key of a remembered answer to a `POST` with an `Idempotency-Key`.

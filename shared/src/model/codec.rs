@@ -64,6 +64,9 @@ pub mod attr {
     /// On an issue: how many comments it has, moved by the transaction that puts or deletes
     /// one (absent: none).
     pub const COMMENT_COUNT: &str = "comment_count";
+    /// On an issue: moved by every comment post and delete (never down), so a repair of the
+    /// count can condition on nothing having changed since it counted.
+    pub const COMMENT_REV: &str = "comment_rev";
     /// On a relation edge: its kind as the partition's issue sees it.
     pub const KIND: &str = "kind";
     /// On a field definition: whether its column of the index is complete.

@@ -23,7 +23,8 @@ type IssueRef = (TenantId, IssueId);
 /// The comments and counts a scan of the records table saw.
 #[derive(Debug, Default)]
 pub struct CommentScan {
-    /// Each issue partition's number of comment items.
+    /// Each issue partition's number of comment items (an entry of 0: only a deleted
+    /// issue's marks).
     pub comments: BTreeMap<IssueRef, u64>,
     /// Each issue's stored count (absent: 0).
     pub counts: BTreeMap<IssueRef, u64>,
@@ -36,8 +37,13 @@ impl CommentScan {
             return;
         };
         let kind = item.get(attr::ENTITY).and_then(|v| v.as_s().ok());
+        let in_range =
+            sk_of(item).is_some_and(|sk| sk.starts_with(keys::records::COMMENT_SK_PREFIX));
         if kind.map(String::as_str) == Some(entity::COMMENT) {
             *self.comments.entry(at).or_default() += 1;
+        } else if in_range {
+            // A deleted issue's mark: left over only with its comments' clean-up.
+            self.comments.entry(at).or_default();
         } else if sk_of(item) == Some(keys::records::ISSUE_SK) {
             let count = item
                 .get(attr::COMMENT_COUNT)
@@ -90,8 +96,8 @@ pub fn check(scan: &CommentScan) -> Vec<CommentDrift> {
 
 /// Mends what [`check`] found: a deleted issue's comments deleted (as the indexer does it,
 /// only when the issue is still gone), a count set from a fresh count (conditioned on the
-/// count read before it, so a post or delete meanwhile is never undone). Returns how many
-/// problems it acted on.
+/// comment revision read before it, which every post and delete moves, so one meanwhile is
+/// never undone). Returns how many problems it acted on.
 pub async fn repair(store: &Store, found: &[CommentDrift]) -> Result<usize, StoreError> {
     let records = store.records();
     for d in found {
@@ -99,20 +105,17 @@ pub async fn repair(store: &Store, found: &[CommentDrift]) -> Result<usize, Stor
         match d.problem {
             CommentProblem::Orphaned { .. } => {
                 if records.get_issue_item(tenant, issue).await?.is_none() {
-                    let mut done = false;
-                    while !done {
-                        (_, done) = records.purge_comments(tenant, issue, usize::MAX).await?;
-                    }
+                    records.purge_comments(tenant, issue, None).await?;
                 }
             }
             CommentProblem::Count { .. } => {
-                let Some(stored) = records.stored_comment_count(tenant, issue).await? else {
+                let Some((stored, rev)) = records.stored_comment_count(tenant, issue).await? else {
                     continue;
                 };
                 let counted = records.count_comments(tenant, issue).await?;
                 if counted != stored {
                     records
-                        .set_comment_count(tenant, issue, (stored, counted))
+                        .set_comment_count(tenant, issue, (rev, counted))
                         .await?;
                 }
             }

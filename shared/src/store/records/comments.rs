@@ -5,8 +5,14 @@
 //!
 //! The issue item keeps `comment_count`, moved in the same transaction as each comment's put
 //! or delete, so it is exact at once under concurrent posts and deletes; comment writes never
-//! touch the issue's `version` (an `If-Match` never fails because of one). The stream's filter
-//! passes none of these items, so they cost the indexer nothing.
+//! touch the issue's `version` (an `If-Match` never fails because of one). The comments never
+//! reach the indexer (the stream's filter passes none of them); the issue item's change does,
+//! and the indexer skips it (its version did not move) after reading its watermark head.
+//!
+//! An issue's delete leaves two marks at the ends of its comments when it has any
+//! ([`keys::records::COMMENTS_GONE_SKS`]), in the delete's transaction: a page that meets one
+//! is `404`, so the comments are gone from every route at once, while the indexer deletes
+//! them (the marks last).
 
 use aws_sdk_dynamodb::types::{
     AttributeValue, ConditionCheck, Delete, DeleteRequest, TransactWriteItem, Update, WriteRequest,
@@ -59,6 +65,16 @@ impl CommentItem {
     }
 }
 
+/// How a post ended.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Posted {
+    Done(Comment),
+    /// No such issue.
+    NotFound,
+    /// The issue's item is at DynamoDB's size limit: its count cannot grow.
+    IssueTooLarge,
+}
+
 /// How a change of a comment ended.
 #[derive(Debug, PartialEq, Eq)]
 pub enum CommentChange<T> {
@@ -76,9 +92,14 @@ fn comment_key(tenant: &TenantId, id: &CommentId) -> crate::store::Item {
     )
 }
 
+/// Whether a comment-range item is a deleted issue's mark.
+fn is_gone_mark(item: &crate::store::Item) -> bool {
+    super::items::sk_of(item).is_some_and(|sk| keys::records::COMMENTS_GONE_SKS.contains(&sk))
+}
+
 impl Records<'_> {
     /// Puts a new comment (`id` names its issue) and counts it on its issue, in one
-    /// transaction conditioned on the issue existing; `None` when it does not.
+    /// transaction conditioned on the issue existing.
     #[tracing::instrument(skip_all, fields(op = "create_comment"))]
     pub async fn create_comment(
         &self,
@@ -86,7 +107,7 @@ impl Records<'_> {
         id: CommentId,
         author: &UserId,
         (body, now): (&str, &str),
-    ) -> Result<Option<Comment>, StoreError> {
+    ) -> Result<Posted, StoreError> {
         let issue_id = &id.issue();
         let item = CommentItem {
             pk: keys::records::issue_pk(tenant, issue_id),
@@ -106,13 +127,16 @@ impl Records<'_> {
             TransactWriteItem::builder().put(put).build(),
             self.count_comment(tenant, issue_id, 1)?,
         ];
-        Ok(match self.store.transact(items).await? {
-            Tx::Committed => Some(item.comment()),
-            Tx::ConditionFailed => None,
+        Ok(match self.store.transact(items).await {
+            Ok(Tx::Committed) => Posted::Done(item.comment()),
+            Ok(Tx::ConditionFailed) => Posted::NotFound,
+            Err(e) if super::issues::item_too_large(&e) => Posted::IssueTooLarge,
+            Err(e) => return Err(e),
         })
     }
 
-    /// The issue item's comment count moved by `by`, on the condition that the issue exists.
+    /// The issue item's comment count moved by `by` (and its comment revision by one), on the
+    /// condition that the issue exists.
     fn count_comment(
         &self,
         tenant: &TenantId,
@@ -122,10 +146,12 @@ impl Records<'_> {
         let update = Update::builder()
             .table_name(&self.store.records)
             .set_key(Some(issue_key(tenant, issue_id)))
-            .update_expression("ADD #c :by")
+            .update_expression("ADD #c :by, #r :one")
             .condition_expression("attribute_exists(PK)")
             .expression_attribute_names("#c", attr::COMMENT_COUNT)
+            .expression_attribute_names("#r", attr::COMMENT_REV)
             .expression_attribute_values(":by", AttributeValue::N(by.to_string()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
             .build()
             .map_err(build_err)?;
         Ok(TransactWriteItem::builder().update(update).build())
@@ -133,7 +159,7 @@ impl Records<'_> {
 
     /// One page of an issue's comments in time order (`forward`: oldest first), each with the
     /// position that resumes after it: one strongly consistent Query, so a comment just
-    /// posted is listed at once.
+    /// posted is listed at once. `None` when the page meets a deleted issue's mark.
     #[tracing::instrument(skip_all, fields(op = "comments_page"))]
     pub async fn comments_page(
         &self,
@@ -141,7 +167,7 @@ impl Records<'_> {
         issue_id: &IssueId,
         (forward, limit): (bool, i32),
         start: Option<&Position>,
-    ) -> Result<Page<(Comment, Position)>, StoreError> {
+    ) -> Result<Option<Page<(Comment, Position)>>, StoreError> {
         let query = Query::partition(
             &self.store.records,
             keys::records::issue_pk(tenant, issue_id),
@@ -151,7 +177,25 @@ impl Records<'_> {
         .limit(Some(limit))
         .consistent(true)
         .after(start);
-        self.store.query_keyed(query, CommentItem::comment).await
+        let page = self.store.query_page(query).await?;
+        if page.items.iter().any(is_gone_mark) {
+            return Ok(None);
+        }
+        let items = page
+            .items
+            .into_iter()
+            .map(|item| {
+                let after = key_position(&item)?;
+                Ok((
+                    serde_dynamo::from_item::<_, CommentItem>(item)?.comment(),
+                    after,
+                ))
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(Some(Page {
+            items,
+            next: page.next,
+        }))
     }
 
     /// A comment, strongly consistent.
@@ -171,9 +215,36 @@ impl Records<'_> {
         })
     }
 
-    /// Replaces a comment's body, by its author only: a read (to tell `403` from `404` and to
-    /// answer the whole comment), then one transaction conditioned on the author and on the
-    /// issue still existing (a deleted issue's comments are gone at once for edits).
+    /// A comment and whether its issue still exists, in one strongly consistent read: a
+    /// deleted issue's comment is not found, whoever asks (`404`, never `403`).
+    async fn comment_on_live_issue(
+        &self,
+        tenant: &TenantId,
+        id: &CommentId,
+    ) -> Result<Option<Comment>, StoreError> {
+        let keys = vec![comment_key(tenant, id), issue_key(tenant, &id.issue())];
+        let items = self
+            .store
+            .batch_get(&self.store.records, keys, true)
+            .await?;
+        let issue_sk = Some(keys::records::ISSUE_SK);
+        if !items.iter().any(|i| super::items::sk_of(i) == issue_sk) {
+            return Ok(None);
+        }
+        match items
+            .into_iter()
+            .find(|i| super::items::sk_of(i) != issue_sk)
+        {
+            Some(item) => Ok(Some(
+                serde_dynamo::from_item::<_, CommentItem>(item)?.comment(),
+            )),
+            None => Ok(None),
+        }
+    }
+
+    /// Replaces a comment's body, by its author only: a read of the comment and its issue (to
+    /// tell `403` from `404` and to answer the whole comment), then one transaction
+    /// conditioned on the author and on the issue still existing.
     #[tracing::instrument(skip_all, fields(op = "edit_comment"))]
     pub async fn edit_comment(
         &self,
@@ -182,7 +253,7 @@ impl Records<'_> {
         author: &UserId,
         (body, now): (&str, &str),
     ) -> Result<CommentChange<Comment>, StoreError> {
-        let Some(comment) = self.get_comment(tenant, id).await? else {
+        let Some(comment) = self.comment_on_live_issue(tenant, id).await? else {
             return Ok(CommentChange::NotFound);
         };
         if &comment.author != author {
@@ -218,7 +289,7 @@ impl Records<'_> {
 
     /// Deletes a comment, by its author only, and uncounts it on its issue, in one
     /// transaction conditioned on the author and the issue; a failed condition costs one read
-    /// to tell `403` from `404`.
+    /// (of the comment and its issue) to tell `403` from `404`.
     #[tracing::instrument(skip_all, fields(op = "delete_comment"))]
     pub async fn delete_comment(
         &self,
@@ -241,7 +312,7 @@ impl Records<'_> {
         if self.store.transact(items).await? == Tx::Committed {
             return Ok(CommentChange::Done(()));
         }
-        Ok(match self.get_comment(tenant, id).await? {
+        Ok(match self.comment_on_live_issue(tenant, id).await? {
             Some(c) if &c.author != author => CommentChange::NotAuthor,
             // Gone, or its issue is (its comments go with it).
             _ => CommentChange::NotFound,
@@ -262,67 +333,111 @@ impl Records<'_> {
         Ok(TransactWriteItem::builder().condition_check(check).build())
     }
 
-    /// Deletes the comments of a deleted issue, up to `max` of them (a page of keys at a time,
-    /// 25 a BatchWriteItem); `true` when none is left. Idempotent: a replay finds fewer or
-    /// none. Only for an issue that is gone (its comments can no longer be posted).
+    /// Deletes the comments of a deleted issue, a page at a time (25 a BatchWriteItem), until
+    /// about `budget` bytes of them are deleted (`None`: all); the marks its delete left go
+    /// last, when nothing else is left. `(items deleted, true when none is left)`. Idempotent:
+    /// a replay finds fewer or none. Only for an issue that is gone (no comment can be posted
+    /// on it any more).
     #[tracing::instrument(skip_all, fields(op = "purge_comments"))]
     pub async fn purge_comments(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
-        max: usize,
+        budget: Option<usize>,
     ) -> Result<(usize, bool), StoreError> {
         const PAGE: i32 = 100;
-        let mut deleted = 0;
-        while deleted < max {
-            let query = Query::partition(
-                &self.store.records,
-                keys::records::issue_pk(tenant, issue_id),
-            )
-            .sk_begins_with(keys::records::COMMENT_SK_PREFIX)
-            .limit(Some(PAGE));
-            let page = self.store.query_page(query).await?;
-            let mut requests = Vec::with_capacity(page.items.len());
-            for item in &page.items {
-                let keys_only = [keys::PK, keys::SK]
-                    .iter()
-                    .filter_map(|k| Some((k.to_string(), item.get(*k)?.clone())))
-                    .collect();
-                let delete = DeleteRequest::builder()
-                    .set_key(Some(keys_only))
-                    .build()
-                    .map_err(build_err)?;
-                requests.push(WriteRequest::builder().delete_request(delete).build());
+        let pk = keys::records::issue_pk(tenant, issue_id);
+        let (mut deleted, mut bytes) = (0, 0);
+        let mut start = None;
+        loop {
+            if budget.is_some_and(|b| bytes >= b) {
+                return Ok((deleted, false));
             }
-            deleted += self
-                .store
-                .batch_write_all(&self.store.records, requests)
-                .await?;
-            if page.next.is_none() {
-                return Ok((deleted, true));
+            // Strongly consistent: a comment committed just before the issue's delete is seen.
+            let query = Query::partition(&self.store.records, pk.clone())
+                .sk_begins_with(keys::records::COMMENT_SK_PREFIX)
+                .limit(Some(PAGE))
+                .consistent(true)
+                .after(start.as_ref());
+            let page = self.store.query_page(query).await?;
+            let comments: Vec<&crate::store::Item> =
+                page.items.iter().filter(|i| !is_gone_mark(i)).collect();
+            bytes += comments
+                .iter()
+                .map(|i| crate::store::stored_size(i))
+                .sum::<usize>();
+            let keys = comments.iter().map(|i| key_only(i)).collect();
+            deleted += self.delete_records(keys).await?;
+            // The marks stay in the range, so a page that is all marks moves on past them.
+            start = page.next;
+            if start.is_none() {
+                break;
             }
         }
-        Ok((deleted, false))
+        let marks = keys::records::COMMENTS_GONE_SKS
+            .iter()
+            .map(|sk| key(pk.clone(), sk))
+            .collect();
+        self.delete_records(marks).await?;
+        Ok((deleted, true))
     }
+
+    /// Deletes records-table items by key, 25 a BatchWriteItem; how many.
+    async fn delete_records(&self, keys: Vec<crate::store::Item>) -> Result<usize, StoreError> {
+        let requests = keys
+            .into_iter()
+            .map(|k| {
+                let delete = DeleteRequest::builder()
+                    .set_key(Some(k))
+                    .build()
+                    .map_err(build_err)?;
+                Ok(WriteRequest::builder().delete_request(delete).build())
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        self.store
+            .batch_write_all(&self.store.records, requests)
+            .await
+    }
+}
+
+/// An item's key attributes.
+fn key_only(item: &crate::store::Item) -> crate::store::Item {
+    [keys::PK, keys::SK]
+        .iter()
+        .filter_map(|k| Some((k.to_string(), item.get(*k)?.clone())))
+        .collect()
+}
+
+/// The position that resumes right after `item` (its key).
+fn key_position(item: &crate::store::Item) -> Result<Position, StoreError> {
+    [keys::PK, keys::SK]
+        .iter()
+        .map(|&k| match item.get(k) {
+            Some(AttributeValue::S(s)) => Ok((k.to_string(), s.clone())),
+            _ => Err(StoreError::Corrupt(format!("an item without key {k}"))),
+        })
+        .collect()
 }
 
 /// What `gridctl repair` reads and writes to mend an issue's comment count.
 impl Records<'_> {
-    /// The issue's stored comment count (`None`: no such issue), strongly consistent.
+    /// The issue's stored comment count and comment revision (`None`: no such issue),
+    /// strongly consistent.
     pub async fn stored_comment_count(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
-    ) -> Result<Option<u64>, StoreError> {
+    ) -> Result<Option<(u64, u64)>, StoreError> {
         let item = self
             .store
             .get_item(&self.store.records, issue_key(tenant, issue_id))
             .await?;
-        Ok(item.map(|i| {
-            i.get(attr::COMMENT_COUNT)
+        let n = |i: &crate::store::Item, a: &str| -> u64 {
+            i.get(a)
                 .and_then(|n| n.as_n().ok()?.parse().ok())
                 .unwrap_or(0)
-        }))
+        };
+        Ok(item.map(|i| (n(&i, attr::COMMENT_COUNT), n(&i, attr::COMMENT_REV))))
     }
 
     /// How many comments the issue has, counted (strongly consistent, `Select: COUNT`).
@@ -362,20 +477,20 @@ impl Records<'_> {
         }
     }
 
-    /// Sets the issue's comment count to `count`, on the condition that it is still
-    /// `stored` (a post or delete since moved it, and kept it right itself); `false` when it
-    /// was not.
+    /// Sets the issue's comment count to `count`, on the condition that its comment revision
+    /// is still `rev` (read before counting: every post or delete since moved it, never back,
+    /// and kept the count right itself); `false` when it was not.
     pub async fn set_comment_count(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
-        (stored, count): (u64, u64),
+        (rev, count): (u64, u64),
     ) -> Result<bool, StoreError> {
-        // An absent count is 0: the condition accepts either.
-        let condition = if stored == 0 {
-            "attribute_exists(PK) AND (attribute_not_exists(#c) OR #c = :stored)"
+        // An absent revision is 0: the condition accepts either.
+        let condition = if rev == 0 {
+            "attribute_exists(PK) AND (attribute_not_exists(#r) OR #r = :rev)"
         } else {
-            "attribute_exists(PK) AND #c = :stored"
+            "attribute_exists(PK) AND #r = :rev"
         };
         let result = self
             .store
@@ -386,7 +501,8 @@ impl Records<'_> {
             .update_expression("SET #c = :count")
             .condition_expression(condition)
             .expression_attribute_names("#c", attr::COMMENT_COUNT)
-            .expression_attribute_values(":stored", AttributeValue::N(stored.to_string()))
+            .expression_attribute_names("#r", attr::COMMENT_REV)
+            .expression_attribute_values(":rev", AttributeValue::N(rev.to_string()))
             .expression_attribute_values(":count", AttributeValue::N(count.to_string()))
             .send()
             .await;

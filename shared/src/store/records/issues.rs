@@ -102,7 +102,7 @@ pub enum ParticipantOutcome {
 }
 
 /// Whether DynamoDB refused a write because the item would pass 400 KB.
-fn item_too_large(e: &StoreError) -> bool {
+pub(crate) fn item_too_large(e: &StoreError) -> bool {
     let StoreError::Dynamo { source, .. } = e else {
         return false;
     };
@@ -496,7 +496,10 @@ impl Records<'_> {
         })
     }
 
-    /// Deletes an issue and its description; `false` if there was no issue.
+    /// Deletes an issue and its description; `false` if there was no issue. An issue with
+    /// comments gets the marks that make them `404` at once
+    /// ([`keys::records::COMMENTS_GONE_SKS`]); one without is deleted on the condition that
+    /// it still has none (a comment posted meanwhile: read again).
     #[tracing::instrument(skip_all, fields(op = "delete_issue"))]
     pub async fn delete_issue(
         &self,
@@ -505,21 +508,38 @@ impl Records<'_> {
     ) -> Result<bool, StoreError> {
         for _ in 0..TREE_ATTEMPTS {
             // Its parent, whose edge to it goes in the same transaction.
-            let Some(issue) = self.get_issue_item(tenant, issue_id).await? else {
+            let Some(item) = self
+                .store
+                .get_item(&self.store.records, issue_key(tenant, issue_id))
+                .await?
+            else {
                 return Ok(false);
             };
+            let has_comments = item
+                .get(attr::COMMENT_COUNT)
+                .and_then(|n| n.as_n().ok()?.parse::<u64>().ok())
+                .is_some_and(|n| n > 0);
+            let issue = issue_from(item, None)?;
             let pk = keys::records::issue_pk(tenant, issue_id);
             let mut summary = Delete::builder()
                 .table_name(&self.store.records)
                 .set_key(Some(key(pk.clone(), keys::records::ISSUE_SK)))
                 .expression_attribute_names("#pa", attr::PARENT_ID);
-            summary = match &issue.parent_id {
-                Some(p) => summary
-                    .condition_expression("#pa = :pa")
-                    .expression_attribute_values(":pa", AttributeValue::S(p.to_string())),
-                None => summary
-                    .condition_expression("attribute_exists(PK) AND attribute_not_exists(#pa)"),
+            let mut condition = match &issue.parent_id {
+                Some(p) => {
+                    summary = summary
+                        .expression_attribute_values(":pa", AttributeValue::S(p.to_string()));
+                    "#pa = :pa".to_string()
+                }
+                None => "attribute_exists(PK) AND attribute_not_exists(#pa)".to_string(),
             };
+            if !has_comments {
+                condition.push_str(" AND (attribute_not_exists(#cc) OR #cc = :zero)");
+                summary = summary
+                    .expression_attribute_names("#cc", attr::COMMENT_COUNT)
+                    .expression_attribute_values(":zero", AttributeValue::N("0".into()));
+            }
+            summary = summary.condition_expression(condition);
             let description = Delete::builder()
                 .table_name(&self.store.records)
                 .set_key(Some(key(pk, keys::records::DESCRIPTION_SK)))
@@ -534,8 +554,19 @@ impl Records<'_> {
             if let Some(parent) = &issue.parent_id {
                 items.push(self.delete_child_edge(tenant, parent, issue_id)?);
             }
+            if has_comments {
+                for sk in keys::records::COMMENTS_GONE_SKS {
+                    let mut mark = key(keys::records::issue_pk(tenant, issue_id), sk);
+                    mark.insert(
+                        attr::ENTITY.into(),
+                        AttributeValue::S(keys::records::entity::COMMENTS_GONE.into()),
+                    );
+                    let put = self.store.put_in_tx(mark, None)?;
+                    items.push(TransactWriteItem::builder().put(put).build());
+                }
+            }
             // Only the issue item's delete has a condition: cancelled means it went, or its
-            // parent changed meanwhile (then read again).
+            // parent changed (or a first comment came) meanwhile (then read again).
             if self.store.transact(items).await? == Tx::Committed {
                 return Ok(true);
             }
