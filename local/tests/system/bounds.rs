@@ -613,6 +613,15 @@ async fn every_issue_that_fits_in_400_kb_is_accepted_and_one_byte_more_is_413() 
     let r = api.post(&comments, json!({"body": "x"})).await;
     assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
     assert_eq!(api.get(&comments).await.body["items"], json!([]));
+    // Nor a relation, whose count would not fit on it either.
+    let other = api.issue(&p, json!({"title": "other"})).await;
+    let other = other["id"].as_str().unwrap();
+    let r = api
+        .put(&format!("/issues/{other}/relations/blocks/{id}"), None)
+        .await;
+    assert_eq!(r.status, StatusCode::PAYLOAD_TOO_LARGE, "{}", r.text);
+    let r = api.get(&format!("/issues/{other}")).await;
+    assert_eq!(r.body["relations"], json!([]), "nothing written");
 
     // A patch past the limit is 413 too, and so is a participant that would not fit.
     let r = api

@@ -57,6 +57,10 @@ pub async fn put_relation(
         RelateOutcome::Full => Err(ApiError::Conflict(format!(
             "an issue may have at most {MAX_RELATIONS} relations, and one of the two has them"
         ))),
+        RelateOutcome::TooLarge => Err(ApiError::PayloadTooLarge(
+            "one of the two issues is at DynamoDB's item size limit: its relations cannot grow"
+                .into(),
+        )),
     }
 }
 

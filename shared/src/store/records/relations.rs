@@ -37,6 +37,8 @@ pub enum RelateOutcome {
     OtherNotFound,
     /// One of the two issues has its 100 relations and this pair is not one of them.
     Full,
+    /// One of the two issues' items is at DynamoDB's size limit: its count cannot grow.
+    TooLarge,
 }
 
 /// An issue's relation edges, strongly consistent, from the items of its partition.
@@ -172,8 +174,11 @@ impl Records<'_> {
                 self.bump(tenant, b, pair.b_edge.is_none().then_some(1))?,
                 self.put_edge(tenant, (b, a), kind.inverse(), pair.b_edge)?,
             ];
-            if self.store.transact(with_now(items, now)).await? == Tx::Committed {
-                return Ok(RelateOutcome::Saved);
+            match self.store.transact(with_now(items, now)).await {
+                Ok(Tx::Committed) => return Ok(RelateOutcome::Saved),
+                Ok(Tx::ConditionFailed) => {}
+                Err(e) if super::issues::item_too_large(&e) => return Ok(RelateOutcome::TooLarge),
+                Err(e) => return Err(e),
             }
         }
         Err(StoreError::Contention(ATTEMPTS))
