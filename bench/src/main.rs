@@ -378,6 +378,8 @@ const HOT_SHARDS: &[u16] = &[1, 4, 8];
 
 #[tokio::main]
 async fn main() -> Result<()> {
+    // The commit measured is the one checked out now, not when the run ends.
+    results::revision();
     let args = Args::parse();
     let mut results = report::Results::default();
     let engine_dir = engine_dir(&args);

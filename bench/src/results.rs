@@ -438,6 +438,36 @@ fn binary_figures(r: &Results, f: &mut Figures, omitted: &mut Omitted) {
 }
 
 /// The output of `git args`, trimmed, if git ran and succeeded.
+/// The commit the run measures and whether the tree had other changes, read when the run
+/// starts ([`revision`] is called first thing): `make bench` builds just before, and a run
+/// lasts long enough for the tree to move on meanwhile.
+pub(crate) struct Revision {
+    commit: Option<String>,
+    dirty: Option<bool>,
+}
+
+/// This run's [`Revision`], read once.
+pub(crate) fn revision() -> &'static Revision {
+    static REVISION: std::sync::OnceLock<Revision> = std::sync::OnceLock::new();
+    REVISION.get_or_init(|| {
+        // The run's own outputs are left out: they always differ.
+        let status = git(&[
+            "status",
+            "--porcelain",
+            "--untracked-files=no",
+            "--",
+            ".",
+            ":(exclude)BENCHMARKS.md",
+            ":(exclude)benchmarks.svg",
+            ":(exclude)bench/results.json",
+        ]);
+        Revision {
+            commit: git(&["rev-parse", "HEAD"]),
+            dirty: status.map(|s| !s.is_empty()),
+        }
+    })
+}
+
 fn git(args: &[&str]) -> Option<String> {
     let out = std::process::Command::new("git").args(args).output().ok()?;
     out.status
@@ -464,22 +494,12 @@ pub(crate) fn write(r: &Results, sizes: &[u64], samples: usize, path: &Path) -> 
         "delay_ms": crate::indexer::delayed::DELAY.as_secs_f64() * 1000.0,
         "omitted": omitted,
     });
-    if let Some(commit) = git(&["rev-parse", "HEAD"]) {
+    let revision = revision();
+    if let Some(commit) = &revision.commit {
         meta["git_commit"] = json!(commit);
-        // Uncommitted changes: the commit alone does not say what was measured. The run's own
-        // outputs are left out: BENCHMARKS.md is written before this file, and always differs.
-        let status = git(&[
-            "status",
-            "--porcelain",
-            "--untracked-files=no",
-            "--",
-            ".",
-            ":(exclude)BENCHMARKS.md",
-            ":(exclude)benchmarks.svg",
-            ":(exclude)bench/results.json",
-        ]);
-        if let Some(status) = status {
-            meta["git_dirty"] = json!(!status.is_empty());
+        // Uncommitted changes: the commit alone does not say what was measured.
+        if let Some(dirty) = revision.dirty {
+            meta["git_dirty"] = json!(dirty);
         }
     }
     object.insert("_meta".into(), meta);
