@@ -33,6 +33,21 @@ fn key(pk: String, sk: String) -> HashMap<String, AttributeValue> {
     ])
 }
 
+/// A hand edit of one attribute of an issue's item, as a fault outside the product would make.
+async fn set_on_issue(api: &TestApi, issue: &str, name: &str, value: AttributeValue) {
+    api.stack
+        .client
+        .update_item()
+        .table_name(&api.stack.tables.records)
+        .set_key(Some(key(format!("T#acme#I#{issue}"), "#ISSUE".into())))
+        .update_expression("SET #a = :v")
+        .expression_attribute_names("#a", name)
+        .expression_attribute_values(":v", value)
+        .send()
+        .await
+        .unwrap();
+}
+
 #[tokio::test]
 async fn verify_finds_one_sided_dangling_and_miscounted_relations_and_repair_mends_them() {
     let (api, p) = TestApi::with_project("p").await;
@@ -150,16 +165,8 @@ async fn verify_finds_sub_issues_out_of_step_with_their_edges_and_repair_mends_t
     let mut stray = key(edges, ids[3].clone());
     stray.insert("entity".into(), AttributeValue::S("child".into()));
     api.put_record(stray).await.unwrap();
-    api.stack
-        .client
-        .update_item()
-        .table_name(&api.stack.tables.records)
-        .set_key(Some(key(format!("T#acme#I#{}", ids[2]), "#ISSUE".into())))
-        .update_expression("SET parent_id = :p")
-        .expression_attribute_values(":p", AttributeValue::S("01JDQ5S0000000000000000N99".into()))
-        .send()
-        .await
-        .unwrap();
+    let never = AttributeValue::S("01JDQ5S0000000000000000N99".into());
+    set_on_issue(&api, &ids[2], "parent_id", never).await;
     api.sync().await;
 
     let found = verify(&api).await;
@@ -228,16 +235,13 @@ async fn verify_finds_orphaned_and_miscounted_comments_and_repair_mends_them() {
         .send()
         .await
         .unwrap();
-    api.stack
-        .client
-        .update_item()
-        .table_name(&api.stack.tables.records)
-        .set_key(Some(key(format!("T#acme#I#{}", ids[1]), "#ISSUE".into())))
-        .update_expression("SET comment_count = :n")
-        .expression_attribute_values(":n", AttributeValue::N("7".into()))
-        .send()
-        .await
-        .unwrap();
+    set_on_issue(
+        &api,
+        &ids[1],
+        "comment_count",
+        AttributeValue::N("7".into()),
+    )
+    .await;
     // The orphans must outlive the stream's own clean-up to be found: verify before syncing.
     let found = verify(&api).await;
     let problems: Vec<serde_json::Value> = found

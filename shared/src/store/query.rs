@@ -137,7 +137,7 @@ impl Query<'_> {
 
 /// `item`'s values of the key attributes `names`, as a position (every key attribute of ours
 /// is a string).
-fn key_of(item: &Item, names: &[&str]) -> Result<Position, StoreError> {
+pub(crate) fn key_of(item: &Item, names: &[&str]) -> Result<Position, StoreError> {
     names
         .iter()
         .map(|&name| match item.get(name) {
@@ -185,10 +185,11 @@ impl Store {
         self.query_page(query).await?.parse_keyed(names, f)
     }
 
-    /// Sends one Query: one page of items and, when DynamoDB stopped early (at the limit or
-    /// at 1 MB), the position of the next.
-    #[tracing::instrument(level = "debug", skip_all)]
-    pub(crate) async fn query_page(&self, query: Query<'_>) -> Result<Page<Item>, StoreError> {
+    /// The SDK request of `query`.
+    fn query_request(
+        &self,
+        query: Query<'_>,
+    ) -> aws_sdk_dynamodb::operation::query::builders::QueryFluentBuilder {
         let (condition, values) = query.condition();
         let mut request = self
             .client
@@ -209,11 +210,43 @@ impl Store {
         if query.consistent {
             request = request.consistent_read(true);
         }
-        let out = request.send().await.map_err(sdk("Query"))?;
+        request
+    }
+
+    /// Sends one Query: one page of items and, when DynamoDB stopped early (at the limit or
+    /// at 1 MB), the position of the next.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub(crate) async fn query_page(&self, query: Query<'_>) -> Result<Page<Item>, StoreError> {
+        let out = self
+            .query_request(query)
+            .send()
+            .await
+            .map_err(sdk("Query"))?;
         Ok(Page {
             next: position_of(out.last_evaluated_key())?,
             items: out.items.unwrap_or_default(),
         })
+    }
+
+    /// How many items `query` reads: Queries that count (`Select: COUNT`), page after page,
+    /// billed on the bytes they pass over.
+    #[tracing::instrument(level = "debug", skip_all)]
+    pub(crate) async fn count(&self, query: Query<'_>) -> Result<u64, StoreError> {
+        let mut count = 0u64;
+        let mut start = None;
+        loop {
+            let out = self
+                .query_request(query.clone().start_at(start))
+                .select(aws_sdk_dynamodb::types::Select::Count)
+                .send()
+                .await
+                .map_err(sdk("Query"))?;
+            count += u64::try_from(out.count).unwrap_or(0);
+            start = out.last_evaluated_key;
+            if start.is_none() {
+                return Ok(count);
+            }
+        }
     }
 
     /// Every item of a Query, page after page.

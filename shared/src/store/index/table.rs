@@ -203,27 +203,9 @@ impl IndexTable<'_> {
     /// How many entries a partition holds (an issue's children in one state): Queries that
     /// count (`Select: COUNT`), eventually consistent, billed on the bytes they pass over.
     pub async fn count(&self, pk: String) -> Result<u64, StoreError> {
-        let mut count = 0u64;
-        let mut start = None;
-        loop {
-            let out = self
-                .store
-                .client
-                .query()
-                .table_name(&self.store.index)
-                .key_condition_expression("PK = :pk")
-                .expression_attribute_values(":pk", AttributeValue::S(pk.clone()))
-                .select(aws_sdk_dynamodb::types::Select::Count)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(crate::store::sdk("Query"))?;
-            count += u64::try_from(out.count).unwrap_or(0);
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(count);
-            }
-        }
+        self.store
+            .count(Query::partition(&self.store.index, pk))
+            .await
     }
 
     /// Reads buckets `which` of the watermark's layout into its committed basis (strongly

@@ -185,7 +185,7 @@ impl Records<'_> {
             .items
             .into_iter()
             .map(|item| {
-                let after = key_position(&item)?;
+                let after = crate::store::query::key_of(&item, &[keys::PK, keys::SK])?;
                 Ok((
                     serde_dynamo::from_item::<_, CommentItem>(item)?.comment(),
                     after,
@@ -408,17 +408,6 @@ fn key_only(item: &crate::store::Item) -> crate::store::Item {
         .collect()
 }
 
-/// The position that resumes right after `item` (its key).
-fn key_position(item: &crate::store::Item) -> Result<Position, StoreError> {
-    [keys::PK, keys::SK]
-        .iter()
-        .map(|&k| match item.get(k) {
-            Some(AttributeValue::S(s)) => Ok((k.to_string(), s.clone())),
-            _ => Err(StoreError::Corrupt(format!("an item without key {k}"))),
-        })
-        .collect()
-}
-
 /// What `gridctl repair` reads and writes to mend an issue's comment count.
 impl Records<'_> {
     /// The issue's stored comment count and comment revision (`None`: no such issue),
@@ -446,35 +435,13 @@ impl Records<'_> {
         tenant: &TenantId,
         issue_id: &IssueId,
     ) -> Result<u64, StoreError> {
-        let mut count = 0u64;
-        let mut start = None;
-        loop {
-            let out = self
-                .store
-                .client
-                .query()
-                .table_name(&self.store.records)
-                .key_condition_expression("PK = :pk AND begins_with(SK, :prefix)")
-                .expression_attribute_values(
-                    ":pk",
-                    AttributeValue::S(keys::records::issue_pk(tenant, issue_id)),
-                )
-                .expression_attribute_values(
-                    ":prefix",
-                    AttributeValue::S(keys::records::COMMENT_SK_PREFIX.into()),
-                )
-                .select(aws_sdk_dynamodb::types::Select::Count)
-                .consistent_read(true)
-                .set_exclusive_start_key(start)
-                .send()
-                .await
-                .map_err(crate::store::sdk("Query"))?;
-            count += u64::try_from(out.count).unwrap_or(0);
-            start = out.last_evaluated_key;
-            if start.is_none() {
-                return Ok(count);
-            }
-        }
+        let query = Query::partition(
+            &self.store.records,
+            keys::records::issue_pk(tenant, issue_id),
+        )
+        .sk_begins_with(keys::records::COMMENT_SK_PREFIX)
+        .consistent(true);
+        self.store.count(query).await
     }
 
     /// Sets the issue's comment count to `count`, on the condition that its comment revision
