@@ -102,10 +102,9 @@ pub async fn seed(store: &Store) -> Result<()> {
         "the fixture issues were not related: {related:?}"
     );
     let comment = CommentId::parse(COMMENT).context("the fixture comment id is not valid")?;
-    let body = ("Seen on Safari 17.", CREATED_AT);
     let created = store
         .records()
-        .create_comment(&tenant, comment, &sub, body)
+        .create_comment(&tenant, comment, &sub, "Seen on Safari 17.")
         .await?;
     anyhow::ensure!(
         matches!(created, Posted::Done(_)),

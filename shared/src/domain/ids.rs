@@ -186,6 +186,11 @@ impl CommentId {
     pub fn own(&self) -> &str {
         &self.0[26..]
     }
+
+    /// When the comment was made: its ULID's time (to the millisecond).
+    pub fn created_at(&self) -> std::time::SystemTime {
+        Ulid::from_string(self.own()).map_or(std::time::UNIX_EPOCH, |u| u.datetime())
+    }
 }
 
 id_type!(

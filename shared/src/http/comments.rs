@@ -116,18 +116,12 @@ pub async fn create(
     JsonBody(body): JsonBody<CommentBody>,
 ) -> ApiResult<Response> {
     let text = body.validate()?;
-    // The id's time and `created_at` are one instant: the order by id is the order by time.
-    let at = std::time::SystemTime::now();
-    let now = crate::domain::values::format_timestamp(time::OffsetDateTime::from(at));
+    // The id's time is the comment's `created_at`: the order by id is the order by time.
+    let id = CommentId::new(&issue_id, std::time::SystemTime::now());
     let comment = app
         .store
         .records()
-        .create_comment(
-            &caller.tenant,
-            CommentId::new(&issue_id, at),
-            &caller.user,
-            (text, &now),
-        )
+        .create_comment(&caller.tenant, id, &caller.user, text)
         .await?;
     let comment = match comment {
         Posted::Done(c) => c,

@@ -37,7 +37,10 @@ pub struct Comment {
     pub updated_at: String,
 }
 
-/// A comment's item.
+/// A comment's item, kept small because a page of 50 is read strongly consistently (billed
+/// per 4 KB read): its id is its key (the issue in the PK, its ULID in the SK), its
+/// `created_at` its ULID's time, its `updated_at` stored only once it is edited, and its
+/// attributes have one-letter names (as the directory's `n`).
 #[derive(Serialize, Deserialize)]
 struct CommentItem {
     #[serde(rename = "PK")]
@@ -45,23 +48,33 @@ struct CommentItem {
     #[serde(rename = "SK")]
     sk: String,
     entity: String,
-    id: CommentId,
+    #[serde(rename = "a")]
     author: UserId,
+    #[serde(rename = "b")]
     body: String,
-    created_at: String,
-    updated_at: String,
+    #[serde(rename = "u", default, skip_serializing_if = "Option::is_none")]
+    updated_at: Option<String>,
 }
 
+/// The attribute names of [`CommentItem`] an expression names.
+const AUTHOR: &str = "a";
+const BODY: &str = "b";
+const UPDATED_AT: &str = "u";
+
 impl CommentItem {
-    fn comment(self) -> Comment {
-        Comment {
-            issue_id: self.id.issue(),
-            id: self.id,
+    fn comment(self) -> Result<Comment, StoreError> {
+        let id = keys::records::parse_issue_pk(&self.pk)
+            .and_then(|(_, issue)| keys::records::parse_comment_sk(&issue, &self.sk))
+            .ok_or_else(|| StoreError::Corrupt(format!("a comment's key: {}", self.sk)))?;
+        let created_at = crate::domain::values::format_timestamp(id.created_at().into());
+        Ok(Comment {
+            issue_id: id.issue(),
+            id,
             author: self.author,
             body: self.body,
-            created_at: self.created_at,
-            updated_at: self.updated_at,
-        }
+            updated_at: self.updated_at.unwrap_or_else(|| created_at.clone()),
+            created_at,
+        })
     }
 }
 
@@ -98,26 +111,24 @@ fn is_gone_mark(item: &crate::store::Item) -> bool {
 }
 
 impl Records<'_> {
-    /// Puts a new comment (`id` names its issue) and counts it on its issue, in one
-    /// transaction conditioned on the issue existing.
+    /// Puts a new comment (`id` names its issue and its time) and counts it on its issue, in
+    /// one transaction conditioned on the issue existing.
     #[tracing::instrument(skip_all, fields(op = "create_comment"))]
     pub async fn create_comment(
         &self,
         tenant: &TenantId,
         id: CommentId,
         author: &UserId,
-        (body, now): (&str, &str),
+        body: &str,
     ) -> Result<Posted, StoreError> {
         let issue_id = &id.issue();
         let item = CommentItem {
             pk: keys::records::issue_pk(tenant, issue_id),
             sk: keys::records::comment_sk(&id),
             entity: entity::COMMENT.into(),
-            id: id.clone(),
             author: author.clone(),
             body: body.to_string(),
-            created_at: now.to_string(),
-            updated_at: now.to_string(),
+            updated_at: None,
         };
         let put = self.store.put_in_tx(
             serde_dynamo::to_item(&item)?,
@@ -128,7 +139,7 @@ impl Records<'_> {
             self.count_comment(tenant, issue_id, 1)?,
         ];
         Ok(match self.store.transact(items).await {
-            Ok(Tx::Committed) => Posted::Done(item.comment()),
+            Ok(Tx::Committed) => Posted::Done(item.comment()?),
             Ok(Tx::ConditionFailed) => Posted::NotFound,
             Err(e) if super::issues::item_too_large(&e) => Posted::IssueTooLarge,
             Err(e) => return Err(e),
@@ -186,10 +197,8 @@ impl Records<'_> {
             .into_iter()
             .map(|item| {
                 let after = crate::store::query::key_of(&item, &[keys::PK, keys::SK])?;
-                Ok((
-                    serde_dynamo::from_item::<_, CommentItem>(item)?.comment(),
-                    after,
-                ))
+                let comment = serde_dynamo::from_item::<_, CommentItem>(item)?.comment()?;
+                Ok((comment, after))
             })
             .collect::<Result<_, StoreError>>()?;
         Ok(Some(Page {
@@ -210,7 +219,7 @@ impl Records<'_> {
             .get_item(&self.store.records, comment_key(tenant, id))
             .await?;
         Ok(match item {
-            Some(item) => Some(serde_dynamo::from_item::<_, CommentItem>(item)?.comment()),
+            Some(item) => Some(serde_dynamo::from_item::<_, CommentItem>(item)?.comment()?),
             None => None,
         })
     }
@@ -236,7 +245,7 @@ impl Records<'_> {
             .find(|i| super::items::sk_of(i) != issue_sk)
         {
             Some(item) => Ok(Some(
-                serde_dynamo::from_item::<_, CommentItem>(item)?.comment(),
+                serde_dynamo::from_item::<_, CommentItem>(item)?.comment()?,
             )),
             None => Ok(None),
         }
@@ -264,9 +273,9 @@ impl Records<'_> {
             .set_key(Some(comment_key(tenant, id)))
             .update_expression("SET #b = :body, #u = :now")
             .condition_expression("#a = :author")
-            .expression_attribute_names("#a", "author")
-            .expression_attribute_names("#b", "body")
-            .expression_attribute_names("#u", attr::UPDATED_AT)
+            .expression_attribute_names("#a", AUTHOR)
+            .expression_attribute_names("#b", BODY)
+            .expression_attribute_names("#u", UPDATED_AT)
             .expression_attribute_values(":author", AttributeValue::S(author.to_string()))
             .expression_attribute_values(":body", AttributeValue::S(body.into()))
             .expression_attribute_values(":now", AttributeValue::S(now.into()))
@@ -301,7 +310,7 @@ impl Records<'_> {
             .table_name(&self.store.records)
             .set_key(Some(comment_key(tenant, id)))
             .condition_expression("#a = :author")
-            .expression_attribute_names("#a", "author")
+            .expression_attribute_names("#a", AUTHOR)
             .expression_attribute_values(":author", AttributeValue::S(author.to_string()))
             .build()
             .map_err(build_err)?;
