@@ -33,6 +33,18 @@ fn key(pk: String, sk: String) -> HashMap<String, AttributeValue> {
     ])
 }
 
+/// A hand delete of one records item, as a fault outside the product would make.
+async fn hand_delete(api: &TestApi, key: HashMap<String, AttributeValue>) {
+    api.stack
+        .client
+        .delete_item()
+        .table_name(&api.stack.tables.records)
+        .set_key(Some(key))
+        .send()
+        .await
+        .unwrap();
+}
+
 /// A hand edit of one attribute of an issue's item, as a fault outside the product would make.
 async fn set_on_issue(api: &TestApi, issue: &str, name: &str, value: AttributeValue) {
     api.stack
@@ -70,17 +82,11 @@ async fn verify_finds_one_sided_dangling_and_miscounted_relations_and_repair_men
 
     // Issue 1 loses its side of the relation (its count still says 1): issue 0's edge is
     // one-sided and issue 1 miscounted. Issue 2 gains an edge to an issue that never was.
-    api.stack
-        .client
-        .delete_item()
-        .table_name(&api.stack.tables.records)
-        .set_key(Some(key(
-            format!("T#acme#I#{}", ids[1]),
-            format!("R#{}", ids[0]),
-        )))
-        .send()
-        .await
-        .unwrap();
+    hand_delete(
+        &api,
+        key(format!("T#acme#I#{}", ids[1]), format!("R#{}", ids[0])),
+    )
+    .await;
     let mut ghost = key(
         format!("T#acme#I#{}", ids[2]),
         "R#01JDQ5S0000000000000000N99".into(),
@@ -154,14 +160,7 @@ async fn verify_finds_sub_issues_out_of_step_with_their_edges_and_repair_mends_t
     // Issue 1's edge lost; a stray edge naming issue 3 (under nobody); issue 2 told its
     // parent is one that never was.
     let edges = format!("T#acme#I#{}#C", ids[0]);
-    api.stack
-        .client
-        .delete_item()
-        .table_name(&api.stack.tables.records)
-        .set_key(Some(key(edges.clone(), ids[1].clone())))
-        .send()
-        .await
-        .unwrap();
+    hand_delete(&api, key(edges.clone(), ids[1].clone())).await;
     let mut stray = key(edges, ids[3].clone());
     stray.insert("entity".into(), AttributeValue::S("child".into()));
     api.put_record(stray).await.unwrap();
@@ -227,14 +226,7 @@ async fn verify_finds_orphaned_and_miscounted_comments_and_repair_mends_them() {
 
     // Issue 0's item vanishes (as if its clean-up ran out of retries): its comments are
     // orphans. Issue 1's count is knocked off by hand.
-    api.stack
-        .client
-        .delete_item()
-        .table_name(&api.stack.tables.records)
-        .set_key(Some(key(format!("T#acme#I#{}", ids[0]), "#ISSUE".into())))
-        .send()
-        .await
-        .unwrap();
+    hand_delete(&api, key(format!("T#acme#I#{}", ids[0]), "#ISSUE".into())).await;
     set_on_issue(
         &api,
         &ids[1],
