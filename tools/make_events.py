@@ -180,6 +180,8 @@ EVENTS += [
      event("POST", "/issues/{issue_id}/comments", I, body={"body": "Reproduced on Safari 17 too."})),
     ("comments-create-empty", "IssuesFunction", 400, "An empty comment: a problem+json 400, nothing written.",
      event("POST", "/issues/{issue_id}/comments", I, body={"body": ""})),
+    ("history-list", "GridFunction", 200, "Issue N01's history, newest first: one entry per version, with its changes and actor.",
+     event("GET", "/issues/{issue_id}/history", I, query={"limit": "20"})),
     ("comments-list", "IssuesFunction", 200, "Issue N01's comments, newest first, 20 a page, with the authors' names.",
      event("GET", "/issues/{issue_id}/comments", I, query={"order": "desc", "limit": "20"})),
     ("comments-edit", "IssuesFunction", 200, "The caller edits their own comment.",
@@ -234,6 +236,7 @@ def issue_image(issue_id, version, title, points=None, state="open", num=5):
         "roles": {"M": {f"user#{SUB}": {"S": "reporter"}}},
         "created_at": {"S": "2026-11-21T20:42:03.123Z"},
         "updated_at": {"S": f"2026-11-21T20:42:0{version}.000Z"},
+        "updated_by": {"S": SUB},
     }
 
 
@@ -241,12 +244,13 @@ def record(seq, name, old, new, issue_id=NEW_ISSUE):
     change = {
         "ApproximateCreationDateTime": 1763757723,
         "Keys": {"PK": {"S": f"T#{TENANT}#I#{issue_id}"}, "SK": {"S": "#ISSUE"}},
-        "SequenceNumber": seq, "SizeBytes": 512, "StreamViewType": "NEW_IMAGE",
+        "SequenceNumber": seq, "SizeBytes": 512, "StreamViewType": "NEW_AND_OLD_IMAGES",
     }
-    # The stream carries NEW_IMAGE only (nothing reads OldImage); `old` documents the change.
-    del old
+    # The index reads NewImage; an issue's history entry is the difference from OldImage.
     if new is not None:
         change["NewImage"] = new
+    if old is not None:
+        change["OldImage"] = old
     return {"eventID": f"e{seq}", "eventName": name, "eventVersion": "1.1", "eventSource": "aws:dynamodb",
             "awsRegion": "us-east-1", "dynamodb": change, "eventSourceARN": STREAM_ARN}
 

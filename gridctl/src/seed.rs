@@ -142,9 +142,11 @@ pub async fn seed(store: &Store, spec: &Spec, progress: &ProgressBar) -> Result<
     };
     for n in 0..spec.issues {
         let new = random_issue(&mut rng, &defs, &people, n)?;
+        // The seed's issues are reported by one of its users, who made their first version.
+        let actor = &users[n as usize % users.len().max(1)];
         store
             .records()
-            .create_issue(t, &project.id, new, IssueId::new(), now.clone())
+            .create_issue(t, &project.id, new, IssueId::new(), (now.clone(), actor))
             .await
             .with_context(|| format!("creating issue {}", n + 1))?;
         progress.inc(1);

@@ -86,7 +86,7 @@ pub async fn seed(store: &Store) -> Result<()> {
         };
         store
             .records()
-            .create_issue(&tenant, &project_id, new, id, CREATED_AT.into())
+            .create_issue(&tenant, &project_id, new, id, (CREATED_AT.into(), &sub))
             .await?;
     }
     let (issue, other) = (
@@ -95,7 +95,11 @@ pub async fn seed(store: &Store) -> Result<()> {
     );
     let related = store
         .records()
-        .relate(&tenant, (&issue, RelationKind::Blocks, &other), CREATED_AT)
+        .relate(
+            &tenant,
+            (&issue, RelationKind::Blocks, &other),
+            (CREATED_AT, &sub),
+        )
         .await?;
     anyhow::ensure!(
         related == RelateOutcome::Saved,

@@ -83,6 +83,7 @@ fn index_core(
             tenant,
             issue_id,
             last,
+            ..
         } = unit
         {
             let desired = last.as_deref().map(|issue| {

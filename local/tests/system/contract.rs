@@ -101,13 +101,16 @@ fn the_template_defines_both_tables_and_streams_the_records() {
     assert!(tables.contains_key("IndexTable"));
 }
 
-/// Nothing reads a record's old image, so the stream carries the new one only; tombstone
+/// The stream carries both images (history is their difference); tombstone
 /// watermarks expire by TTL on `expires_at` (the attribute the indexer writes), and so do the
 /// records table's remembered idempotency answers (the only items there that have it).
 #[test]
-fn the_stream_carries_new_images_and_the_index_expires_tombstones() {
+fn the_stream_carries_both_images_and_the_index_expires_tombstones() {
     let tables = tables(TEMPLATE).unwrap();
-    assert_eq!(tables["RecordsTable"].stream_view_type(), Some("NEW_IMAGE"));
+    assert_eq!(
+        tables["RecordsTable"].stream_view_type(),
+        Some("NEW_AND_OLD_IMAGES")
+    );
     assert_eq!(tables["IndexTable"].ttl_attribute(), Some("expires_at"));
     assert_eq!(tables["RecordsTable"].ttl_attribute(), Some("expires_at"));
 }
@@ -195,7 +198,7 @@ async fn the_local_tables_take_the_templates_stream_projection_and_ttl() {
             .stream_specification()
             .and_then(|s| s.stream_view_type())
             .map(|v| v.as_str()),
-        Some("NEW_IMAGE")
+        Some("NEW_AND_OLD_IMAGES")
     );
     let projection = records.global_secondary_indexes()[0].projection().unwrap();
     assert_eq!(

@@ -84,13 +84,14 @@ async fn peak_while_indexing(concurrency: usize) -> usize {
 async fn distinct_issues_of_a_batch_are_indexed_concurrently_and_bounded() {
     let peak = peak_while_indexing(8).await;
     assert!(
-        (2..=8).contains(&peak),
+        (3..=16).contains(&peak),
         "several issues' requests in flight at once, bounded by the concurrency: {peak}"
     );
-    assert_eq!(
-        peak_while_indexing(1).await,
-        1,
-        "one at a time when the concurrency is 1"
+    // One issue at a time: its entries' writes, and its history entry's put beside them.
+    let one = peak_while_indexing(1).await;
+    assert!(
+        (1..=2).contains(&one),
+        "one issue at a time when the concurrency is 1: {one}"
     );
 }
 

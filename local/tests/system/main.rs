@@ -19,6 +19,7 @@ mod field_jobs;
 mod gateway;
 mod grid;
 mod guard;
+mod history;
 mod hot_columns;
 mod idempotency;
 mod inbox;

@@ -332,6 +332,38 @@ pub struct IssuePatch {
 }
 
 impl IssuePatch {
+    /// The patch without what would leave `current` as it is (a title it has, a value it
+    /// holds, a field it lacks), so a request that changes nothing makes no new version (and
+    /// no history entry of no changes).
+    pub fn without_noops(mut self, current: &Issue) -> Self {
+        if self.title.as_ref() == Some(&current.title) {
+            self.title = None;
+        }
+        if self.state == Some(current.state) {
+            self.state = None;
+        }
+        if self.description.as_ref() == Some(&current.description) {
+            self.description = None;
+        }
+        if self.parent.as_ref() == Some(&current.parent_id) {
+            self.parent = None;
+        }
+        if self.clear_fields {
+            // Everything replaced: a no-op only when the result is what the issue holds.
+            if self.set_fields == current.fields {
+                self.clear_fields = false;
+                self.set_fields.clear();
+                self.remove_fields.clear();
+            }
+        } else {
+            self.set_fields
+                .retain(|id, v| current.fields.get(id) != Some(&*v));
+            self.remove_fields
+                .retain(|id| current.fields.contains_key(id));
+        }
+        self
+    }
+
     /// Whether the patch changes nothing.
     pub fn is_empty(&self) -> bool {
         self.parent.is_none()

@@ -123,7 +123,13 @@ pub async fn create(
     let issue = app
         .store
         .records()
-        .create_issue(&caller.tenant, &project_id, new, IssueId::new(), now())
+        .create_issue(
+            &caller.tenant,
+            &project_id,
+            new,
+            IssueId::new(),
+            (now(), &caller.user),
+        )
         .await?;
     Ok(issue_response(StatusCode::CREATED, issue, &defs))
 }
@@ -236,6 +242,8 @@ pub async fn patch(
     })
     .await?
     .ok_or(ApiError::NotFound(ISSUE))?;
+    // What the issue has already is no change: a patch of nothing else makes no version.
+    let patch = patch.without_noops(&current);
     if patch.is_empty() {
         return Ok(issue_response(StatusCode::OK, current, &defs));
     }
@@ -243,7 +251,13 @@ pub async fn patch(
     let outcome = app
         .store
         .records()
-        .patch_issue(&caller.tenant, &current, &patch, expected, &now())
+        .patch_issue(
+            &caller.tenant,
+            &current,
+            &patch,
+            expected,
+            (&now(), &caller.user),
+        )
         .await?;
     match outcome {
         PatchOutcome::Updated => {}
@@ -349,7 +363,12 @@ pub async fn put_participant(
     match app
         .store
         .records()
-        .put_participant(&caller.tenant, &issue_id, &participant, &now())
+        .put_participant(
+            &caller.tenant,
+            &issue_id,
+            &participant,
+            (&now(), &caller.user),
+        )
         .await?
     {
         ParticipantOutcome::Saved => current(&app, &caller.tenant, &issue_id).await,
@@ -374,7 +393,7 @@ pub async fn delete_participant(
     if app
         .store
         .records()
-        .delete_participant(&caller.tenant, &issue_id, kind, &id, &now())
+        .delete_participant(&caller.tenant, &issue_id, kind, &id, (&now(), &caller.user))
         .await?
     {
         Ok(StatusCode::NO_CONTENT)

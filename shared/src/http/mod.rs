@@ -8,6 +8,7 @@ pub mod error;
 mod extract;
 pub mod fields_cache;
 mod grid;
+mod history;
 pub mod idempotency;
 mod inbox;
 mod issues;
@@ -163,6 +164,7 @@ const TABLE: &[Mount] = {
         at(Issues, Method::PATCH, "/issues/{issue_id}", |m| on(m, issues::patch)),
         at(Issues, Method::DELETE, "/issues/{issue_id}", |m| on(m, issues::delete)),
         at(Grid, Method::GET, "/issues/{issue_id}/children", |m| on(m, children::list)),
+        at(Grid, Method::GET, "/issues/{issue_id}/history", |m| on(m, history::list)),
         at(Issues, Method::PUT, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::put_relation)),
         at(Issues, Method::DELETE, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::delete_relation)),
         at(Issues, Method::POST, "/issues/{issue_id}/comments", |m| on(m, comments::create)),

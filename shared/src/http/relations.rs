@@ -49,7 +49,11 @@ pub async fn put_relation(
     match app
         .store
         .records()
-        .relate(&caller.tenant, (&issue, kind, &other), &now())
+        .relate(
+            &caller.tenant,
+            (&issue, kind, &other),
+            (&now(), &caller.user),
+        )
         .await?
     {
         RelateOutcome::Saved | RelateOutcome::Unchanged => Ok(StatusCode::NO_CONTENT),
@@ -78,7 +82,11 @@ pub async fn delete_relation(
     if app
         .store
         .records()
-        .unrelate(&caller.tenant, (&issue, kind, &other), &now())
+        .unrelate(
+            &caller.tenant,
+            (&issue, kind, &other),
+            (&now(), &caller.user),
+        )
         .await?
     {
         Ok(StatusCode::NO_CONTENT)

@@ -105,14 +105,37 @@ impl Indexer {
                 tenant,
                 issue_id,
                 last,
+                history,
             } => {
                 let target = Target {
                     version: last.as_ref().map_or(DELETED, |i| i.version),
                     issue: last.as_deref(),
                     head: heads.of_issue(tenant, issue_id),
                 };
-                self.apply(tenant, issue_id, &target, Replaces::Older, defs, metrics)
-                    .await?;
+                // Each version's history entry, put beside the entries' writes (one more
+                // round trip in parallel, not in a row). Not for an issue the batch deletes
+                // (its history is deleted next) or one the index knows is gone already (an
+                // old record delivered again after the delete).
+                let gone = matches!(target.head, Head::Read(Some(w)) if w.version == DELETED);
+                let entries = if last.is_some() && !gone {
+                    history.as_slice()
+                } else {
+                    &[]
+                };
+                let put_history = async {
+                    if entries.is_empty() {
+                        return Ok(0);
+                    }
+                    self.store
+                        .index()
+                        .put_history(tenant, issue_id, entries)
+                        .await
+                        .map_err(IndexError::from)
+                };
+                let applied = self.apply(tenant, issue_id, &target, Replaces::Older, defs, metrics);
+                let (written, ()) = futures::try_join!(put_history, applied)?;
+                metrics.writes += written;
+                metrics.history += written;
                 if last.is_none() {
                     let budget = Some(self.purge_budget);
                     self.clean_up_deleted(tenant, issue_id, budget, metrics)
@@ -171,9 +194,15 @@ impl Indexer {
         metrics.writes += records
             .detach_children_of_deleted(tenant, issue_id, &now)
             .await?;
-        let (purged, done) = records.purge_comments(tenant, issue_id, budget).await?;
+        let (purged, comments_done) = records.purge_comments(tenant, issue_id, budget).await?;
         metrics.writes += purged;
-        if !done {
+        let (purged, history_done) = self
+            .store
+            .index()
+            .purge_history(tenant, issue_id, budget)
+            .await?;
+        metrics.writes += purged;
+        if !(comments_done && history_done) {
             return Err(IndexError::Unfinished(issue_id.to_string()));
         }
         Ok(())

@@ -8,6 +8,7 @@ use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
 use crate::keys;
 use crate::keys::index::ParkedUnit;
 use crate::model::event::StreamRecord;
+use crate::model::history::{self, HistoryEntry};
 use crate::model::record::IssueRecord;
 use crate::model::stream::{self, Change, Op};
 use crate::store::records::items::attr::SORTABLE;
@@ -18,11 +19,13 @@ use super::IndexError;
 /// state is borrowed from its record's image.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Unit<'a> {
-    /// An issue's net change: its final state, or `None` if it was deleted.
+    /// An issue's net change: its final state, or `None` if it was deleted; and the history
+    /// entries of the versions its records made, in order.
     Issue {
         tenant: TenantId,
         issue_id: IssueId,
         last: Option<Box<IssueRecord<'a>>>,
+        history: Vec<HistoryEntry>,
     },
     /// A field whose column must be built (one not created sortable); the first such of a
     /// project in a batch stands for all of them (its job covers every field not yet sortable).
@@ -98,7 +101,15 @@ pub fn plan<'a>(records: &'a [StreamRecord<'a>]) -> Plan<'a> {
                 }
                 if let Unit::Issue { issue_id, .. } = &unit {
                     if let Some(&i) = issue_slot.get(issue_id) {
+                        let earlier = match &mut units[i].1 {
+                            Unit::Issue { history, .. } => std::mem::take(history),
+                            _ => Vec::new(),
+                        };
                         units[i].1 = unit;
+                        if let Unit::Issue { history, .. } = &mut units[i].1 {
+                            let later = std::mem::replace(history, earlier);
+                            history.extend(later);
+                        }
                         continue;
                     }
                     issue_slot.insert(issue_id.clone(), units.len());
@@ -140,18 +151,20 @@ fn plan_one<'a>(record: &'a StreamRecord<'a>) -> Result<Option<Unit<'a>>, String
         .and_then(|n| Op::parse(n.as_str()));
     Ok(match change {
         Change::Issue { tenant, issue_id } => {
+            let mut history = Vec::new();
             let last = if op == Some(Op::Remove) {
                 None
             } else {
                 let image = record.dynamodb.new_image.as_ref().ok_or("no NewImage")?;
-                Some(Box::new(
-                    IssueRecord::from_image(image).map_err(|e| e.to_string())?,
-                ))
+                let issue = IssueRecord::from_image(image).map_err(|e| e.to_string())?;
+                history.extend(history::entry_of(record.dynamodb.old_image.as_ref(), image));
+                Some(Box::new(issue))
             };
             Some(Unit::Issue {
                 tenant,
                 issue_id,
                 last,
+                history,
             })
         }
         Change::Field {

@@ -22,6 +22,8 @@ pub struct Metrics {
     pub parked: usize,
     /// Field jobs started (messages sent to the job queue).
     pub jobs_started: usize,
+    /// History entries put (also counted in `writes`).
+    pub history: usize,
     pub iterator_age_ms: i64,
 }
 
@@ -35,6 +37,7 @@ const BATCH_METRICS: Emf<'static> = Emf {
         ("Failures", MetricUnit::Count),
         ("Parked", MetricUnit::Count),
         ("FieldJobsStarted", MetricUnit::Count),
+        ("HistoryEntries", MetricUnit::Count),
         ("IteratorAge", MetricUnit::Milliseconds),
     ],
 };
@@ -50,6 +53,7 @@ impl Metrics {
             "Failures": self.failures,
             "Parked": self.parked,
             "FieldJobsStarted": self.jobs_started,
+            "HistoryEntries": self.history,
             "IteratorAge": self.iterator_age_ms,
         });
         BATCH_METRICS.document(now_ms(), members).to_string()
@@ -63,5 +67,6 @@ impl Metrics {
         self.writes += unit.writes;
         self.parked += unit.parked;
         self.jobs_started += unit.jobs_started;
+        self.history += unit.history;
     }
 }

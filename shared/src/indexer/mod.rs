@@ -469,6 +469,7 @@ mod tests {
             tenant: tenant.clone(),
             issue_id: IssueId::numbered(n),
             last: None,
+            history: Vec::new(),
         };
         let field = Unit::FieldAdded {
             tenant: tenant.clone(),

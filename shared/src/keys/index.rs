@@ -347,6 +347,21 @@ pub fn watermark_bucket_sk(buckets: u16, k: u16) -> String {
     format!("B{buckets}.{k}")
 }
 
+/// Sort-key prefix of an issue's history entries, in its watermark's partition: `B` < `H` <
+/// `W`, so one Query from the head (`W`) down reads the head (is the issue indexed, or gone?)
+/// and then the newest entries.
+pub const HISTORY_SK_PREFIX: &str = "H#";
+
+/// Sort key of the history entry of `version` (zero-padded: string order is version order).
+pub fn history_sk(version: u64) -> String {
+    format!("{HISTORY_SK_PREFIX}{version:020}")
+}
+
+/// The version a [`history_sk`] names.
+pub fn parse_history_sk(sk: &str) -> Option<u64> {
+    sk.strip_prefix(HISTORY_SK_PREFIX)?.parse().ok()
+}
+
 /// The sort-key prefix of every bucket of a watermark, whatever its layout.
 pub const WATERMARK_BUCKETS: &str = "B";
 

@@ -53,6 +53,16 @@ pub mod attr {
     pub const ROLES: &str = "roles";
     pub const VERSION: &str = "version";
     pub const UPDATED_AT: &str = "updated_at";
+    /// On an issue: the user whose request made its version (absent: the system made it), for
+    /// its history entry.
+    pub const UPDATED_BY: &str = "updated_by";
+    /// On an issue: counts its description's changes, so the version that changes it says so
+    /// in the issue item the stream carries (the description is an item of its own).
+    pub const DESCRIPTION_REV: &str = "desc_rev";
+    /// On an issue: its last relation change, `{other}|{from}|{to}` (kinds; empty for none),
+    /// so the version that relates or unrelates it says how in the issue item the stream
+    /// carries (the edges are items of their own). Two relation changes in a row always differ.
+    pub const RELATION_CHANGE: &str = "rel_change";
     pub const TEXT: &str = "text";
     /// On an issue: the issue it is a sub-issue of.
     pub const PARENT_ID: &str = "parent_id";

@@ -1,5 +1,5 @@
 //! The DynamoDB stream event Lambda hands the indexer, decoded straight from its JSON into what
-//! the indexer reads: each record's event name, keys, sequence number and new image, with every
+//! the indexer reads: each record's event name, keys, sequence number and images, with every
 //! string borrowed from the event's text (owned only when it holds an escape). Nothing else of
 //! a record is kept, and no image is copied into an owned attribute map first.
 //!
@@ -92,13 +92,16 @@ fn image<'de: 'a, 'a, D: Deserializer<'de>>(deserializer: D) -> Result<Image<'a>
     deserializer.deserialize_map(ImageVisitor)
 }
 
-/// [`image`], or none for `null`.
-fn new_image<'de: 'a, 'a, D: Deserializer<'de>>(
+/// [`image`], or none for `null` or an empty map (what some engines send for the image a
+/// record does not have: an item always has its keys).
+fn some_image<'de: 'a, 'a, D: Deserializer<'de>>(
     deserializer: D,
 ) -> Result<Option<Image<'a>>, D::Error> {
     #[derive(Deserialize)]
     struct Present<'a>(#[serde(borrow, deserialize_with = "image")] Image<'a>);
-    Ok(Option::<Present<'a>>::deserialize(deserializer)?.map(|p| p.0))
+    Ok(Option::<Present<'a>>::deserialize(deserializer)?
+        .map(|p| p.0)
+        .filter(|i| !i.is_empty()))
 }
 
 /// A DynamoDB attribute value in the event's JSON: `{"S": "…"}`, `{"N": "…"}`, `{"M": {…}}`, …
@@ -180,9 +183,14 @@ pub struct StreamChange<'a> {
     pub approximate_creation_date_time: Option<f64>,
     #[serde(rename = "Keys", borrow, default, deserialize_with = "image")]
     pub keys: Image<'a>,
-    /// The item after the change (the stream's view type is `NEW_IMAGE`); none on `REMOVE`.
-    #[serde(rename = "NewImage", borrow, default, deserialize_with = "new_image")]
+    /// The item after the change (the stream's view type is `NEW_AND_OLD_IMAGES`); none on
+    /// `REMOVE`.
+    #[serde(rename = "NewImage", borrow, default, deserialize_with = "some_image")]
     pub new_image: Option<Image<'a>>,
+    /// The item before the change, which an issue's history entry is the difference from;
+    /// none on `INSERT`.
+    #[serde(rename = "OldImage", borrow, default, deserialize_with = "some_image")]
+    pub old_image: Option<Image<'a>>,
     #[serde(rename = "SequenceNumber", borrow, default)]
     pub sequence_number: Option<Str<'a>>,
 }

@@ -8,6 +8,7 @@
 //!   planner that turns it and a new basis into the writes of one step.
 //! - [`summary`]: the list summary an entry carries, so a page needs no read of the issues.
 //! - [`event`]: the stream event Lambda hands the indexer, decoded from its JSON.
+//! - [`history`]: an issue's history entry, the difference between two of its stream images.
 //! - `record`: an issue as the indexer reads it, borrowed from a stream image.
 //! - [`stream`]: what a stream record is about, from its keys.
 //! - `codec`: an issue read from its item, through any view of its attributes.
@@ -16,6 +17,7 @@ pub(crate) mod basis;
 pub(crate) mod codec;
 pub mod entries;
 pub mod event;
+pub mod history;
 pub(crate) mod record;
 pub mod stream;
 pub mod summary;

@@ -1,6 +1,7 @@
 //! The index table, which only the indexer writes: column entries, participation copies,
-//! watermarks, parked units, and the scans the operator's tools make.
+//! watermarks, issues' history, parked units, and the scans the operator's tools make.
 
+pub mod history;
 pub mod scan;
 pub mod table;
 pub mod watermark_item;

@@ -525,7 +525,10 @@ impl IndexTable<'_> {
     }
 
     /// Sends write requests to the index table, 25 a BatchWriteItem; returns how many.
-    async fn batch_write_all(&self, requests: Vec<WriteRequest>) -> Result<usize, StoreError> {
+    pub(super) async fn batch_write_all(
+        &self,
+        requests: Vec<WriteRequest>,
+    ) -> Result<usize, StoreError> {
         self.store
             .batch_write_all(&self.store.index, requests)
             .await

@@ -9,7 +9,7 @@ use super::items::{
     attr, description_item, issue_from, issue_item, issue_key, key, project_key, sk_of,
 };
 use crate::cursor::Position;
-use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId, UserId};
 use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
 use crate::keys;
 use crate::store::Records;
@@ -136,7 +136,7 @@ impl Records<'_> {
         project_id: &ProjectId,
         new: NewIssue,
         id: IssueId,
-        now: String,
+        (now, actor): (String, &UserId),
     ) -> Result<Issue, CreateIssueError> {
         let mut issue = Issue {
             id,
@@ -160,7 +160,11 @@ impl Records<'_> {
         // A parent refused before the number is taken takes none.
         let tree = self.plan_new_child(tenant, project_id, &issue).await?;
         issue.num = self.take_number(tenant, project_id).await?;
-        let item = issue_item(tenant, &issue)?;
+        let mut item = issue_item(tenant, &issue)?;
+        item.insert(
+            attr::UPDATED_BY.into(),
+            AttributeValue::S(actor.as_str().into()),
+        );
         // With its number: accepted right up to DynamoDB's limit.
         if stored_size(&item) > MAX_ITEM_BYTES {
             return Err(CreateIssueError::TooLarge);
@@ -351,13 +355,14 @@ impl Records<'_> {
         current: &Issue,
         patch: &IssuePatch,
         expected_version: Option<u64>,
-        now: &str,
+        (now, actor): (&str, &UserId),
     ) -> Result<PatchOutcome, StoreError> {
         let issue_id = &current.id;
         let mut base = current.clone();
         for attempt in 0..MAX_MERGE_ATTEMPTS {
             let parts = patch_update(patch, expected_version, now, Some(&base))
                 .ok_or_else(|| StoreError::Build("a patch without its base".into()))?;
+            let parts = super::patch::with_actor(parts, actor.as_str());
             let whole_map = parts.values.contains_key(":expected") && expected_version.is_none();
             let tree = match &patch.parent {
                 // The parent it has already: nothing in the tree changes.
@@ -585,16 +590,19 @@ impl Records<'_> {
         tenant: &TenantId,
         issue_id: &IssueId,
         p: &crate::domain::Participant,
-        now: &str,
+        (now, actor): (&str, &UserId),
     ) -> Result<ParticipantOutcome, StoreError> {
         let edge = keys::records::participant_edge(p.kind, &p.id);
         let result = self
             .update_issue(tenant, issue_id)
-            .update_expression("ADD #p :edge, #v :one SET #r.#e = :role, #u = :now")
+            .update_expression("ADD #p :edge, #v :one SET #r.#e = :role, #u = :now, #by = :by")
+            // A participant already in this role: no change, so no new version.
             .condition_expression(
                 "attribute_exists(PK) AND (attribute_not_exists(#p) OR size(#p) < :max \
-                 OR contains(#p, :e))",
+                 OR contains(#p, :e)) AND NOT (contains(#p, :e) AND #r.#e = :role)",
             )
+            .expression_attribute_names("#by", attr::UPDATED_BY)
+            .expression_attribute_values(":by", AttributeValue::S(actor.as_str().into()))
             .expression_attribute_values(":max", AttributeValue::N(MAX_PARTICIPANTS.to_string()))
             .expression_attribute_values(":e", AttributeValue::S(edge.clone()))
             .expression_attribute_names("#p", attr::PARTICIPANTS)
@@ -612,6 +620,7 @@ impl Records<'_> {
             Ok(true) => Ok(ParticipantOutcome::Saved),
             Ok(false) => Ok(match self.get_issue_item(tenant, issue_id).await? {
                 None => ParticipantOutcome::NotFound,
+                Some(issue) if issue.participants.contains(p) => ParticipantOutcome::Saved,
                 Some(_) => ParticipantOutcome::Full,
             }),
             Err(e) if item_too_large(&e) => Ok(ParticipantOutcome::TooLarge),
@@ -628,12 +637,14 @@ impl Records<'_> {
         issue_id: &IssueId,
         kind: crate::domain::ParticipantKind,
         id: &str,
-        now: &str,
+        (now, actor): (&str, &UserId),
     ) -> Result<bool, StoreError> {
         let edge = keys::records::participant_edge(kind, id);
         let result = self
             .update_issue(tenant, issue_id)
-            .update_expression("DELETE #p :edges REMOVE #r.#e SET #u = :now ADD #v :one")
+            .update_expression("DELETE #p :edges REMOVE #r.#e SET #u = :now, #by = :by ADD #v :one")
+            .expression_attribute_names("#by", attr::UPDATED_BY)
+            .expression_attribute_values(":by", AttributeValue::S(actor.as_str().into()))
             .condition_expression("contains(#p, :edge)")
             .expression_attribute_names("#p", attr::PARTICIPANTS)
             .expression_attribute_names("#r", attr::ROLES)

@@ -62,6 +62,17 @@ pub fn patch_update(
     Some(parts)
 }
 
+/// `parts` record `actor` as the user who made the version they write (every patch's update
+/// starts with `SET`).
+pub fn with_actor(mut parts: UpdateParts, actor: &str) -> UpdateParts {
+    parts.update = parts.update.replacen("SET ", "SET #by = :by, ", 1);
+    parts.names.insert("#by".into(), attr::UPDATED_BY.into());
+    parts
+        .values
+        .insert(":by".into(), AttributeValue::S(actor.into()));
+    parts
+}
+
 /// The condition of a write that must find the issue at an expected version.
 const VERSION_CONDITION: &str = "attribute_exists(PK) AND #v = :expected";
 
@@ -92,7 +103,7 @@ impl Expression {
             + self.sets.iter().map(|x| x.len() + 2).sum::<usize>()
             + " REMOVE ".len()
             + self.removes.iter().map(|x| x.len() + 2).sum::<usize>()
-            + " ADD #v :one".len()
+            + " ADD #v :one, #dr :one".len()
     }
 
     fn finish(self, condition: String) -> UpdateParts {
@@ -101,6 +112,9 @@ impl Expression {
             update.push_str(&format!(" REMOVE {}", self.removes.join(", ")));
         }
         update.push_str(" ADD #v :one");
+        if self.parts.names.contains_key("#dr") {
+            update.push_str(", #dr :one");
+        }
         UpdateParts {
             update,
             condition,
@@ -129,6 +143,11 @@ fn scalar_updates(patch: &IssuePatch, now: &str) -> Expression {
     }
     if patch.clear_fields || !patch.set_fields.is_empty() || !patch.remove_fields.is_empty() {
         expr.name("#f", attr::FIELDS);
+    }
+    // The description is an item of its own: its change is marked on the issue item, which
+    // is what the stream carries (see `crate::model::history`).
+    if patch.description.is_some() {
+        expr.name("#dr", attr::DESCRIPTION_REV);
     }
     match &patch.parent {
         None => {}

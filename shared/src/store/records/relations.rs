@@ -11,9 +11,10 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, Put, TransactWriteItem, Update};
 
 use super::items::{attr, issue_key, key, sk_of};
-use crate::domain::ids::{IssueId, TenantId};
+use crate::domain::ids::{IssueId, TenantId, UserId};
 use crate::domain::relation::{MAX_RELATIONS, RelationKind};
 use crate::keys::{self, records::entity};
+use crate::model::history::relation_change;
 use crate::store::query::Query;
 use crate::store::{Item, Records, StoreError, Tx, build_err};
 
@@ -148,7 +149,7 @@ impl Records<'_> {
         &self,
         tenant: &TenantId,
         (a, kind, b): (&IssueId, RelationKind, &IssueId),
-        now: &str,
+        (now, actor): (&str, &UserId),
     ) -> Result<RelateOutcome, StoreError> {
         for _ in 0..ATTEMPTS {
             let pair = self.pair(tenant, a, b).await?;
@@ -168,12 +169,21 @@ impl Records<'_> {
             if full(a_item, pair.a_edge) || full(b_item, pair.b_edge) {
                 return Ok(RelateOutcome::Full);
             }
-            let items = vec![
-                self.bump(tenant, a, pair.a_edge.is_none().then_some(1))?,
-                self.put_edge(tenant, (a, b), kind, pair.a_edge)?,
-                self.bump(tenant, b, pair.b_edge.is_none().then_some(1))?,
-                self.put_edge(tenant, (b, a), kind.inverse(), pair.b_edge)?,
-            ];
+            // A side whose edge is already this one (the other side lacked its inverse) does
+            // not change: no new version there.
+            let mut items = Vec::with_capacity(4);
+            if pair.a_edge != Some(kind) {
+                let mark = relation_change(b, pair.a_edge, Some(kind));
+                let count = pair.a_edge.is_none().then_some(1);
+                items.push(self.bump(tenant, a, count, (mark, Some(actor)))?);
+                items.push(self.put_edge(tenant, (a, b), kind, pair.a_edge)?);
+            }
+            if pair.b_edge != Some(kind.inverse()) {
+                let mark = relation_change(a, pair.b_edge, Some(kind.inverse()));
+                let count = pair.b_edge.is_none().then_some(1);
+                items.push(self.bump(tenant, b, count, (mark, Some(actor)))?);
+                items.push(self.put_edge(tenant, (b, a), kind.inverse(), pair.b_edge)?);
+            }
             match self.store.transact(with_now(items, now)).await {
                 Ok(Tx::Committed) => return Ok(RelateOutcome::Saved),
                 Ok(Tx::ConditionFailed) => {}
@@ -192,20 +202,22 @@ impl Records<'_> {
         &self,
         tenant: &TenantId,
         (a, kind, b): (&IssueId, RelationKind, &IssueId),
-        now: &str,
+        (now, actor): (&str, &UserId),
     ) -> Result<bool, StoreError> {
         for _ in 0..ATTEMPTS {
             let pair = self.pair(tenant, a, b).await?;
             if pair.a.is_none() || pair.a_edge != Some(kind) {
                 return Ok(false);
             }
+            let mark = relation_change(b, Some(kind), None);
             let mut items = vec![
                 self.delete_edge(tenant, (a, b), Some(kind))?,
-                self.bump(tenant, a, Some(-1))?,
+                self.bump(tenant, a, Some(-1), (mark, Some(actor)))?,
             ];
             if pair.b.is_some() && pair.b_edge.is_some() {
+                let mark = relation_change(a, pair.b_edge, None);
                 items.push(self.delete_edge(tenant, (b, a), pair.b_edge)?);
-                items.push(self.bump(tenant, b, Some(-1))?);
+                items.push(self.bump(tenant, b, Some(-1), (mark, Some(actor)))?);
             }
             if self.store.transact(with_now(items, now)).await? == Tx::Committed {
                 return Ok(true);
@@ -227,9 +239,11 @@ impl Records<'_> {
     ) -> Result<usize, StoreError> {
         let relations = self.relations_of(tenant, deleted).await?;
         for r in &relations {
+            // A system change: no actor.
+            let mark = relation_change(deleted, Some(r.kind.inverse()), None);
             let items = vec![
                 self.delete_edge(tenant, (&r.other, deleted), None)?,
-                self.bump(tenant, &r.other, Some(-1))?,
+                self.bump(tenant, &r.other, Some(-1), (mark, None))?,
                 self.delete_edge(tenant, (deleted, &r.other), None)?,
             ];
             if self.store.transact(with_now(items, now)).await? == Tx::ConditionFailed {
@@ -303,7 +317,12 @@ impl Records<'_> {
             .map_err(build_err)?;
         let items = vec![
             self.delete_edge(tenant, (issue, other), Some(kind))?,
-            self.bump(tenant, issue, Some(-1))?,
+            self.bump(
+                tenant,
+                issue,
+                Some(-1),
+                (relation_change(other, Some(kind), None), None),
+            )?,
             TransactWriteItem::builder()
                 .condition_check(lacking)
                 .build(),
@@ -311,20 +330,33 @@ impl Records<'_> {
         Ok(self.store.transact(with_now(items, now)).await? == Tx::Committed)
     }
 
-    /// The issue's version bump (an issue change), with its relation count moved by `count`;
+    /// The issue's version bump (an issue change), with its relation count moved by `count`,
+    /// the change's mark ([`relation_change`]) and who made it (`None`: the system);
     /// conditioned on the issue existing and, when the count grows, on its room.
     fn bump(
         &self,
         tenant: &TenantId,
         issue: &IssueId,
         count: Option<i32>,
+        (mark, actor): (String, Option<&UserId>),
     ) -> Result<TransactWriteItem, StoreError> {
         let mut update = Update::builder()
             .table_name(&self.store.records)
             .set_key(Some(issue_key(tenant, issue)))
             .expression_attribute_names("#u", attr::UPDATED_AT)
             .expression_attribute_names("#v", attr::VERSION)
+            .expression_attribute_names("#lc", attr::RELATION_CHANGE)
+            .expression_attribute_names("#by", attr::UPDATED_BY)
+            .expression_attribute_values(":lc", AttributeValue::S(mark))
             .expression_attribute_values(":one", AttributeValue::N("1".into()));
+        let by = match actor {
+            Some(actor) => {
+                update = update
+                    .expression_attribute_values(":by", AttributeValue::S(actor.as_str().into()));
+                "SET #by = :by, #lc = :lc,"
+            }
+            None => "REMOVE #by SET #lc = :lc,",
+        };
         let (expression, condition) = match count {
             None => (
                 "SET #u = :now ADD #v :one",
@@ -346,6 +378,7 @@ impl Records<'_> {
                 ("SET #u = :now ADD #v :one, #rc :n", condition.to_string())
             }
         };
+        let expression = expression.replacen("SET", by, 1);
         let update = update
             .update_expression(expression)
             .condition_expression(condition)

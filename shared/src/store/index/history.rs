@@ -1,0 +1,220 @@
+//! Issues' history entries in the index table: one item per version, in the issue's watermark
+//! partition (`H#{version}`), its entry's JSON as the contract renders it (see
+//! [`crate::model::history`]). The indexer puts them from the stream (a put of the same
+//! version's entry again writes the same item: idempotent) and deletes them with the issue.
+
+use aws_sdk_dynamodb::types::{AttributeValue, PutRequest, WriteRequest};
+use serde_json::value::RawValue;
+
+use crate::cursor::Position;
+use crate::domain::ids::{IssueId, TenantId};
+use crate::keys;
+use crate::model::history::HistoryEntry;
+use crate::model::watermark::DELETED;
+use crate::store::IndexTable;
+use crate::store::query::{Query, key_of};
+use crate::store::records::items::{key, string};
+use crate::store::{Item, StoreError, build_err};
+
+/// The attribute holding an entry's JSON.
+const ENTRY: &str = "e";
+
+/// What the first page's read says of the issue, from its watermark head.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Indexed {
+    /// The index reflects it.
+    Yes,
+    /// Deleted: its history is gone or going.
+    Deleted,
+    /// Not indexed (yet, or ever): only the records table can tell.
+    Unknown,
+}
+
+/// A page of an issue's history, newest first: each entry's JSON with the position after it.
+#[derive(Debug)]
+pub struct HistoryPage {
+    pub indexed: Indexed,
+    pub entries: Vec<(Box<RawValue>, Position)>,
+    pub next: Option<Position>,
+}
+
+fn indexed_of(head: Option<&Item>) -> Indexed {
+    match head {
+        None => Indexed::Unknown,
+        Some(h) => {
+            let version = h
+                .get(crate::store::index::watermark_item::attr::VERSION)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|n| n.parse::<u64>().ok());
+            if version == Some(DELETED) {
+                Indexed::Deleted
+            } else {
+                Indexed::Yes
+            }
+        }
+    }
+}
+
+fn is_head(item: &Item) -> bool {
+    crate::store::records::items::sk_of(item) == Some(keys::index::WATERMARK_SK)
+}
+
+impl IndexTable<'_> {
+    /// Puts history entries (25 a BatchWriteItem); how many.
+    #[tracing::instrument(skip_all, fields(op = "put_history", n = entries.len()))]
+    pub async fn put_history(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        entries: &[HistoryEntry],
+    ) -> Result<usize, StoreError> {
+        let pk = keys::index::watermark_pk(tenant, issue_id);
+        let requests = entries
+            .iter()
+            .map(|e| {
+                let mut item = key(pk.clone(), &keys::index::history_sk(e.version));
+                item.insert(ENTRY.into(), string(&e.json));
+                let put = PutRequest::builder()
+                    .set_item(Some(item))
+                    .build()
+                    .map_err(build_err)?;
+                Ok(WriteRequest::builder().put_request(put).build())
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        self.batch_write_all(requests).await
+    }
+
+    /// One page of an issue's history, newest first. The first page is one Query from the
+    /// watermark head down (the head, then `limit` entries); a later page reads its entries
+    /// and the head side by side (a deleted issue's history is `404` on every page).
+    /// Eventually consistent: the list catches up within seconds anyway.
+    #[tracing::instrument(skip_all, fields(op = "history_page"))]
+    pub async fn history_page(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        limit: i32,
+        start: Option<&Position>,
+    ) -> Result<HistoryPage, StoreError> {
+        let pk = keys::index::watermark_pk(tenant, issue_id);
+        let range = Query::partition(&self.store.index, pk.clone())
+            .sk_between(keys::index::HISTORY_SK_PREFIX, keys::index::WATERMARK_SK)
+            .forward(false);
+        let (page, head) = match start {
+            None => {
+                let mut page = self
+                    .store
+                    .query_page(range.limit(Some(limit.saturating_add(1))))
+                    .await?;
+                let head = page.items.first().filter(|i| is_head(i)).cloned();
+                if head.is_some() {
+                    page.items.remove(0);
+                } else if page.items.len() > limit.max(0) as usize {
+                    // No head took its place: one entry too many, the next page's first.
+                    page.items.truncate(limit.max(0) as usize);
+                    page.next = match page.items.last() {
+                        Some(last) => Some(key_of(last, &[keys::PK, keys::SK])?),
+                        None => None,
+                    };
+                }
+                (page, head)
+            }
+            Some(start) => {
+                let head = Query::partition(&self.store.index, pk)
+                    .sk_between(keys::index::WATERMARK_SK, keys::index::WATERMARK_SK);
+                let (page, head) = futures::try_join!(
+                    self.store
+                        .query_page(range.limit(Some(limit)).after(Some(start))),
+                    self.store.query_page(head)
+                )?;
+                (page, head.items.into_iter().next())
+            }
+        };
+        let entries = page
+            .items
+            .iter()
+            .map(|item| {
+                let json = item
+                    .get(ENTRY)
+                    .and_then(|v| v.as_s().ok())
+                    .ok_or_else(|| StoreError::Corrupt("history entry".into()))?;
+                let raw = RawValue::from_string(json.clone())
+                    .map_err(|_| StoreError::Corrupt("history entry".into()))?;
+                Ok((raw, key_of(item, &[keys::PK, keys::SK])?))
+            })
+            .collect::<Result<_, StoreError>>()?;
+        Ok(HistoryPage {
+            indexed: indexed_of(head.as_ref()),
+            entries,
+            next: page.next,
+        })
+    }
+
+    /// The versions an issue's history has entries for, oldest first (strongly consistent;
+    /// `gridctl verify`).
+    pub async fn history_versions(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+    ) -> Result<Vec<u64>, StoreError> {
+        let query = Query::partition(
+            &self.store.index,
+            keys::index::watermark_pk(tenant, issue_id),
+        )
+        .sk_begins_with(keys::index::HISTORY_SK_PREFIX)
+        .consistent(true);
+        Ok(self
+            .store
+            .query_all(query)
+            .await?
+            .iter()
+            .filter_map(|i| keys::index::parse_history_sk(crate::store::records::items::sk_of(i)?))
+            .collect())
+    }
+
+    /// Deletes a deleted issue's history, a page at a time, until about `budget` bytes of it
+    /// are deleted (`None`: all). `(items deleted, true when none is left)`; idempotent.
+    #[tracing::instrument(skip_all, fields(op = "purge_history"))]
+    pub async fn purge_history(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        budget: Option<usize>,
+    ) -> Result<(usize, bool), StoreError> {
+        const PAGE: i32 = 500;
+        let pk = keys::index::watermark_pk(tenant, issue_id);
+        let (mut deleted, mut bytes) = (0, 0);
+        loop {
+            if budget.is_some_and(|b| bytes >= b) {
+                return Ok((deleted, false));
+            }
+            let query = Query::partition(&self.store.index, pk.clone())
+                .sk_begins_with(keys::index::HISTORY_SK_PREFIX)
+                .limit(Some(PAGE))
+                .consistent(true);
+            let page = self.store.query_page(query).await?;
+            if page.items.is_empty() {
+                return Ok((deleted, true));
+            }
+            bytes += page
+                .items
+                .iter()
+                .map(crate::store::stored_size)
+                .sum::<usize>();
+            let keys = page
+                .items
+                .iter()
+                .filter_map(|i| {
+                    let sk = crate::store::records::items::sk_of(i)?;
+                    Some((pk.clone(), sk.to_string()))
+                })
+                .collect();
+            deleted += self.delete_index_keys(keys).await?;
+        }
+    }
+}
+
+/// An item's entry attribute, for tests and tools that write one by hand.
+pub fn entry_attr(json: &str) -> (String, AttributeValue) {
+    (ENTRY.to_string(), AttributeValue::S(json.to_string()))
+}
