@@ -1,5 +1,5 @@
-//! What people say about an issue: posting a comment, and reading a page of 50 comments with
-//! their authors' names.
+//! What people say about an issue and what happened to it: posting a comment, reading a page
+//! of 50 comments with their authors' names, and a page of 50 history entries.
 
 use std::collections::BTreeMap;
 
@@ -11,6 +11,7 @@ use crate::{Env, Stat, measure, request};
 /// The rows these patterns add.
 pub(crate) const COMMENT_CREATE: &str = "post a comment";
 pub(crate) const COMMENTS_PAGE: &str = "comments page of 50";
+pub(crate) const HISTORY_PAGE: &str = "history page of 50";
 
 /// A comment of about 300 characters.
 fn body(i: usize) -> serde_json::Value {
@@ -49,5 +50,34 @@ pub(crate) async fn comment_patterns(
     })
     .await?;
     rows.insert(COMMENTS_PAGE, page);
+    Ok(())
+}
+
+/// Gives the seed's first issue 60 versions (a title change each; the indexer makes their
+/// entries from the stream), then reads the first page of 50 entries.
+pub(crate) async fn history_patterns(
+    env: &Env,
+    s: usize,
+    rows: &mut BTreeMap<&'static str, Stat>,
+) -> Result<()> {
+    let users = &env.seeded.users;
+    anyhow::ensure!(!users.is_empty(), "the seed has no users");
+    let issue = env
+        .issue_ids
+        .first()
+        .ok_or_else(|| anyhow::anyhow!("the seed has no issues"))?;
+    let me = users[0].as_str();
+    let path = format!("/issues/{issue}");
+    for i in 0..60 {
+        let title = serde_json::json!({ "title": format!("Checkout fails, take {i}") });
+        request(env, me, Method::PATCH, path.clone(), Some(title), 200).await?;
+    }
+    crate::drain(&mut *env.poller.lock().await).await?;
+    let page = measure(&env.meter, s, |_| {
+        let path = format!("{path}/history?limit=50");
+        async move { request(env, me, Method::GET, path, None, 200).await }
+    })
+    .await?;
+    rows.insert(HISTORY_PAGE, page);
     Ok(())
 }

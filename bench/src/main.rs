@@ -469,6 +469,7 @@ async fn measure_size(
     graph::relation_patterns(&env, s, &mut rows).await?;
     graph::tree_patterns(&env, s, &mut rows).await?;
     activity::comment_patterns(&env, s, &mut rows).await?;
+    activity::history_patterns(&env, s, &mut rows).await?;
     results.patterns.push((n, rows));
     // Last: the new field changes every issue's entries.
     let (calls, seconds) = field_add(&env).await?;

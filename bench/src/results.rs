@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub(crate) const NAMES: [(&str, &str); 47] = [
+pub(crate) const NAMES: [(&str, &str); 49] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -77,6 +77,11 @@ pub(crate) const NAMES: [(&str, &str); 47] = [
         "DynamoDB calls of `GET /issues/{id}/comments?limit=50` for an issue with 60 comments of ~300 characters by 5 authors, names included, at the largest size run",
     ),
     ("comments_page_rcu", "its read capacity units"),
+    (
+        "history_page_calls",
+        "DynamoDB calls of `GET /issues/{id}/history?limit=50` for an issue with 61 versions (the index's Query from the issue's watermark head down), at the largest size run",
+    ),
+    ("history_page_rcu", "its read capacity units"),
     (
         "relate_wcu",
         "write capacity units of a `PUT /issues/{id}/relations/{kind}/{other_id}` of a new pair: a transaction of both issues' updates (each billed on the issue item's size) and both edges, 2 units per KB of each, at the largest size run",
@@ -365,6 +370,10 @@ fn pattern_figures(r: &Results, f: &mut Figures) {
             f.insert("comments_page_calls".into(), s.calls);
             f.insert("comments_page_rcu".into(), s.capacity - s.write_capacity);
         }
+        if let Some(s) = patterns.get(crate::activity::HISTORY_PAGE) {
+            f.insert("history_page_calls".into(), s.calls);
+            f.insert("history_page_rcu".into(), s.capacity - s.write_capacity);
+        }
         if let Some(s) = patterns.get(crate::CREATE_50) {
             // Sizes run in increasing order: the largest one's figure stays.
             f.insert("create_concurrent_50_calls_per_create".into(), s.calls);
@@ -543,6 +552,7 @@ mod tests {
             crate::graph::SET_PARENT,
             crate::activity::COMMENT_CREATE,
             crate::activity::COMMENTS_PAGE,
+            crate::activity::HISTORY_PAGE,
         ] {
             patterns.insert(row, Stat::default());
         }

@@ -59,6 +59,11 @@ enum Command {
         /// Verify-and-fix rounds before giving up on issues the stream keeps changing.
         #[arg(long, default_value_t = 3)]
         rounds: u32,
+        /// Record versions whose history entries cannot be rebuilt (made before the stack kept
+        /// history, or lost past the stream's 24 hours) as lost, so verify stops reporting
+        /// them. Run `gridctl replay` first for anything the on-failure queue still names.
+        #[arg(long)]
+        accept_lost_history: bool,
     },
     /// Rewrite watermarks still in the previous layout (every entry key) in the compact one,
     /// by re-indexing their issues; safe while traffic flows. `verify` counts them.
@@ -192,7 +197,10 @@ async fn run(cli: Cli) -> Result<i32> {
     let json = cli.json;
     match cli.command {
         Command::Verify { show } => run_verify(&store, cli.segments, json, show).await,
-        Command::Repair { rounds } => run_repair(&store, cli.segments, json, rounds).await,
+        Command::Repair {
+            rounds,
+            accept_lost_history,
+        } => run_repair(&store, (cli.segments, rounds), json, accept_lost_history).await,
         Command::Upgrade => run_upgrade(&store, cli.segments, json).await,
         Command::Directory { fix } => run_directory(&store, cli.segments, json, fix).await,
         Command::Jobs { tenant } => {
@@ -326,6 +334,12 @@ fn print_verify(report: &ops::VerifyReport, show: usize) {
             p.tenant, p.subject, p.sequence_number, p.parked_at, p.reason
         );
     }
+    if report.relations + report.tree + report.comments + report.history > 0 {
+        println!(
+            "relations {}, tree {}, comments {}, history {} problems (`--json` lists them)",
+            report.relations, report.tree, report.comments, report.history
+        );
+    }
     let drift = &report.drift;
     let stale = drift.stale.iter().map(|s| &s.actual);
     print_entries("missing", drift.missing.iter().take(show));
@@ -354,8 +368,15 @@ fn print_entries<'a>(label: &str, entries: impl Iterator<Item = &'a Entry>) {
 }
 
 /// `repair`: exit 0 when the last verify is clean, 1 when drift remains.
-async fn run_repair(store: &Store, segments: u32, json: bool, rounds: u32) -> Result<i32> {
-    let report = ops::repair(store, segments, rounds, &|what, len| bar(json, what, len)).await?;
+async fn run_repair(
+    store: &Store,
+    (segments, rounds): (u32, u32),
+    json: bool,
+    accept_lost_history: bool,
+) -> Result<i32> {
+    let progress = |what: &str, len| bar(json, what, len);
+    let report =
+        ops::repair_with(store, (segments, rounds), accept_lost_history, &progress).await?;
     if json {
         print_json(&report)?;
     } else {
@@ -504,8 +525,12 @@ async fn run_replay(
         print_json(&report)?;
     } else {
         println!(
-            "{} message(s): re-indexed {} issues and {} projects ({} index writes)",
-            report.messages, report.issues, report.projects, report.index_writes
+            "{} message(s): re-indexed {} issues and {} projects ({} index writes), {} history entries rebuilt",
+            report.messages,
+            report.issues,
+            report.projects,
+            report.index_writes,
+            report.history_entries
         );
     }
     Ok(0)

@@ -30,6 +30,9 @@ pub struct VerifyReport {
     pub tree: usize,
     /// Comment problems: comments of a deleted issue, or a wrong count.
     pub comments: usize,
+    /// History problems: versions without their entry, entries of a deleted issue, entries
+    /// past the issue's version.
+    pub history: usize,
     pub drifted_issues: usize,
     /// Watermarks still in a previous format (not drift; `gridctl upgrade` rewrites them).
     pub previous_layout_watermarks: usize,
@@ -59,6 +62,7 @@ pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Res
         relations: drift.relations.len(),
         tree: drift.tree.len(),
         comments: drift.comments.len(),
+        history: drift.history.len(),
         drifted_issues: drift.issues().len(),
         previous_layout_watermarks: snap.previous_layout_watermarks,
         previous_layout_entries: snap.previous_layout_entries,
@@ -142,6 +146,9 @@ pub struct RepairReport {
     pub tree: usize,
     /// Comment problems acted on (see `gridline::ops::comments::repair`).
     pub comments: usize,
+    /// History problems acted on (see `gridline::ops::history::repair`; a missing entry
+    /// cannot be rebuilt here: `gridctl replay` rebuilds it from the stream within 24 hours).
+    pub history: usize,
     /// Drift left after the last round (empty when clean).
     pub remaining: BTreeMap<String, usize>,
     pub clean: bool,
@@ -156,6 +163,7 @@ fn remaining(found: &VerifyReport) -> BTreeMap<String, usize> {
         ("relations".to_string(), found.relations),
         ("tree".to_string(), found.tree),
         ("comments".to_string(), found.comments),
+        ("history".to_string(), found.history),
     ])
 }
 
@@ -165,6 +173,17 @@ pub async fn repair(
     store: &Store,
     segments: u32,
     rounds: u32,
+    progress: &dyn Fn(&str, u64) -> ProgressBar,
+) -> Result<RepairReport> {
+    repair_with(store, (segments, rounds), false, progress).await
+}
+
+/// [`repair`]; with `accept_lost_history`, versions whose history entries cannot be rebuilt
+/// are recorded as lost (see `gridline::ops::history::repair`).
+pub async fn repair_with(
+    store: &Store,
+    (segments, rounds): (u32, u32),
+    accept_lost_history: bool,
     progress: &dyn Fn(&str, u64) -> ProgressBar,
 ) -> Result<RepairReport> {
     let mut report = RepairReport::default();
@@ -206,6 +225,11 @@ pub async fn repair(
         if !found.drift.comments.is_empty() {
             report.comments +=
                 gridline::ops::comments::repair(store, &found.drift.comments).await?;
+        }
+        if !found.drift.history.is_empty() {
+            report.history +=
+                gridline::ops::history::repair(store, &found.drift.history, accept_lost_history)
+                    .await?;
         }
         let unowned = found.drift.unowned();
         if !unowned.is_empty() {

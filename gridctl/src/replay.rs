@@ -2,15 +2,19 @@
 //! for a stream describe the failed batch (stream, shard, first and last sequence numbers);
 //! they do not carry the records. So replay reads that range of the shard back, collects the
 //! issues (and projects, for field changes) it touched, and re-indexes each from its current
-//! record — which is what the records say now, whatever the failed batch held.
+//! record — which is what the records say now, whatever the failed batch held. The batch's
+//! issue records also rebuild the history entries of the versions they made (each the
+//! difference between the record's old and new images, as the indexer makes it).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use anyhow::{Context, Result, bail};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
 use gridline::domain::ids::{IssueId, ProjectId, TenantId};
 use gridline::indexer::Indexer;
 use gridline::keys;
+use gridline::model::event::StreamEvent;
+use gridline::model::history::{self, HistoryEntry};
 use gridline::model::stream::{self, Change};
 use serde::Serialize;
 use serde_json::Value;
@@ -80,11 +84,50 @@ fn seq_le(a: &str, b: &str) -> bool {
     (a.len(), a) <= (b.len(), b)
 }
 
+/// What a failed batch's range, read back, touched: the issues and projects to re-index, and
+/// the history entries its issue records make.
+#[derive(Debug, Default)]
+pub struct ReadBack {
+    pub touched: BTreeSet<Touched>,
+    pub history: BTreeMap<(TenantId, IssueId), Vec<HistoryEntry>>,
+}
+
+/// A stream attribute value as DynamoDB's JSON writes it (what a Lambda event holds).
+fn attr_json(v: &aws_sdk_dynamodbstreams::types::AttributeValue) -> Value {
+    use aws_sdk_dynamodbstreams::types::AttributeValue as A;
+    match v {
+        A::S(s) => serde_json::json!({ "S": s }),
+        A::N(n) => serde_json::json!({ "N": n }),
+        A::Ss(v) => serde_json::json!({ "SS": v }),
+        A::Ns(v) => serde_json::json!({ "NS": v }),
+        A::M(m) => serde_json::json!({ "M": image_json(m) }),
+        A::L(l) => serde_json::json!({ "L": l.iter().map(attr_json).collect::<Vec<_>>() }),
+        A::Bool(b) => serde_json::json!({ "BOOL": b }),
+        // No issue attribute is binary; a null stands in for anything else.
+        _ => serde_json::json!({ "NULL": true }),
+    }
+}
+
+fn image_json(m: &HashMap<String, aws_sdk_dynamodbstreams::types::AttributeValue>) -> Value {
+    Value::Object(m.iter().map(|(k, v)| (k.clone(), attr_json(v))).collect())
+}
+
+/// The history entry a read-back issue record makes, if it moved a version.
+fn entry_of(change: &aws_sdk_dynamodbstreams::types::StreamRecord) -> Option<HistoryEntry> {
+    let new = image_json(change.new_image.as_ref()?);
+    let old = change.old_image.as_ref().map(image_json);
+    let json = serde_json::json!({"Records": [{"dynamodb": {"NewImage": new, "OldImage": old}}]})
+        .to_string();
+    let event = StreamEvent::from_json(&json).ok()?;
+    let d = &event.records.first()?.dynamodb;
+    history::entry_of(d.old_image.as_ref(), d.new_image.as_ref()?)
+}
+
 /// Reads the batch's range back from the stream.
 pub async fn touched_by(
     streams: &aws_sdk_dynamodbstreams::Client,
     batch: &BatchInfo,
-) -> Result<BTreeSet<Touched>> {
+) -> Result<ReadBack> {
     let iterator = streams
         .get_shard_iterator()
         .stream_arn(&batch.stream_arn)
@@ -100,7 +143,7 @@ pub async fn touched_by(
             )
         })?
         .shard_iterator;
-    let mut touched = BTreeSet::new();
+    let mut read = ReadBack::default();
     let mut next = iterator;
     let mut empty_reads = 0;
     while let Some(it) = next.take() {
@@ -118,15 +161,27 @@ pub async fn touched_by(
                 .sequence_number()
                 .is_some_and(|s| !seq_le(s, &batch.end))
             {
-                return Ok(touched);
+                return Ok(read);
             }
+            let is_issue = change
+                .keys()
+                .and_then(|k| k.get(keys::SK)?.as_s().ok())
+                .is_some_and(|sk| sk == keys::records::ISSUE_SK);
             if let Some(t) = Touched::by(change) {
-                touched.insert(t);
+                if let (true, Touched::Issue { tenant, issue_id }, Some(entry)) =
+                    (is_issue, &t, entry_of(change))
+                {
+                    read.history
+                        .entry((tenant.clone(), issue_id.clone()))
+                        .or_default()
+                        .push(entry);
+                }
+                read.touched.insert(t);
             }
         }
         next = out.next_shard_iterator;
     }
-    Ok(touched)
+    Ok(read)
 }
 
 /// What replay did.
@@ -136,16 +191,18 @@ pub struct ReplayReport {
     pub issues: usize,
     pub projects: usize,
     pub index_writes: usize,
+    /// History entries put from the range's records.
+    pub history_entries: usize,
     pub touched: Vec<Touched>,
 }
 
-/// Re-indexes everything `touched` names from the current records.
-pub async fn redrive(
-    indexer: &Indexer,
-    touched: &BTreeSet<Touched>,
-    report: &mut ReplayReport,
-) -> Result<()> {
-    for t in touched {
+/// Re-indexes everything the read-back range touched from the current records, and puts the
+/// history entries its records make (of issues that still exist).
+pub async fn redrive(indexer: &Indexer, read: &ReadBack, report: &mut ReplayReport) -> Result<()> {
+    for ((tenant, issue_id), entries) in &read.history {
+        report.history_entries += indexer.rebuild_history(tenant, issue_id, entries).await?;
+    }
+    for t in &read.touched {
         let metrics = match t {
             Touched::Issue { tenant, issue_id } => {
                 report.issues += 1;

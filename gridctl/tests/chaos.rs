@@ -230,6 +230,24 @@ async fn finish_reshard(stack: &Stack, project: &str) {
     }
 }
 
+/// The versions an issue's history lists, page after page (7 a page).
+async fn history_versions(stack: &Stack, id: &str) -> Vec<u64> {
+    let mut out = Vec::new();
+    let mut cursor = String::new();
+    loop {
+        let path = format!("/issues/{id}/history?limit=7{cursor}");
+        let r = call(stack, "alice", Method::GET, &path, None).await;
+        assert_eq!(r.status, 200, "{}", r.text);
+        for e in r.body["items"].as_array().unwrap() {
+            out.push(e["version"].as_u64().unwrap());
+        }
+        match r.body["next_cursor"].as_str() {
+            Some(c) => cursor = format!("&cursor={c}"),
+            None => return out,
+        }
+    }
+}
+
 async fn verify(stack: &Stack) -> ops::VerifyReport {
     ops::verify(&support::store(stack, "Verify"), 3, &ProgressBar::hidden())
         .await
@@ -565,6 +583,14 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
         for (id, on) in &comments {
             let r = call(&stack, "alice", Method::GET, &format!("/issues/{id}"), None).await;
             assert_eq!(r.body["comment_count"], on.len(), "seed {seed}: {id}");
+        }
+        // Exactly one history entry per version, newest first, through the API's pages.
+        for id in model.keys() {
+            let r = call(&stack, "alice", Method::GET, &format!("/issues/{id}"), None).await;
+            let version = r.body["version"].as_u64().unwrap();
+            let listed = history_versions(&stack, id).await;
+            let want: Vec<u64> = (1..=version).rev().collect();
+            assert_eq!(listed, want, "seed {seed}: {id}'s history");
         }
 
         // A last field, whose column nothing else rebuilds (a later job, a replay, an issue's

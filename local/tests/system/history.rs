@@ -262,7 +262,7 @@ async fn a_deleted_field_changes_values_without_a_version_or_an_entry() {
     let r = api
         .patch(&format!("/issues/{id}"), json!({"fields": {&f: 2}}))
         .await;
-    assert_eq!(r.status, StatusCode::OK);
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
     api.sync().await;
     let r = api.delete(&format!("/projects/{p}/fields/{f}")).await;
     assert!(r.status.is_success(), "{}", r.text);
@@ -275,4 +275,31 @@ async fn a_deleted_field_changes_values_without_a_version_or_an_entry() {
         entries[0]["changes"],
         json!([{"field": &f, "from": 1, "to": 2}])
     );
+}
+
+/// Concurrent requests asking for the same change: one makes the version, the others find the
+/// issue already as they ask and make none — so no entry lists no change.
+#[tokio::test]
+async fn concurrent_identical_changes_make_one_version() {
+    let (api, p) = TestApi::with_project("p").await;
+    let f = api.field(&p, json!({"name": "n", "type": "number"})).await;
+    let issue = api.issue(&p, json!({"title": "t"})).await;
+    let id = issue["id"].as_str().unwrap().to_string();
+    let path = format!("/issues/{id}");
+    let seat = format!("/issues/{id}/participants/user/bob");
+    let patches = (0..6).map(|_| api.patch(&path, json!({"title": "same", "fields": {&f: 4}})));
+    for r in futures::future::join_all(patches).await {
+        assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    }
+    let seats = (0..6).map(|_| api.call(BOB, Method::PUT, &seat, Some(json!({"role": "watcher"}))));
+    for r in futures::future::join_all(seats).await {
+        assert!(r.status.is_success(), "{}", r.text);
+    }
+    assert_eq!(version(&api, &id).await, 3);
+    api.sync().await;
+    let entries = all_entries(&api, &id, 50).await;
+    assert_eq!(entries.len(), 3);
+    for e in &entries[..2] {
+        assert!(!changes(e).is_empty(), "{e}");
+    }
 }

@@ -66,6 +66,31 @@ impl Indexer {
         Ok(metrics)
     }
 
+    /// Puts history entries made from stream records read back (`gridctl replay`), if the
+    /// issue still exists (a deleted one's history is deleted, not rebuilt); how many.
+    pub async fn rebuild_history(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        entries: &[crate::model::history::HistoryEntry],
+    ) -> Result<usize, IndexError> {
+        if entries.is_empty()
+            || self
+                .store
+                .records()
+                .get_issue_item(tenant, issue_id)
+                .await?
+                .is_none()
+        {
+            return Ok(0);
+        }
+        Ok(self
+            .store
+            .index()
+            .put_history(tenant, issue_id, entries)
+            .await?)
+    }
+
     /// Re-indexes every issue of a project with its current fields (after a field change
     /// whose record failed, so no field job was sent), completing its columns.
     pub async fn reindex_whole_project(

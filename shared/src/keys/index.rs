@@ -357,6 +357,11 @@ pub fn history_sk(version: u64) -> String {
     format!("{HISTORY_SK_PREFIX}{version:020}")
 }
 
+/// Sort key of the item that lists an issue's versions whose entries were lost for good and
+/// acknowledged as lost (`gridctl repair --accept-lost-history`). `G` sorts below `H#`: outside
+/// a history page's range.
+pub const HISTORY_LOST_SK: &str = "G#LOST";
+
 /// The version a [`history_sk`] names.
 pub fn parse_history_sk(sk: &str) -> Option<u64> {
     sk.strip_prefix(HISTORY_SK_PREFIX)?.parse().ok()

@@ -62,6 +62,8 @@ pub struct Snapshot {
     pub edges: EdgeScan,
     /// Comments and their issues' counts.
     pub comments: CommentScan,
+    /// Issues' history entries.
+    pub history: crate::ops::history::HistoryScan,
 }
 
 /// An entry whose key is right but whose attributes are not.
@@ -88,6 +90,9 @@ pub struct Drift {
     pub tree: Vec<TreeDrift>,
     /// Comments of deleted issues, or miscounted (see `ops::comments`).
     pub comments: Vec<CommentDrift>,
+    /// Versions without their history entry, and history of deleted issues (see
+    /// `ops::history`).
+    pub history: Vec<crate::ops::history::HistoryDrift>,
 }
 
 impl Drift {
@@ -99,6 +104,7 @@ impl Drift {
             && self.relations.is_empty()
             && self.tree.is_empty()
             && self.comments.is_empty()
+            && self.history.is_empty()
     }
 
     /// Every drifted entry (a stale one as it is in the index).
@@ -207,6 +213,9 @@ pub async fn snapshot(
             snap.entries.insert(entry);
         }
     }
+    for item in &index {
+        snap.history.absorb(item);
+    }
     snap.parked = index.iter().filter_map(parked_from_item).collect();
     snap.parked
         .sort_by(|a, b| (&a.tenant, &a.subject).cmp(&(&b.tenant, &b.subject)));
@@ -253,6 +262,7 @@ pub fn compare(snap: &Snapshot) -> Drift {
         relations: crate::ops::relations::check(&snap.relations, &|r| snap.issues.contains_key(r)),
         tree: crate::ops::tree::check(&snap.edges, &snap.issues),
         comments: crate::ops::comments::check(&snap.comments),
+        history: crate::ops::history::check(&snap.history, &snap.issues),
         ..Drift::default()
     };
     // A thin entry of an issue whose watermark predates summaries is that layout's, not stale.

@@ -1,11 +1,12 @@
 //! Operations on a running stack, safe while traffic flows: drift found and repaired
 //! ([`drift`]), a project's columns resharded ([`reshard`]), the tenant directories checked
 //! and repaired ([`directory`]); relations, the issue tree and comments checked against their
-//! issues ([`relations`], [`tree`], [`comments`]).
+//! issues ([`relations`], [`tree`], [`comments`]); and issues' history ([`history`]).
 
 pub mod comments;
 pub mod directory;
 pub mod drift;
+pub mod history;
 pub mod relations;
 pub mod reshard;
 pub mod tree;

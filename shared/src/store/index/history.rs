@@ -18,6 +18,8 @@ use crate::store::{Item, StoreError, build_err};
 
 /// The attribute holding an entry's JSON.
 const ENTRY: &str = "e";
+/// The attribute of the lost-versions item: a number set.
+pub const LOST: &str = "lost";
 
 /// What the first page's read says of the issue, from its watermark head.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -194,6 +196,8 @@ impl IndexTable<'_> {
                 .consistent(true);
             let page = self.store.query_page(query).await?;
             if page.items.is_empty() {
+                let lost = (pk.clone(), keys::index::HISTORY_LOST_SK.to_string());
+                self.delete_index_keys(vec![lost]).await?;
                 return Ok((deleted, true));
             }
             bytes += page
@@ -211,6 +215,55 @@ impl IndexTable<'_> {
                 .collect();
             deleted += self.delete_index_keys(keys).await?;
         }
+    }
+
+    /// Records versions of an issue's history as lost for good (their entries cannot be made
+    /// any more): a number-set ADD, so recording one twice changes nothing.
+    pub async fn accept_lost_history(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        versions: &[u64],
+    ) -> Result<(), StoreError> {
+        // A set of at most 10,000 numbers per update keeps each request far below its limits.
+        for chunk in versions.chunks(10_000) {
+            let key = key(
+                keys::index::watermark_pk(tenant, issue_id),
+                keys::index::HISTORY_LOST_SK,
+            );
+            self.store
+                .client
+                .update_item()
+                .table_name(&self.store.index)
+                .set_key(Some(key))
+                .update_expression("ADD #l :v")
+                .expression_attribute_names("#l", LOST)
+                .expression_attribute_values(
+                    ":v",
+                    AttributeValue::Ns(chunk.iter().map(u64::to_string).collect()),
+                )
+                .send()
+                .await
+                .map_err(crate::store::sdk("UpdateItem"))?;
+        }
+        Ok(())
+    }
+}
+
+impl IndexTable<'_> {
+    /// Deletes the entries of these versions of an issue's history; how many.
+    pub async fn delete_history(
+        &self,
+        tenant: &TenantId,
+        issue_id: &IssueId,
+        versions: &[u64],
+    ) -> Result<usize, StoreError> {
+        let pk = keys::index::watermark_pk(tenant, issue_id);
+        let keys = versions
+            .iter()
+            .map(|v| (pk.clone(), keys::index::history_sk(*v)))
+            .collect();
+        self.delete_index_keys(keys).await
     }
 }
 

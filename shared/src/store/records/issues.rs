@@ -404,6 +404,16 @@ impl Records<'_> {
                     Backoff::Contended.sleep(attempt + 1).await;
                     base = fresh;
                 }
+                // Another write made the issue what the patch asks (its condition that
+                // something changes failed, or a merge would change nothing): nothing to
+                // write, no version.
+                Some(fresh)
+                    if patch.parent.is_none()
+                        && expected_version.is_none_or(|v| v == fresh.version)
+                        && patch.clone().without_noops(&fresh).is_empty() =>
+                {
+                    return Ok(PatchOutcome::Updated);
+                }
                 Some(fresh) if whole_map => {
                     tracing::debug!(attempt, "issue moved on, merging again");
                     base = fresh;

@@ -52,6 +52,12 @@ pub fn patch_update(
     } else {
         let keyed = keyed_fields(expr.clone(), patch);
         if keyed.len() <= MAX_EXPRESSION_BYTES {
+            let condition = match differs(patch) {
+                Some(d) if condition.len() + d.len() + 5 <= MAX_EXPRESSION_BYTES => {
+                    format!("{condition} AND {d}")
+                }
+                _ => condition,
+            };
             keyed.finish(condition)
         } else {
             // Too many keys for one expression: the whole map, merged from `base`.
@@ -183,6 +189,36 @@ fn parent_condition(patch: &IssuePatch, base: Option<&Issue>, parts: &mut Update
     }
 }
 
+/// A condition that the keyed update of `patch` changes something in the item as it is when
+/// it lands (a request that read other values may find the issue already as it asks: then it
+/// writes no version, and no history entry of no changes). `None` when the patch changes what
+/// the item alone does not show (the description, the parent: their own conditions hold).
+fn differs(patch: &IssuePatch) -> Option<String> {
+    if patch.description.is_some() || patch.parent.is_some() || patch.clear_fields {
+        return None;
+    }
+    let mut terms = Vec::new();
+    if patch.title.is_some() {
+        terms.push("#t <> :t".to_string());
+    }
+    if patch.state.is_some() {
+        terms.push("#s <> :s".to_string());
+    }
+    for i in 0..patch.set_fields.len() {
+        terms.push(format!("attribute_not_exists(#f.#a{i})"));
+        terms.push(format!("#f.#a{i} <> :a{i}"));
+    }
+    for i in 0..patch.remove_fields.len() {
+        terms.push(format!("attribute_exists(#f.#r{i})"));
+    }
+    // One flat disjunction: DynamoDB refuses redundant parentheses.
+    match terms.len() {
+        0 => None,
+        1 => terms.pop(),
+        _ => Some(format!("({})", terms.join(" OR "))),
+    }
+}
+
 /// `expr` with each set and removed field value as its own path (`#f.#a0`, `#f.#r0`).
 fn keyed_fields(mut expr: Expression, patch: &IssuePatch) -> Expression {
     for (i, (id, value)) in patch.set_fields.iter().enumerate() {
@@ -307,7 +343,11 @@ mod tests {
             ..Default::default()
         };
         let parts = patch_update(&small, None, "now", None).unwrap();
-        assert_eq!(parts.condition, "attribute_exists(PK)");
+        // Written only if it changes something when it lands.
+        assert_eq!(
+            parts.condition,
+            "attribute_exists(PK) AND (attribute_not_exists(#f.#a0) OR #f.#a0 <> :a0)"
+        );
         assert!(parts.update.contains("#f.#a0 = :a0"));
 
         let large = IssuePatch {
