@@ -475,6 +475,25 @@ async fn workload(api: &TestApi) {
                 .await;
         }
     }
+    // History: a page from the index (the head and its entries), a later page beside the
+    // head's read, and an issue the index does not know yet (read from the records).
+    api.sync().await;
+    let page = alice
+        .get(&format!("/issues/{}/history?limit=1", issues[1]))
+        .await;
+    let c = page["next_cursor"].as_str().expect("more than one version");
+    alice
+        .get(&format!("/issues/{}/history?limit=1&cursor={c}", issues[1]))
+        .await;
+    let fresh = alice
+        .post(&format!("/projects/{p}/issues"), json!({"title": "new"}))
+        .await;
+    alice
+        .get(&format!(
+            "/issues/{}/history",
+            fresh["id"].as_str().unwrap()
+        ))
+        .await;
     alice.delete(&format!("/projects/{p}/fields/{t}")).await;
     alice.delete(&format!("/issues/{}", issues[1])).await;
     alice.delete(&format!("/teams/{team}/members/bob")).await;
