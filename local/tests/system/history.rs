@@ -303,3 +303,74 @@ async fn concurrent_identical_changes_make_one_version() {
         assert!(!changes(e).is_empty(), "{e}");
     }
 }
+
+/// An entry too large for one item (a patch replacing 200 long values lists each old and new
+/// one: ~400 KB of JSON) is kept in parts and listed whole; the grid is updated as always.
+#[tokio::test]
+async fn an_entry_larger_than_an_item_is_kept_in_parts_and_listed_whole() {
+    let (api, p) = TestApi::with_project("p").await;
+    let mut fields = Vec::new();
+    for i in 0..200 {
+        fields.push(
+            api.field(&p, json!({"name": format!("f{i}"), "type": "text"}))
+                .await,
+        );
+    }
+    let values = |c: char| -> Value {
+        let text: String = std::iter::repeat_n(c, 1000).collect();
+        Value::Object(fields.iter().map(|f| (f.clone(), json!(text))).collect())
+    };
+    let issue = api
+        .issue(&p, json!({"title": "wide", "fields": values('a')}))
+        .await;
+    let id = issue["id"].as_str().unwrap().to_string();
+    let r = api
+        .patch(&format!("/issues/{id}"), json!({"fields": values('b')}))
+        .await;
+    assert_eq!(r.status, StatusCode::OK, "{}", r.text);
+    api.sync().await;
+    assert_eq!(api.dead_letters().await, 0);
+    let entries = all_entries(&api, &id, 50).await;
+    assert_eq!(entries.len(), 2);
+    let changes = entries[0]["changes"].as_array().unwrap();
+    assert_eq!(changes.len(), 200);
+    assert!(
+        changes
+            .iter()
+            .all(|c| c["from"].as_str().unwrap().starts_with("aaa")
+                && c["to"].as_str().unwrap().starts_with("bbb"))
+    );
+    let parts = api
+        .scan_all(&api.stack.tables.index)
+        .await
+        .into_iter()
+        .filter(|i| i["SK"].as_s().unwrap().starts_with("A#"))
+        .count();
+    assert!(parts >= 2, "kept in {parts} parts");
+    // The grid caught up too.
+    let page = api
+        .get(&format!("/projects/{p}/issues?sort={}&limit=1", fields[0]))
+        .await;
+    assert_eq!(
+        page.body["items"][0]["fields"][&fields[0]]
+            .as_str()
+            .unwrap()
+            .chars()
+            .next(),
+        Some('b')
+    );
+    // Deleting the issue deletes the parts with its entries.
+    let r = api.delete(&format!("/issues/{id}")).await;
+    assert_eq!(r.status, StatusCode::NO_CONTENT);
+    api.sync().await;
+    let left = api
+        .scan_all(&api.stack.tables.index)
+        .await
+        .into_iter()
+        .filter(|i| {
+            let sk = i["SK"].as_s().unwrap();
+            sk.starts_with("A#") || sk.starts_with("H#")
+        })
+        .count();
+    assert_eq!(left, 0);
+}

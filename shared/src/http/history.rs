@@ -40,10 +40,11 @@ pub async fn list(
         Indexed::Deleted => return Err(ApiError::NotFound("issue")),
         Indexed::Yes => {}
         Indexed::Unknown => {
+            // Strongly consistent: an issue created a moment ago exists.
             let exists = app
                 .store
                 .records()
-                .issue_project(&caller.tenant, &issue_id)
+                .get_issue_item(&caller.tenant, &issue_id)
                 .await?
                 .is_some();
             if !exists {

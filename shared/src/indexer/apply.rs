@@ -107,15 +107,24 @@ impl Indexer {
                 last,
                 history,
             } => {
-                let target = Target {
-                    version: last.as_ref().map_or(DELETED, |i| i.version),
-                    issue: last.as_deref(),
-                    head: heads.of_issue(tenant, issue_id),
-                };
                 // Each version's history entry, put beside the entries' writes (one more
                 // round trip in parallel, not in a row). Not for an issue the batch deletes
                 // (its history is deleted next) or one the index knows is gone already (an
-                // old record delivered again after the delete).
+                // old record delivered again after the delete, as a bisected batch's first
+                // half is): so its head is read first when the batch did not read it.
+                let read_alone;
+                let head = match heads.of_issue(tenant, issue_id) {
+                    Head::Unread if last.is_some() && !history.is_empty() => {
+                        read_alone = self.store.index().get_watermark(tenant, issue_id).await?;
+                        Head::Read(read_alone.as_ref())
+                    }
+                    head => head,
+                };
+                let target = Target {
+                    version: last.as_ref().map_or(DELETED, |i| i.version),
+                    issue: last.as_deref(),
+                    head,
+                };
                 let gone = matches!(target.head, Head::Read(Some(w)) if w.version == DELETED);
                 let entries = if last.is_some() && !gone {
                     history.as_slice()
@@ -133,7 +142,11 @@ impl Indexer {
                         .map_err(IndexError::from)
                 };
                 let applied = self.apply(tenant, issue_id, &target, Replaces::Older, defs, metrics);
-                let (written, ()) = futures::try_join!(put_history, applied)?;
+                // Both run to their end (neither is dropped mid-request when the other
+                // fails); the first error is the unit's.
+                let (written, applied) = futures::join!(put_history, applied);
+                applied?;
+                let written = written?;
                 metrics.writes += written;
                 metrics.history += written;
                 if last.is_none() {

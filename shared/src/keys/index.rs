@@ -362,6 +362,20 @@ pub fn history_sk(version: u64) -> String {
 /// a history page's range.
 pub const HISTORY_LOST_SK: &str = "G#LOST";
 
+/// Sort-key prefix of the parts of history entries too large for one item (`A` sorts below `B`:
+/// outside a history page's range and the watermark's buckets).
+pub const HISTORY_PART_PREFIX: &str = "A#";
+
+/// Sort-key prefix of the parts of the entry of `version`.
+pub fn history_parts_prefix(version: u64) -> String {
+    format!("{HISTORY_PART_PREFIX}{version:020}#")
+}
+
+/// Sort key of part `k` of the entry of `version` (parts in order).
+pub fn history_part_sk(version: u64, k: usize) -> String {
+    format!("{}{k:04}", history_parts_prefix(version))
+}
+
 /// The version a [`history_sk`] names.
 pub fn parse_history_sk(sk: &str) -> Option<u64> {
     sk.strip_prefix(HISTORY_SK_PREFIX)?.parse().ok()

@@ -115,13 +115,14 @@ fn role_of<'a>(image: &'a Image<'a>, edge: &str) -> Option<&'a str> {
 
 /// The entry of the version `new` holds, made by the write from `old` (none for the
 /// insert that created the issue); `None` when the write made no new version (a comment count,
-/// a deleted field's value, a repair) or `new` holds none.
+/// a deleted field's value, a repair), `new` holds none, or a record of a later version has no
+/// old image (a stream that carried new images only: the difference is not in it).
 pub fn entry_of(old: Option<&Image<'_>>, new: &Image<'_>) -> Option<HistoryEntry> {
     let version = version_of(new)?;
-    if let Some(old) = old
-        && version_of(old).is_some_and(|v| v >= version)
-    {
-        return None;
+    match old {
+        Some(old) if version_of(old).is_some_and(|v| v >= version) => return None,
+        None if version != 1 => return None,
+        _ => {}
     }
     let mut changes = Vec::new();
     if let Some(old) = old {
@@ -256,6 +257,11 @@ mod tests {
             json!({"version": 1, "at": "2026-11-26T10:00:01.000Z", "actor": "u1",
                    "action": "created", "changes": []})
         );
+    }
+
+    #[test]
+    fn a_later_version_without_its_old_image_makes_no_entry() {
+        assert_eq!(entry(None, issue(4, json!({}))), None);
     }
 
     #[test]

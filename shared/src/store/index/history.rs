@@ -16,8 +16,40 @@ use crate::store::query::{Query, key_of};
 use crate::store::records::items::{key, string};
 use crate::store::{Item, StoreError, build_err};
 
-/// The attribute holding an entry's JSON.
+/// The attribute holding an entry's JSON (or, on a part, its share of it).
 const ENTRY: &str = "e";
+/// On an entry too large for one item: how many parts hold its JSON.
+const PARTS: &str = "parts";
+/// The most bytes of JSON one item holds: an entry lists the old and new values of every
+/// field a write changed, which for a patch of hundreds of long values passes DynamoDB's
+/// 400 KB item; such an entry is kept in parts of this size, written before the entry's own
+/// item, so a page never finds an entry without its parts.
+pub const INLINE_BYTES: usize = 300_000;
+
+/// `text` in pieces of at most `max` bytes, cut at character boundaries.
+fn pieces(text: &str, max: usize) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut rest = text;
+    while rest.len() > max {
+        let mut cut = max;
+        while !rest.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        let (head, tail) = rest.split_at(cut);
+        out.push(head);
+        rest = tail;
+    }
+    out.push(rest);
+    out
+}
+
+fn put_request(item: Item) -> Result<WriteRequest, StoreError> {
+    let put = PutRequest::builder()
+        .set_item(Some(item))
+        .build()
+        .map_err(build_err)?;
+    Ok(WriteRequest::builder().put_request(put).build())
+}
 /// The attribute of the lost-versions item: a number set.
 pub const LOST: &str = "lost";
 
@@ -71,19 +103,54 @@ impl IndexTable<'_> {
         entries: &[HistoryEntry],
     ) -> Result<usize, StoreError> {
         let pk = keys::index::watermark_pk(tenant, issue_id);
-        let requests = entries
-            .iter()
-            .map(|e| {
-                let mut item = key(pk.clone(), &keys::index::history_sk(e.version));
+        let (mut parts, mut requests) = (Vec::new(), Vec::new());
+        for e in entries {
+            let mut item = key(pk.clone(), &keys::index::history_sk(e.version));
+            if e.json.len() <= INLINE_BYTES {
                 item.insert(ENTRY.into(), string(&e.json));
-                let put = PutRequest::builder()
-                    .set_item(Some(item))
-                    .build()
-                    .map_err(build_err)?;
-                Ok(WriteRequest::builder().put_request(put).build())
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
+            } else {
+                let pieces = pieces(&e.json, INLINE_BYTES);
+                for (k, piece) in pieces.iter().enumerate() {
+                    let mut part = key(pk.clone(), &keys::index::history_part_sk(e.version, k));
+                    part.insert(ENTRY.into(), string(*piece));
+                    parts.push(put_request(part)?);
+                }
+                item.insert(PARTS.into(), AttributeValue::N(pieces.len().to_string()));
+            }
+            requests.push(put_request(item)?);
+        }
+        // Parts first: an entry's item is only ever seen with its parts in place.
+        self.batch_write_all(parts).await?;
         self.batch_write_all(requests).await
+    }
+
+    /// The JSON of an entry kept in `parts` parts (strongly consistent: they were written
+    /// before the entry's item that named them).
+    async fn entry_from_parts(
+        &self,
+        pk: &str,
+        version: u64,
+        parts: usize,
+    ) -> Result<String, StoreError> {
+        let query = Query::partition(&self.store.index, pk.to_string())
+            .sk_begins_with(&keys::index::history_parts_prefix(version))
+            .consistent(true);
+        let items = self.store.query_all(query).await?;
+        if items.len() != parts {
+            return Err(StoreError::Corrupt(format!(
+                "history entry {version}: {} of its {parts} parts",
+                items.len()
+            )));
+        }
+        items
+            .iter()
+            .map(|i| {
+                i.get(ENTRY)
+                    .and_then(|v| v.as_s().ok())
+                    .map(String::as_str)
+                    .ok_or_else(|| StoreError::Corrupt("history entry part".into()))
+            })
+            .collect()
     }
 
     /// One page of an issue's history, newest first. The first page is one Query from the
@@ -132,19 +199,33 @@ impl IndexTable<'_> {
                 (page, head.items.into_iter().next())
             }
         };
-        let entries = page
-            .items
-            .iter()
-            .map(|item| {
-                let json = item
-                    .get(ENTRY)
-                    .and_then(|v| v.as_s().ok())
-                    .ok_or_else(|| StoreError::Corrupt("history entry".into()))?;
-                let raw = RawValue::from_string(json.clone())
+        let pk = keys::index::watermark_pk(tenant, issue_id);
+        let reads = page.items.iter().map(|item| {
+            let pk = &pk;
+            async move {
+                let json = match (item.get(ENTRY), item.get(PARTS)) {
+                    (Some(e), _) => e.as_s().ok().cloned(),
+                    (None, Some(n)) => {
+                        let parts = n.as_n().ok().and_then(|n| n.parse().ok());
+                        let version = crate::store::records::items::sk_of(item)
+                            .and_then(keys::index::parse_history_sk);
+                        match (parts, version) {
+                            (Some(parts), Some(version)) => {
+                                Some(self.entry_from_parts(pk, version, parts).await?)
+                            }
+                            _ => None,
+                        }
+                    }
+                    (None, None) => None,
+                };
+                let json = json.ok_or_else(|| StoreError::Corrupt("history entry".into()))?;
+                let raw = RawValue::from_string(json)
                     .map_err(|_| StoreError::Corrupt("history entry".into()))?;
-                Ok((raw, key_of(item, &[keys::PK, keys::SK])?))
-            })
-            .collect::<Result<_, StoreError>>()?;
+                Ok::<_, StoreError>((raw, key_of(item, &[keys::PK, keys::SK])?))
+            }
+        });
+        // Only an entry kept in parts reads more (its parts, one Query each, side by side).
+        let entries = futures::future::try_join_all(reads).await?;
         Ok(HistoryPage {
             indexed: indexed_of(head.as_ref()),
             entries,
@@ -186,19 +267,30 @@ impl IndexTable<'_> {
         const PAGE: i32 = 500;
         let pk = keys::index::watermark_pk(tenant, issue_id);
         let (mut deleted, mut bytes) = (0, 0);
+        // Entries first, then the parts of large ones, then the lost versions' item.
+        let mut prefixes = [
+            keys::index::HISTORY_SK_PREFIX,
+            keys::index::HISTORY_PART_PREFIX,
+        ]
+        .into_iter()
+        .peekable();
         loop {
             if budget.is_some_and(|b| bytes >= b) {
                 return Ok((deleted, false));
             }
+            let Some(&prefix) = prefixes.peek() else {
+                let lost = (pk.clone(), keys::index::HISTORY_LOST_SK.to_string());
+                self.delete_index_keys(vec![lost]).await?;
+                return Ok((deleted, true));
+            };
             let query = Query::partition(&self.store.index, pk.clone())
-                .sk_begins_with(keys::index::HISTORY_SK_PREFIX)
+                .sk_begins_with(prefix)
                 .limit(Some(PAGE))
                 .consistent(true);
             let page = self.store.query_page(query).await?;
             if page.items.is_empty() {
-                let lost = (pk.clone(), keys::index::HISTORY_LOST_SK.to_string());
-                self.delete_index_keys(vec![lost]).await?;
-                return Ok((deleted, true));
+                prefixes.next();
+                continue;
             }
             bytes += page
                 .items
@@ -270,4 +362,24 @@ impl IndexTable<'_> {
 /// An item's entry attribute, for tests and tools that write one by hand.
 pub fn entry_attr(json: &str) -> (String, AttributeValue) {
     (ENTRY.to_string(), AttributeValue::S(json.to_string()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Pieces put back together are the text, each within its bound, cut only between
+        /// characters.
+        #[test]
+        fn pieces_rejoin_to_the_text(text in "[a-zé€😀\"\\\\]{0,200}", max in 4usize..40) {
+            let parts = pieces(&text, max);
+            prop_assert_eq!(parts.concat(), text.clone());
+            for p in &parts {
+                prop_assert!(p.len() <= max);
+            }
+            prop_assert!(parts.iter().take(parts.len() - 1).all(|p| !p.is_empty()));
+        }
+    }
 }

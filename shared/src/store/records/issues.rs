@@ -414,8 +414,10 @@ impl Records<'_> {
                 {
                     return Ok(PatchOutcome::Updated);
                 }
-                Some(fresh) if whole_map => {
-                    tracing::debug!(attempt, "issue moved on, merging again");
+                // Merged from a base that moved on, or (without If-Match) a write that made
+                // the patch's values while another changed them again: write again.
+                Some(fresh) if whole_map || expected_version.is_none() => {
+                    tracing::debug!(attempt, "issue moved on, writing again");
                     base = fresh;
                 }
                 Some(_) => return Ok(PatchOutcome::VersionMismatch),

@@ -110,6 +110,8 @@ impl Expression {
             + " REMOVE ".len()
             + self.removes.iter().map(|x| x.len() + 2).sum::<usize>()
             + " ADD #v :one, #dr :one".len()
+            // What `with_actor` adds.
+            + "#by = :by, ".len()
     }
 
     fn finish(self, condition: String) -> UpdateParts {
