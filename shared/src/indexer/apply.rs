@@ -107,54 +107,9 @@ impl Indexer {
                 last,
                 history,
             } => {
-                // Each version's history entry, put beside the entries' writes (one more
-                // round trip in parallel, not in a row). Not for an issue the batch deletes
-                // (its history is deleted next) or one the index knows is gone already (an
-                // old record delivered again after the delete, as a bisected batch's first
-                // half is): so its head is read first when the batch did not read it.
-                let read_alone;
-                let head = match heads.of_issue(tenant, issue_id) {
-                    Head::Unread if last.is_some() && !history.is_empty() => {
-                        read_alone = self.store.index().get_watermark(tenant, issue_id).await?;
-                        Head::Read(read_alone.as_ref())
-                    }
-                    head => head,
-                };
-                let target = Target {
-                    version: last.as_ref().map_or(DELETED, |i| i.version),
-                    issue: last.as_deref(),
-                    head,
-                };
-                let gone = matches!(target.head, Head::Read(Some(w)) if w.version == DELETED);
-                let entries = if last.is_some() && !gone {
-                    history.as_slice()
-                } else {
-                    &[]
-                };
-                let put_history = async {
-                    if entries.is_empty() {
-                        return Ok(0);
-                    }
-                    self.store
-                        .index()
-                        .put_history(tenant, issue_id, entries)
-                        .await
-                        .map_err(IndexError::from)
-                };
-                let applied = self.apply(tenant, issue_id, &target, Replaces::Older, defs, metrics);
-                // Both run to their end (neither is dropped mid-request when the other
-                // fails); the first error is the unit's.
-                let (written, applied) = futures::join!(put_history, applied);
-                applied?;
-                let written = written?;
-                metrics.writes += written;
-                metrics.history += written;
-                if last.is_none() {
-                    let budget = Some(self.purge_budget);
-                    self.clean_up_deleted(tenant, issue_id, budget, metrics)
-                        .await?;
-                }
-                Ok(())
+                let issue = (tenant, issue_id, last.as_deref());
+                self.process_issue(issue, history, (defs, heads), metrics)
+                    .await
             }
             // A field change starts its job: one message, whatever the project's size.
             Unit::FieldAdded {
@@ -187,8 +142,67 @@ impl Indexer {
         }
     }
 
+    /// An issue's net change: its entries made exact, its versions' history entries put, and,
+    /// when it was deleted, what it leaves behind deleted.
+    async fn process_issue(
+        &self,
+        (tenant, issue_id, last): (&TenantId, &IssueId, Option<&IssueRecord<'_>>),
+        history: &[crate::model::history::HistoryEntry],
+        (defs, heads): (&Defs, &Heads),
+        metrics: &mut Metrics,
+    ) -> Result<(), IndexError> {
+        // Each version's history entry, put beside the entries' writes (one more round trip
+        // in parallel, not in a row). Not for an issue the batch deletes (its history is
+        // deleted next) or one the index knows is gone already (an old record delivered
+        // again after the delete, as a bisected batch's first half is): so its head is read
+        // first when the batch did not read it.
+        let read_alone;
+        let head = match heads.of_issue(tenant, issue_id) {
+            Head::Unread if last.is_some() && !history.is_empty() => {
+                read_alone = self.store.index().get_watermark(tenant, issue_id).await?;
+                Head::Read(read_alone.as_ref())
+            }
+            head => head,
+        };
+        let target = Target {
+            version: last.map_or(DELETED, |i| i.version),
+            issue: last,
+            head,
+        };
+        let gone = matches!(target.head, Head::Read(Some(w)) if w.version == DELETED);
+        let entries = if last.is_some() && !gone {
+            history
+        } else {
+            &[]
+        };
+        let put_history = async {
+            if entries.is_empty() {
+                return Ok(0);
+            }
+            self.store
+                .index()
+                .put_history(tenant, issue_id, entries)
+                .await
+                .map_err(IndexError::from)
+        };
+        let applied = self.apply(tenant, issue_id, &target, Replaces::Older, defs, metrics);
+        // Both run to their end (neither is dropped mid-request when the other fails); the
+        // first error is the unit's.
+        let (written, applied) = futures::join!(put_history, applied);
+        applied?;
+        let written = written?;
+        metrics.writes += written;
+        metrics.history += written;
+        if last.is_none() {
+            let budget = Some(self.purge_budget);
+            self.clean_up_deleted(tenant, issue_id, budget, metrics)
+                .await?;
+        }
+        Ok(())
+    }
+
     /// After an issue was deleted: its relations leave the other issues, its children are
-    /// detached (each a system change on the other issue) and its comments are deleted, about
+    /// detached (each a system change on the other issue) and its comments and history are deleted, about
     /// `budget` bytes of them per attempt (more left is an error the stream retries, each
     /// retry going on from what is left; `None`, as replays and repairs run: all).
     /// Idempotent: a replay finds nothing left to do.

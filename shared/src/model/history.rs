@@ -124,86 +124,10 @@ pub fn entry_of(old: Option<&Image<'_>>, new: &Image<'_>) -> Option<HistoryEntry
         None if version != 1 => return None,
         _ => {}
     }
-    let mut changes = Vec::new();
-    if let Some(old) = old {
-        for name in [attr::TITLE, attr::STATE, attr::PARENT_ID] {
-            let (from, to) = (old.get(name), new.get(name));
-            if from != to {
-                changes.push(ChangeJson::Value {
-                    field: name.to_string(),
-                    from: from.and_then(value_json),
-                    to: to.and_then(value_json),
-                });
-            }
-        }
-        if old.get(attr::DESCRIPTION_REV) != new.get(attr::DESCRIPTION_REV) {
-            changes.push(ChangeJson::Description {
-                field: "description",
-            });
-        }
-        let (old_fields, new_fields) = (
-            old.get(attr::FIELDS).and_then(AttrView::m),
-            new.get(attr::FIELDS).and_then(AttrView::m),
-        );
-        let mut ids: Vec<&str> = old_fields
-            .iter()
-            .chain(new_fields.iter())
-            .flat_map(|m| m.keys().map(|k| k.as_str()))
-            .collect();
-        ids.sort_unstable();
-        ids.dedup();
-        for id in ids {
-            let from = old_fields.as_ref().and_then(|m| m.get(id));
-            let to = new_fields.as_ref().and_then(|m| m.get(id));
-            if from != to {
-                changes.push(ChangeJson::Value {
-                    field: id.to_string(),
-                    from: from.and_then(value_json),
-                    to: to.and_then(value_json),
-                });
-            }
-        }
-        let edges = |i: &'_ Image<'_>| -> Vec<String> {
-            i.get(attr::PARTICIPANTS)
-                .and_then(AttrView::ss)
-                .unwrap_or_default()
-                .iter()
-                .map(|e| e.as_str().to_string())
-                .collect()
-        };
-        let mut all = edges(old);
-        all.extend(edges(new));
-        all.sort_unstable();
-        all.dedup();
-        for edge in &all {
-            let (from, to) = (role_of(old, edge), role_of(new, edge));
-            if from != to
-                && let Some((kind, id)) = keys::records::parse_participant_edge(edge)
-            {
-                changes.push(ChangeJson::Participant {
-                    field: "participant",
-                    participant: ParticipantJson {
-                        kind: kind.as_str(),
-                        id: id.to_string(),
-                    },
-                    from: from.map(str::to_string),
-                    to: to.map(str::to_string),
-                });
-            }
-        }
-        let mark = s(new, attr::RELATION_CHANGE);
-        if mark.is_some()
-            && mark != s(old, attr::RELATION_CHANGE)
-            && let Some((other, from, to)) = mark.and_then(parse_relation_change)
-        {
-            changes.push(ChangeJson::Relation {
-                field: "relation",
-                issue_id: other.to_string(),
-                from: from.map(str::to_string),
-                to: to.map(str::to_string),
-            });
-        }
-    }
+    let changes = match old {
+        Some(old) => changes(old, new),
+        None => Vec::new(),
+    };
     let entry = EntryJson {
         version,
         at: s(new, attr::UPDATED_AT).unwrap_or_default(),
@@ -213,6 +137,100 @@ pub fn entry_of(old: Option<&Image<'_>>, new: &Image<'_>) -> Option<HistoryEntry
     };
     let json = serde_json::to_string(&entry).ok()?;
     Some(HistoryEntry { version, json })
+}
+
+/// Every change from `old` to `new`: the built-in values, the description's mark, the field
+/// values, the participants' roles and the relation mark.
+fn changes(old: &Image<'_>, new: &Image<'_>) -> Vec<ChangeJson> {
+    let mut changes = Vec::new();
+    for name in [attr::TITLE, attr::STATE, attr::PARENT_ID] {
+        let (from, to) = (old.get(name), new.get(name));
+        if from != to {
+            changes.push(ChangeJson::Value {
+                field: name.to_string(),
+                from: from.and_then(value_json),
+                to: to.and_then(value_json),
+            });
+        }
+    }
+    if old.get(attr::DESCRIPTION_REV) != new.get(attr::DESCRIPTION_REV) {
+        changes.push(ChangeJson::Description {
+            field: "description",
+        });
+    }
+    field_changes(old, new, &mut changes);
+    participant_changes(old, new, &mut changes);
+    let mark = s(new, attr::RELATION_CHANGE);
+    if mark.is_some()
+        && mark != s(old, attr::RELATION_CHANGE)
+        && let Some((other, from, to)) = mark.and_then(parse_relation_change)
+    {
+        changes.push(ChangeJson::Relation {
+            field: "relation",
+            issue_id: other.to_string(),
+            from: from.map(str::to_string),
+            to: to.map(str::to_string),
+        });
+    }
+    changes
+}
+
+/// The custom field values that differ, by field id.
+fn field_changes(old: &Image<'_>, new: &Image<'_>, changes: &mut Vec<ChangeJson>) {
+    let (old_fields, new_fields) = (
+        old.get(attr::FIELDS).and_then(AttrView::m),
+        new.get(attr::FIELDS).and_then(AttrView::m),
+    );
+    let mut ids: Vec<&str> = old_fields
+        .iter()
+        .chain(new_fields.iter())
+        .flat_map(|m| m.keys().map(|k| k.as_str()))
+        .collect();
+    ids.sort_unstable();
+    ids.dedup();
+    for id in ids {
+        let from = old_fields.as_ref().and_then(|m| m.get(id));
+        let to = new_fields.as_ref().and_then(|m| m.get(id));
+        if from != to {
+            changes.push(ChangeJson::Value {
+                field: id.to_string(),
+                from: from.and_then(value_json),
+                to: to.and_then(value_json),
+            });
+        }
+    }
+}
+
+/// The participants whose role differs (none: not a participant), by edge.
+fn participant_changes(old: &Image<'_>, new: &Image<'_>, changes: &mut Vec<ChangeJson>) {
+    let edges = |i: &'_ Image<'_>| -> Vec<String> {
+        i.get(attr::PARTICIPANTS)
+            .and_then(AttrView::ss)
+            .unwrap_or_default()
+            .iter()
+            .map(|e| e.as_str().to_string())
+            .collect()
+    };
+    let mut all = edges(old);
+    all.extend(edges(new));
+    all.sort_unstable();
+    all.dedup();
+    for edge in &all {
+        let (from, to) = (role_of(old, edge), role_of(new, edge));
+        if from != to
+            && let Some((kind, id)) = keys::records::parse_participant_edge(edge)
+        {
+            changes.push(ChangeJson::Participant {
+                field: "participant",
+                participant: ParticipantJson {
+                    kind: kind.as_str(),
+                    id: id.to_string(),
+                },
+                from: from.map(str::to_string),
+                to: to.map(str::to_string),
+            });
+        }
+    }
 }
 
 #[cfg(test)]

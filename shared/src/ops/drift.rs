@@ -213,9 +213,7 @@ pub async fn snapshot(
             snap.entries.insert(entry);
         }
     }
-    for item in &index {
-        snap.history.absorb(item);
-    }
+    index.iter().for_each(|item| snap.history.absorb(item));
     snap.parked = index.iter().filter_map(parked_from_item).collect();
     snap.parked
         .sort_by(|a, b| (&a.tenant, &a.subject).cmp(&(&b.tenant, &b.subject)));

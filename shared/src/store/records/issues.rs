@@ -161,10 +161,8 @@ impl Records<'_> {
         let tree = self.plan_new_child(tenant, project_id, &issue).await?;
         issue.num = self.take_number(tenant, project_id).await?;
         let mut item = issue_item(tenant, &issue)?;
-        item.insert(
-            attr::UPDATED_BY.into(),
-            AttributeValue::S(actor.as_str().into()),
-        );
+        let by = super::items::string(actor.as_str());
+        item.insert(attr::UPDATED_BY.into(), by);
         // With its number: accepted right up to DynamoDB's limit.
         if stored_size(&item) > MAX_ITEM_BYTES {
             return Err(CreateIssueError::TooLarge);
@@ -404,9 +402,8 @@ impl Records<'_> {
                     Backoff::Contended.sleep(attempt + 1).await;
                     base = fresh;
                 }
-                // Another write made the issue what the patch asks (its condition that
-                // something changes failed, or a merge would change nothing): nothing to
-                // write, no version.
+                // Another write made the issue what the patch asks (the condition that it
+                // changes something failed, or a merge changes nothing): no write, no version.
                 Some(fresh)
                     if patch.parent.is_none()
                         && expected_version.is_none_or(|v| v == fresh.version)
@@ -414,8 +411,7 @@ impl Records<'_> {
                 {
                     return Ok(PatchOutcome::Updated);
                 }
-                // Merged from a base that moved on, or (without If-Match) a write that made
-                // the patch's values while another changed them again: write again.
+                // A base that moved on, or (no If-Match) values made and changed again meanwhile.
                 Some(fresh) if whole_map || expected_version.is_none() => {
                     tracing::debug!(attempt, "issue moved on, writing again");
                     base = fresh;
@@ -608,7 +604,7 @@ impl Records<'_> {
         let result = self
             .update_issue(tenant, issue_id)
             .update_expression("ADD #p :edge, #v :one SET #r.#e = :role, #u = :now, #by = :by")
-            // A participant already in this role: no change, so no new version.
+            // The last term: a participant already in this role is no change, no version.
             .condition_expression(
                 "attribute_exists(PK) AND (attribute_not_exists(#p) OR size(#p) < :max \
                  OR contains(#p, :e)) AND NOT (contains(#p, :e) AND #r.#e = :role)",
