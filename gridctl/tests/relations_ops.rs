@@ -34,11 +34,11 @@ fn key(pk: String, sk: String) -> HashMap<String, AttributeValue> {
 }
 
 /// A hand delete of one records item, as a fault outside the product would make.
-async fn hand_delete(api: &TestApi, key: HashMap<String, AttributeValue>) {
+async fn hand_delete(api: &TestApi, table: &str, key: HashMap<String, AttributeValue>) {
     api.stack
         .client
         .delete_item()
-        .table_name(&api.stack.tables.records)
+        .table_name(table)
         .set_key(Some(key))
         .send()
         .await
@@ -84,6 +84,7 @@ async fn verify_finds_one_sided_dangling_and_miscounted_relations_and_repair_men
     // one-sided and issue 1 miscounted. Issue 2 gains an edge to an issue that never was.
     hand_delete(
         &api,
+        &api.stack.tables.records,
         key(format!("T#acme#I#{}", ids[1]), format!("R#{}", ids[0])),
     )
     .await;
@@ -160,7 +161,12 @@ async fn verify_finds_sub_issues_out_of_step_with_their_edges_and_repair_mends_t
     // Issue 1's edge lost; a stray edge naming issue 3 (under nobody); issue 2 told its
     // parent is one that never was.
     let edges = format!("T#acme#I#{}#C", ids[0]);
-    hand_delete(&api, key(edges.clone(), ids[1].clone())).await;
+    hand_delete(
+        &api,
+        &api.stack.tables.records,
+        key(edges.clone(), ids[1].clone()),
+    )
+    .await;
     let mut stray = key(edges, ids[3].clone());
     stray.insert("entity".into(), AttributeValue::S("child".into()));
     api.put_record(stray).await.unwrap();
@@ -226,7 +232,12 @@ async fn verify_finds_orphaned_and_miscounted_comments_and_repair_mends_them() {
 
     // Issue 0's item vanishes (as if its clean-up ran out of retries): its comments are
     // orphans. Issue 1's count is knocked off by hand.
-    hand_delete(&api, key(format!("T#acme#I#{}", ids[0]), "#ISSUE".into())).await;
+    hand_delete(
+        &api,
+        &api.stack.tables.records,
+        key(format!("T#acme#I#{}", ids[0]), "#ISSUE".into()),
+    )
+    .await;
     set_on_issue(
         &api,
         &ids[1],
@@ -274,18 +285,6 @@ async fn verify_finds_orphaned_and_miscounted_comments_and_repair_mends_them() {
     assert_eq!(left, 0, "nothing of issue 0 is left");
 }
 
-/// A hand delete of one index item.
-async fn hand_delete_index(api: &TestApi, key: HashMap<String, AttributeValue>) {
-    api.stack
-        .client
-        .delete_item()
-        .table_name(&api.stack.tables.index)
-        .set_key(Some(key))
-        .send()
-        .await
-        .unwrap();
-}
-
 #[tokio::test]
 async fn verify_finds_missing_stray_and_orphaned_history_and_repair_mends_what_it_can() {
     let (api, p) = TestApi::with_project("p").await;
@@ -308,12 +307,23 @@ async fn verify_finds_missing_stray_and_orphaned_history_and_repair_mends_what_i
 
     // Issue 0 loses its entry of version 2 and gains one of a version it never reached; issue
     // 1's item vanishes by hand (its history is an orphan until the stream's clean-up).
-    let history_pk = |id: &str| format!("T#acme#W#{id}");
-    hand_delete_index(&api, key(history_pk(&ids[0]), format!("H#{:020}", 2))).await;
-    let mut stray = key(history_pk(&ids[0]), format!("H#{:020}", 9));
+    let history_pk = |id: &str| {
+        let issue = gridline::domain::ids::IssueId::parse(id).unwrap();
+        let acme = gridline::domain::ids::TenantId::parse("acme").unwrap();
+        gridline::keys::index::watermark_pk(&acme, &issue)
+    };
+    let entry = |v| gridline::keys::index::history_sk(v);
+    let index = &api.stack.tables.index;
+    hand_delete(&api, index, key(history_pk(&ids[0]), entry(2))).await;
+    let mut stray = key(history_pk(&ids[0]), entry(9));
     stray.insert("e".into(), AttributeValue::S("{}".into()));
     api.put_index(stray).await.unwrap();
-    hand_delete(&api, key(format!("T#acme#I#{}", ids[1]), "#ISSUE".into())).await;
+    hand_delete(
+        &api,
+        &api.stack.tables.records,
+        key(format!("T#acme#I#{}", ids[1]), "#ISSUE".into()),
+    )
+    .await;
 
     let found = verify(&api).await;
     let problems: Vec<serde_json::Value> = found

@@ -7,6 +7,7 @@ use std::collections::HashSet;
 use http::{Method, StatusCode};
 use serde_json::{Value, json};
 
+use gridline::keys::index::{HISTORY_PART_PREFIX, HISTORY_SK_PREFIX};
 use gridline_local::testing::TestApi;
 
 const BOB: (&str, &str) = ("bob", "acme");
@@ -201,7 +202,7 @@ async fn every_kind_of_change_is_one_entry_with_exactly_its_changes_and_actor() 
         .filter(|i| {
             let pk = i["PK"].as_s().unwrap();
             let sk = i["SK"].as_s().unwrap();
-            sk.starts_with("H#") && (pk.ends_with(&parent) || pk.ends_with(&other))
+            sk.starts_with(HISTORY_SK_PREFIX) && (pk.ends_with(&parent) || pk.ends_with(&other))
         })
         .count();
     assert_eq!(left, 0, "a deleted issue's history is deleted");
@@ -344,7 +345,7 @@ async fn an_entry_larger_than_an_item_is_kept_in_parts_and_listed_whole() {
         .scan_all(&api.stack.tables.index)
         .await
         .into_iter()
-        .filter(|i| i["SK"].as_s().unwrap().starts_with("A#"))
+        .filter(|i| i["SK"].as_s().unwrap().starts_with(HISTORY_PART_PREFIX))
         .count();
     assert!(parts >= 2, "kept in {parts} parts");
     // The grid caught up too.
@@ -369,7 +370,7 @@ async fn an_entry_larger_than_an_item_is_kept_in_parts_and_listed_whole() {
         .into_iter()
         .filter(|i| {
             let sk = i["SK"].as_s().unwrap();
-            sk.starts_with("A#") || sk.starts_with("H#")
+            sk.starts_with(HISTORY_PART_PREFIX) || sk.starts_with(HISTORY_SK_PREFIX)
         })
         .count();
     assert_eq!(left, 0);

@@ -359,11 +359,6 @@ impl IndexTable<'_> {
     }
 }
 
-/// An item's entry attribute, for tests and tools that write one by hand.
-pub fn entry_attr(json: &str) -> (String, AttributeValue) {
-    (ENTRY.to_string(), AttributeValue::S(json.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
