@@ -14,7 +14,12 @@ use serde_json::{Value, json};
 use crate::support::acme;
 
 /// Every issue id of a grid, following `next_cursor` with pages of `limit`.
-async fn page_all(api: &TestApi, project: &str, query: &str, limit: usize) -> Vec<String> {
+pub(crate) async fn page_all(
+    api: &TestApi,
+    project: &str,
+    query: &str,
+    limit: usize,
+) -> Vec<String> {
     let mut ids = Vec::new();
     let mut cursor: Option<String> = None;
     for _ in 0..10_000 {
@@ -43,12 +48,12 @@ async fn page_all(api: &TestApi, project: &str, query: &str, limit: usize) -> Ve
 
 /// Sort value of an issue in a column, comparable within the column.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
-enum Key {
+pub(crate) enum Key {
     Text(String, String),
     Encoded(String),
 }
 
-fn key_of(
+pub(crate) fn key_of(
     issue: &Value,
     column: &str,
     field_type: Option<&str>,
@@ -85,7 +90,7 @@ fn key_of(
 
 /// The contract's order: values in order (ties by num), then issues without one by num, both
 /// in the requested direction.
-fn reference(
+pub(crate) fn reference(
     issues: &[Value],
     column: &str,
     ft: Option<&str>,

@@ -16,6 +16,7 @@ mod events;
 mod fair_use;
 mod faults;
 mod field_jobs;
+mod filters;
 mod gateway;
 mod grid;
 mod guard;

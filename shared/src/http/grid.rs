@@ -33,7 +33,8 @@ fn parse(
     params: &HashMap<String, String>,
     defs: &[FieldDef],
 ) -> Result<GridQuery, ApiError> {
-    let mut errors = unknown_params(params, &["sort", "order", "gte", "lte", "prefix", "state"]);
+    let known = ["sort", "order", "gte", "lte", "prefix", "state", "where"];
+    let mut errors = unknown_params(params, &known);
     let get = |name: &str| params.get(name).map(String::as_str);
     let given = GridParams {
         sort: get("sort"),
@@ -42,6 +43,7 @@ fn parse(
         gte: get("gte"),
         lte: get("lte"),
         prefix: get("prefix"),
+        filter: get("where"),
     };
     match grid::parse(project_id, &given, defs) {
         Ok(query) if errors.is_empty() => Ok(query),
@@ -182,7 +184,7 @@ pub async fn list(
         &caller.tenant,
         &project_id,
         &fields,
-        query.column.name(),
+        query.source.name(),
     )
     .await;
     let request = PageRequest {

@@ -26,6 +26,7 @@ use crate::domain::{Issue, IssueState};
 use crate::encoding::text::{fold, prefix_key};
 use crate::keys;
 use crate::model::{Column, Kind, encode_bound};
+use crate::read::filter::Filter;
 use crate::store::Page;
 use crate::store::index::ColumnQuery;
 use crate::store::index::table::ColumnHit;
@@ -83,14 +84,25 @@ pub struct GridParams<'a> {
     pub gte: Option<&'a str>,
     pub lte: Option<&'a str>,
     pub prefix: Option<&'a str>,
+    /// `where`: a JSON array of conditions ([`Filter`]).
+    pub filter: Option<&'a str>,
 }
 
 /// The interpreted query: what the page reads and what its cursor is bound to.
 #[derive(Debug)]
 pub struct GridQuery {
     pub column: Column,
+    /// The column whose partitions the page reads: the sort column, or a column whose
+    /// entries of one value hold exactly an equality's matches in the sort order
+    /// ([`Filter::equality_source`]).
+    pub source: Column,
     pub descending: bool,
     pub state: Option<IssueState>,
+    /// The state scopes read: the state asked for, less those no issue meeting the filter
+    /// can be in.
+    pub scopes: Vec<IssueState>,
+    /// The conditions every issue on a page meets (`where`).
+    pub filter: Filter,
     /// Inclusive sort-key range of value entries.
     from: String,
     to: String,
@@ -192,10 +204,17 @@ pub fn parse(
         is_text,
         &mut errors,
     );
+    let filter = p
+        .filter
+        .map_or_else(|| Ok(Filter::default()), |raw| Filter::parse(raw, defs));
+    let filter = filter.unwrap_or_else(|more| {
+        errors.extend(more);
+        Filter::default()
+    });
     if !errors.is_empty() {
         return Err(errors);
     }
-    let canonical = format!(
+    let mut canonical = format!(
         "project_id={project_id}&sort={}&order={}&state={}&gte={}&lte={}&prefix={}",
         column.name(),
         if descending { "desc" } else { "asc" },
@@ -204,22 +223,32 @@ pub fn parse(
         lte.unwrap_or_default(),
         p.prefix.map(fold).unwrap_or_default(),
     );
+    if !filter.is_empty() {
+        // Only a filtered grid's binding names it, so cursors issued before `where` hold.
+        canonical.push_str("&where=");
+        canonical.push_str(&filter.canonical());
+    }
     let filtered = p.gte.is_some() || p.lte.is_some() || p.prefix.is_some();
     let text = (is_text && filtered).then(|| TextBounds {
         gte: p.gte.map(fold),
         lte: p.lte.map(fold),
         prefix: p.prefix.map(fold),
     });
-    Ok(GridQuery {
+    let mut query = GridQuery {
+        source: column.clone(),
         column,
         descending,
         state,
+        scopes: Vec::new(),
+        filter,
         from,
         to,
         filtered,
         text,
         canonical,
-    })
+    };
+    query.plan();
+    Ok(query)
 }
 
 fn parse_order(order: Option<&str>, errors: &mut Vec<FieldError>) -> bool {
@@ -278,6 +307,33 @@ fn value_range(
 }
 
 impl GridQuery {
+    /// Where the filter lets a page read less: only the state scopes a match can be in;
+    /// conditions on the sort column narrow its range; sorted by `num` with no bound on it,
+    /// an equality on a column whose equal values share a key reads that column's entries of
+    /// the value instead (they are in `num` order). The choice depends on the parameters
+    /// alone, so every page of a cursor reads the same partitions.
+    fn plan(&mut self) {
+        self.scopes = self
+            .filter
+            .states()
+            .into_iter()
+            .filter(|s| self.state.is_none_or(|asked| asked == *s))
+            .collect();
+        if let Some((from, to)) = self.filter.narrowing(&self.column) {
+            self.from = self.from.clone().max(from);
+            self.to = self.to.clone().min(to);
+            self.filtered = true;
+        } else if self.column == Column::Num
+            && !self.filtered
+            && let Some((source, from, to)) = self.filter.equality_source()
+        {
+            self.source = source;
+            self.from = from;
+            self.to = to;
+            self.filtered = true;
+        }
+    }
+
     /// The ranges of a read, in order: ascending reads values then missing ones in one range;
     /// descending reads values downwards, then missing ones downwards. Bounds or a prefix read
     /// the values within them only.
@@ -300,6 +356,7 @@ impl GridQuery {
     pub fn admits(&self, project_id: &ProjectId, issue: &Issue) -> bool {
         issue.project_id == *project_id
             && self.state.is_none_or(|st| issue.state == st)
+            && self.filter.matches(issue)
             && self
                 .text
                 .as_ref()

@@ -6,7 +6,6 @@ use crate::domain::Issue;
 use crate::domain::ids::{ProjectId, TenantId};
 use crate::domain::values::FieldDef;
 use crate::keys;
-use crate::model::column_scopes;
 use crate::model::summary::Reading;
 use crate::read::names::names_fit;
 use crate::store::{Store, StoreError};
@@ -37,20 +36,40 @@ pub struct GridPage {
     pub next: Option<Position>,
 }
 
-/// The column partitions a query reads: every shard of each scope, its state's or both
-/// merged.
+/// The column partitions a query reads: every shard of each scope it reads (its state's, or
+/// both merged), of its source column.
 pub fn partitions(
     tenant: &TenantId,
     project_id: &ProjectId,
     query: &GridQuery,
     shards: u16,
 ) -> Vec<String> {
-    column_scopes(query.state)
-        .into_iter()
+    query
+        .scopes
+        .iter()
         .flat_map(|scope| {
-            keys::index::column_shard_pks(tenant, project_id, query.column.name(), scope, shards)
+            let (column, scope) = (query.source.name(), scope.as_str());
+            keys::index::column_shard_pks(tenant, project_id, column, scope, shards)
         })
         .collect()
+}
+
+/// Most index entries one filtered page reads: with rare matches a page ends short (even
+/// empty) with a cursor, rather than read on without bound. At about 0.4 KB an entry that is
+/// at most ~50 read units, and a few Queries per shard.
+pub const FILTER_READ_BUDGET: usize = 1_000;
+
+/// How many entries a filtered page reads next: for its first read twice what it still
+/// needs; then what the matches so far say it needs, with a quarter more (at least what it
+/// still needs); never more than the budget left.
+fn next_read(needed: usize, read: usize, matched: usize) -> usize {
+    let left = FILTER_READ_BUDGET.saturating_sub(read);
+    let want = if read == 0 {
+        2 * needed
+    } else {
+        (needed * (read + 1) / (matched + 1)) * 5 / 4 + 1
+    };
+    want.max(needed).min(left)
 }
 
 /// Reads one grid page: its entries ([`read_entries`]), then their issues in one call.
@@ -65,42 +84,97 @@ pub async fn page(store: &Store, request: PageRequest<'_>) -> Result<GridPage, S
         start,
     } = request;
     let pks = partitions(tenant, project_id, query, shards);
-    let read = read_entries(query, &pks, limit, start, |range, start| async move {
-        store.index().query_column(&range, start.as_ref()).await
-    })
-    .await?;
-    let mut next = read.next;
-    let entries = read
-        .entries
-        .iter()
-        .map(|e| (e.issue_id.as_str(), e.summary.as_deref()));
-    let reading = Reading::Columns { project_id, defs };
-    let mut found = store
-        .records()
-        .issues_of_entries(tenant, entries, reading)
-        .await?;
-    // Entries of issues deleted (or moved to another state) since they were indexed are
-    // skipped; an issue met twice (its entries in both state scopes while the indexer moves
-    // them) shows once, at its first entry (`remove` finds it once).
-    let mut issues: Vec<(usize, Issue)> = read
-        .entries
-        .iter()
-        .enumerate()
-        .filter_map(|(at, e)| found.remove(&e.issue_id).map(|i| (at, i)))
-        .filter(|(_, i)| query.admits(project_id, i))
-        .collect();
+    let needed = usize::try_from(limit).unwrap_or(0);
+    let (mut issues, mut next, mut read) = (Vec::new(), start, 0);
+    loop {
+        // Unfiltered, one read of `limit` entries; filtered, reads until the page is full,
+        // the entries end or the budget is spent.
+        let count = if query.filter.is_empty() {
+            needed
+        } else {
+            next_read(needed - issues.len(), read, issues.len())
+        };
+        let chunk = Chunk {
+            tenant,
+            project_id,
+            defs,
+            query,
+            pks: &pks,
+        };
+        let (found, after) = chunk.read(store, count, next.take()).await?;
+        read += count;
+        issues.extend(found);
+        next = after;
+        if query.filter.is_empty() || issues.len() >= needed || read >= FILTER_READ_BUDGET {
+            break;
+        }
+        if next.is_none() {
+            break;
+        }
+    }
+    if issues.len() > needed {
+        // A read found more matches than the page holds: it ends at the last one it holds.
+        issues.truncate(needed);
+        next = issues.last().map(|(_, after)| after.clone());
+    }
     // Names are bounded per page: past them the page ends at the last issue kept, and the
     // cursor points at its entry.
-    let fit = names_fit(issues.iter().map(|(_, i)| i));
+    let fit = names_fit(issues.iter().map(|(i, _)| i));
     if fit < issues.len() {
-        next = Some(read.entries[issues[fit - 1].0].position_after());
         issues.truncate(fit);
+        next = issues.last().map(|(_, after)| after.clone());
     }
-    Ok(GridPage {
-        issues: issues
-            .into_iter()
-            .map(|(at, i)| (i, read.entries[at].position_after()))
-            .collect(),
-        next,
-    })
+    Ok(GridPage { issues, next })
+}
+
+/// What one read of a page's entries is about.
+struct Chunk<'a> {
+    tenant: &'a TenantId,
+    project_id: &'a ProjectId,
+    defs: &'a [FieldDef],
+    query: &'a GridQuery,
+    pks: &'a [String],
+}
+
+impl Chunk<'_> {
+    /// Reads `count` entries from `start` and the issues behind them that the query admits,
+    /// each with the position right after its entry, and where the next read starts.
+    async fn read(
+        &self,
+        store: &Store,
+        count: usize,
+        start: Option<Position>,
+    ) -> Result<(Vec<(Issue, Position)>, Option<Position>), StoreError> {
+        let count = i32::try_from(count).unwrap_or(i32::MAX);
+        let read = read_entries(
+            self.query,
+            self.pks,
+            count,
+            start,
+            |range, start| async move { store.index().query_column(&range, start.as_ref()).await },
+        )
+        .await?;
+        let entries = read
+            .entries
+            .iter()
+            .map(|e| (e.issue_id.as_str(), e.summary.as_deref()));
+        let reading = Reading::Columns {
+            project_id: self.project_id,
+            defs: self.defs,
+        };
+        let mut found = store
+            .records()
+            .issues_of_entries(self.tenant, entries, reading)
+            .await?;
+        // Entries of issues deleted (or moved to another state) since they were indexed are
+        // skipped; an issue met twice (its entries in both state scopes while the indexer
+        // moves them) shows once, at its first entry (`remove` finds it once).
+        let issues = read
+            .entries
+            .iter()
+            .filter_map(|e| found.remove(&e.issue_id).map(|i| (i, e.position_after())))
+            .filter(|(i, _)| self.query.admits(self.project_id, i))
+            .collect();
+        Ok((issues, read.next))
+    }
 }
