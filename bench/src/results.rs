@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub(crate) const NAMES: [(&str, &str); 49] = [
+pub(crate) const NAMES: [(&str, &str); 51] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -105,6 +105,14 @@ pub(crate) const NAMES: [(&str, &str); 49] = [
     (
         "grid_page_custom_field_{size}_rcu_total",
         "its read capacity units with the display names' (the page as a client pays for it)",
+    ),
+    (
+        "filter_page_{size}_rcu_total",
+        "read capacity units per full page of 50 matches of an ad hoc filter about 1 % of the issues meet (`Points` in [0, 12.5)), sorted by another custom field (`Due`): the `grid page with a filter 1 % of issues meet` row's read units per API page (each reads at most 1,000 entries, so most hold fewer than 50 items) times 50 over its items per page; display names included",
+    ),
+    (
+        "filter_page_{size}_calls",
+        "DynamoDB calls per full page of 50 matches of that filter, counted the same way",
     ),
     (
         "grid_page_all_states_{size}_calls",
@@ -338,6 +346,16 @@ fn pattern_figures(r: &Results, f: &mut Figures) {
                     rcu,
                 );
             }
+        }
+        if let Some(s) = patterns.get(crate::RARE_FILTER)
+            && s.rows > 0.0
+        {
+            let per_full_page = 50.0 / s.rows;
+            f.insert(
+                format!("filter_page_{size}_rcu_total"),
+                (s.capacity - s.write_capacity) * per_full_page,
+            );
+            f.insert(format!("filter_page_{size}_calls"), s.calls * per_full_page);
         }
         if let Some(s) = patterns.get(crate::CREATE) {
             f.insert(format!("create_{size}_calls"), s.calls);
