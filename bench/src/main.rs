@@ -11,6 +11,7 @@ mod activity;
 mod baselines;
 mod binaries;
 mod delay;
+mod filters;
 mod graph;
 mod hot;
 mod indexer;
@@ -550,7 +551,7 @@ async fn field_add(env: &Env) -> Result<(f64, Option<f64>)> {
 }
 
 /// The seeded project, its Points field, and the caller (the first user, in every team).
-fn project_points_caller(env: &Env) -> (&str, &str, &str) {
+pub(crate) fn project_points_caller(env: &Env) -> (&str, &str, &str) {
     (
         &env.seeded.project_id,
         &env.seeded.fields["Points"],
@@ -597,8 +598,8 @@ async fn list_patterns(env: &Env, s: usize) -> Result<BTreeMap<&'static str, Sta
     );
     timed!(
         rows,
-        RARE_FILTER,
-        pages(env, me, rare_filter_path(env), s).await?,
+        filters::RARE_FILTER,
+        pages(env, me, filters::rare_filter_path(env), s).await?,
     );
     timed!(rows, TEAM_OF_12, team_of_12(env, s).await?);
     timed!(
@@ -616,25 +617,6 @@ async fn list_patterns(env: &Env, s: usize) -> Result<BTreeMap<&'static str, Sta
 
 /// The row of a grid page of every state: the `open` and `closed` scopes merged.
 pub(crate) const ALL_STATES: &str = "grid page by custom field, every state";
-
-/// The row of an ad hoc filter that about 1 % of the issues meet, sorted by another column.
-pub(crate) const RARE_FILTER: &str = "grid page with a filter 1 % of issues meet";
-
-/// A grid page sorted by `Due` of the issues whose `Points` are in [0, 12.5): the seed's
-/// points are uniform over [-50, 1000) on 80 % of the issues, so about 0.95 % of them.
-fn rare_filter_path(env: &Env) -> String {
-    let (p, points, _) = project_points_caller(env);
-    let due = &env.seeded.fields["Due"];
-    let filter = format!(r#"[["{points}","gte",0],["{points}","lt",12.5]]"#);
-    let filter: String = filter
-        .bytes()
-        .map(|b| match b {
-            b'A'..=b'Z' | b'a'..=b'z' | b'0'..=b'9' => char::from(b).to_string(),
-            _ => format!("%{b:02X}"),
-        })
-        .collect();
-    format!("/projects/{p}/issues?sort={due}&where={filter}&limit=50")
-}
 
 /// The row of a grid page whose issues involve a team of 12 people.
 pub(crate) const TEAM_OF_12: &str = "grid page by custom field, people from a team of 12";

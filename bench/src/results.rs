@@ -316,6 +316,21 @@ fn indexer_figures(r: &Results, f: &mut Figures) {
     }
 }
 
+/// The ad hoc filter's read units and calls per full page of 50 matches: its API pages hold
+/// fewer (each reads at most 1,000 entries).
+fn filter_figures(patterns: &BTreeMap<&'static str, Stat>, size: &str, f: &mut Figures) {
+    if let Some(s) = patterns.get(crate::filters::RARE_FILTER)
+        && s.rows > 0.0
+    {
+        let per_full_page = 50.0 / s.rows;
+        f.insert(
+            format!("filter_page_{size}_rcu_total"),
+            (s.capacity - s.write_capacity) * per_full_page,
+        );
+        f.insert(format!("filter_page_{size}_calls"), s.calls * per_full_page);
+    }
+}
+
 /// The lists' calls and read units, the GSI design's by density, and the names' read units.
 fn pattern_figures(r: &Results, f: &mut Figures) {
     let lists = [
@@ -347,16 +362,7 @@ fn pattern_figures(r: &Results, f: &mut Figures) {
                 );
             }
         }
-        if let Some(s) = patterns.get(crate::RARE_FILTER)
-            && s.rows > 0.0
-        {
-            let per_full_page = 50.0 / s.rows;
-            f.insert(
-                format!("filter_page_{size}_rcu_total"),
-                (s.capacity - s.write_capacity) * per_full_page,
-            );
-            f.insert(format!("filter_page_{size}_calls"), s.calls * per_full_page);
-        }
+        filter_figures(patterns, &size, f);
         if let Some(s) = patterns.get(crate::CREATE) {
             f.insert(format!("create_{size}_calls"), s.calls);
             f.insert(format!("create_{size}_wcu"), s.write_capacity);

@@ -12,7 +12,7 @@ use serde_json::{Value, json};
 use crate::grid::{Key, key_of, page_all, reference};
 
 /// `s` percent-encoded for a query string.
-fn enc(s: &str) -> String {
+pub(crate) fn enc(s: &str) -> String {
     s.bytes()
         .map(|b| {
             if b.is_ascii_alphanumeric() {
@@ -390,7 +390,7 @@ async fn bad_filters_are_400_naming_the_condition() {
             json!({"name": "s", "type": "select", "options": ["a", "b"]}),
         )
         .await;
-    let eleven = format!("[{}]", vec![r#"["title","exists"]"#; 11].join(","));
+    let eleven = format!("[{}]", [r#"["title","exists"]"#; 11].join(","));
     for (filter, field) in [
         ("[[\"title\"".to_string(), "where"),
         (eleven, "where"),

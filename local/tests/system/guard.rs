@@ -467,6 +467,11 @@ async fn workload(api: &TestApi) {
         "sort=title&prefix=iss".into(),
         "state=open".into(),
         format!("sort={t}&prefix=x"),
+        // A filter: reads sized by its matches, on the same partitions.
+        format!(
+            "limit=1&where={}",
+            crate::filters::enc(&format!(r#"[["{n}","exists"],["participant","exists"]]"#))
+        ),
     ] {
         let page = alice.get(&format!("/projects/{p}/issues?{q}")).await;
         if let Some(c) = page["next_cursor"].as_str() {

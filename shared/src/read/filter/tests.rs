@@ -120,9 +120,9 @@ fn each_fault_is_named_by_its_condition() {
         assert_eq!(errors.len(), 1, "{raw}: {errors:?}");
         assert_eq!(errors[0].field, field, "{raw}");
     }
-    let many = format!("[{}]", vec![r#"["title","exists"]"#; 11].join(","));
+    let many = format!("[{}]", [r#"["title","exists"]"#; 11].join(","));
     assert_eq!(parse(&many).unwrap_err()[0].field, "where");
-    let ten = format!("[{}]", vec![r#"["title","exists"]"#; 10].join(","));
+    let ten = format!("[{}]", [r#"["title","exists"]"#; 10].join(","));
     assert!(parse(&ten).is_ok());
     let values: Vec<String> = (0..101).map(|i| format!("\"v{i}\"")).collect();
     let in_101 = format!(r#"[["title","in",[{}]]]"#, values.join(","));
