@@ -367,37 +367,7 @@ fn pattern_figures(r: &Results, f: &mut Figures) {
             f.insert(format!("create_{size}_calls"), s.calls);
             f.insert(format!("create_{size}_wcu"), s.write_capacity);
         }
-        if let Some(s) = patterns.get(crate::graph::GET_10_RELATIONS) {
-            f.insert("get_issue_with_10_relations_calls".into(), s.calls);
-            f.insert(
-                "get_issue_with_10_relations_rcu".into(),
-                s.capacity - s.write_capacity,
-            );
-        }
-        if let Some(s) = patterns.get(crate::graph::RELATE) {
-            f.insert("relate_wcu".into(), s.write_capacity);
-        }
-        if let Some(s) = patterns.get(crate::graph::CHILDREN_PAGE) {
-            f.insert(format!("children_page_{size}_calls"), s.calls);
-            f.insert(
-                format!("children_page_{size}_rcu"),
-                s.capacity - s.write_capacity,
-            );
-        }
-        if let Some(s) = patterns.get(crate::graph::SET_PARENT) {
-            f.insert("set_parent_wcu".into(), s.write_capacity);
-        }
-        if let Some(s) = patterns.get(crate::activity::COMMENT_CREATE) {
-            f.insert("comment_create_wcu".into(), s.write_capacity);
-        }
-        if let Some(s) = patterns.get(crate::activity::COMMENTS_PAGE) {
-            f.insert("comments_page_calls".into(), s.calls);
-            f.insert("comments_page_rcu".into(), s.capacity - s.write_capacity);
-        }
-        if let Some(s) = patterns.get(crate::activity::HISTORY_PAGE) {
-            f.insert("history_page_calls".into(), s.calls);
-            f.insert("history_page_rcu".into(), s.capacity - s.write_capacity);
-        }
+        graph_and_activity_figures(patterns, &size, f);
         if let Some(s) = patterns.get(crate::CREATE_50) {
             // Sizes run in increasing order: the largest one's figure stays.
             f.insert("create_concurrent_50_calls_per_create".into(), s.calls);
@@ -411,6 +381,45 @@ fn pattern_figures(r: &Results, f: &mut Figures) {
                 f.insert(format!("{name}_{size}_rcu_names"), s.names_capacity);
             }
         }
+    }
+}
+
+/// Relations, sub-issues, comments and history: their calls and capacity units.
+fn graph_and_activity_figures(
+    patterns: &BTreeMap<&'static str, Stat>,
+    size: &str,
+    f: &mut Figures,
+) {
+    if let Some(s) = patterns.get(crate::graph::GET_10_RELATIONS) {
+        f.insert("get_issue_with_10_relations_calls".into(), s.calls);
+        f.insert(
+            "get_issue_with_10_relations_rcu".into(),
+            s.capacity - s.write_capacity,
+        );
+    }
+    if let Some(s) = patterns.get(crate::graph::RELATE) {
+        f.insert("relate_wcu".into(), s.write_capacity);
+    }
+    if let Some(s) = patterns.get(crate::graph::CHILDREN_PAGE) {
+        f.insert(format!("children_page_{size}_calls"), s.calls);
+        f.insert(
+            format!("children_page_{size}_rcu"),
+            s.capacity - s.write_capacity,
+        );
+    }
+    if let Some(s) = patterns.get(crate::graph::SET_PARENT) {
+        f.insert("set_parent_wcu".into(), s.write_capacity);
+    }
+    if let Some(s) = patterns.get(crate::activity::COMMENT_CREATE) {
+        f.insert("comment_create_wcu".into(), s.write_capacity);
+    }
+    if let Some(s) = patterns.get(crate::activity::COMMENTS_PAGE) {
+        f.insert("comments_page_calls".into(), s.calls);
+        f.insert("comments_page_rcu".into(), s.capacity - s.write_capacity);
+    }
+    if let Some(s) = patterns.get(crate::activity::HISTORY_PAGE) {
+        f.insert("history_page_calls".into(), s.calls);
+        f.insert("history_page_rcu".into(), s.capacity - s.write_capacity);
     }
 }
 
