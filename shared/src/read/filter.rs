@@ -194,19 +194,14 @@ impl Filter {
     }
 
     /// The interpreted form a cursor is bound to: equivalent spellings (another case of a
-    /// text, another offset of a datetime, `in` values in another order) share it.
+    /// text, another offset of a datetime, values or conditions in another order, repeats)
+    /// share it.
     pub fn canonical(&self) -> String {
-        let conditions: Vec<serde_json::Value> = self
-            .conditions
-            .iter()
-            .map(|c| {
-                let mut operands: Vec<String> = c.operands.iter().map(canonical_operand).collect();
-                operands.sort();
-                operands.dedup();
-                serde_json::json!([target_name(&c.target), c.op.as_str(), operands])
-            })
-            .collect();
-        serde_json::Value::Array(conditions).to_string()
+        let mut conditions: Vec<String> =
+            self.conditions.iter().map(Condition::canonical).collect();
+        conditions.sort();
+        conditions.dedup();
+        serde_json::to_string(&conditions).unwrap_or_default()
     }
 
     /// The states an issue meeting every condition can be in (the grid reads only their
@@ -252,33 +247,31 @@ impl Filter {
     /// by number, and that range of its sort keys: a grid sorted by `num` reads it instead of
     /// the `num` column's whole partition. Only kinds whose equal values share one sort key
     /// qualify (numbers, dates, datetimes, select options: text keys order equal values by
-    /// their original spelling first), and only a field whose column is complete. The first
-    /// such condition on a `select` field is chosen, else the first on another kind: an
-    /// option is usually shared by a fraction of the issues, a number or a date by fewer.
-    pub fn equality_source(&self) -> Option<(Column, String, String)> {
-        let candidates = self
+    /// their original spelling first), and only a field whose column is complete. A
+    /// condition on a `select` field is preferred (an option is usually shared by a fraction
+    /// of the issues, a number or a date by fewer); among equals, the least canonical form,
+    /// so the choice does not depend on the order of the conditions. Returns the column, the
+    /// value's key and its range of sort keys.
+    pub fn equality_source(&self) -> Option<(Column, String, (String, String))> {
+        let (_, col, key) = self
             .conditions
             .iter()
-            .filter_map(|c| match (&c.target, c.op) {
-                (Target::Column(col @ Column::Field(_), kind, Some(def)), Op::Eq)
-                    if def.sortable && !matches!(kind, Kind::Text) =>
-                {
-                    let Operand::Key(key) = c.operands.first()? else {
-                        return None;
-                    };
-                    Some((col, *kind, key))
+            .filter_map(|c| match (&c.target, c.op, c.operands.first()) {
+                (
+                    Target::Column(col @ Column::Field(_), kind, Some(def)),
+                    Op::Eq,
+                    Some(Operand::Key(key)),
+                ) if def.sortable && *kind != Kind::Text => {
+                    Some(((*kind != Kind::Select, c.canonical()), col, key))
                 }
                 _ => None,
-            });
-        let (col, _, key) = candidates
-            .clone()
-            .find(|(_, kind, _)| *kind == Kind::Select)
-            .or_else(|| candidates.clone().next())?;
-        Some((
-            col.clone(),
+            })
+            .min_by(|a, b| a.0.cmp(&b.0))?;
+        let range = (
             keys::index::value_floor(key),
             keys::index::value_ceiling_at(key),
-        ))
+        );
+        Some((col.clone(), key.clone(), range))
     }
 }
 
@@ -300,6 +293,13 @@ fn canonical_operand(operand: &Operand) -> String {
 }
 
 impl Condition {
+    /// The condition as interpreted, in one string: its target, operator and values in
+    /// their compared form (already sorted).
+    fn canonical(&self) -> String {
+        let operands: Vec<String> = self.operands.iter().map(canonical_operand).collect();
+        serde_json::json!([target_name(&self.target), self.op.as_str(), operands]).to_string()
+    }
+
     fn matches(&self, issue: &Issue) -> bool {
         match &self.target {
             Target::Column(column, _, def) => self.holds(column_key(issue, column, def.as_ref())),
@@ -328,7 +328,8 @@ impl Condition {
             Op::Lte => v <= first,
             Op::Gt => v > first,
             Op::Gte => v >= first,
-            Op::In => self.operands.iter().any(|o| key(o) == v),
+            // Operands are sorted and of one kind (see `parse_condition`).
+            Op::In => self.operands.binary_search_by(|o| key(o).cmp(v)).is_ok(),
             Op::Prefix => v.starts_with(first),
             Op::Exists => true,
             Op::Missing => false,
@@ -338,18 +339,23 @@ impl Condition {
     /// `eq`: the issue has one of the participants named (with its role, where one is
     /// named); `ne`: it has none of them; `exists`/`missing`: it has participants or none.
     fn holds_participants(&self, issue: &Issue) -> bool {
-        let named = |o: &Operand| {
-            let Operand::Participant { kind, id, role } = o else {
-                return false;
-            };
-            issue
-                .participants
-                .iter()
-                .any(|p| p.kind == *kind && p.id.as_str() == id && role.is_none_or(|r| p.role == r))
+        // Each of the issue's participants is looked up among the sorted operands, as named
+        // without a role and with its own: at most 100 × 2 searches, whatever `in` holds.
+        let named = || {
+            issue.participants.iter().any(|p| {
+                [None, Some(p.role)].into_iter().any(|role| {
+                    let wanted = Operand::Participant {
+                        kind: p.kind,
+                        id: p.id.to_string(),
+                        role,
+                    };
+                    self.operands.binary_search(&wanted).is_ok()
+                })
+            })
         };
         match self.op {
-            Op::Eq | Op::In => self.operands.iter().any(named),
-            Op::Ne => !self.operands.iter().any(named),
+            Op::Eq | Op::In => named(),
+            Op::Ne => !named(),
             Op::Exists => !issue.participants.is_empty(),
             Op::Missing => issue.participants.is_empty(),
             _ => false,
@@ -416,6 +422,11 @@ fn parse_condition(item: &RawValue, defs: &[FieldDef]) -> Result<Condition, Stri
         (Op::Prefix, Some(v)) => vec![parse_prefix(v)?],
         (_, Some(v)) => vec![parse_operand(&target, v)?],
     };
+    // Sorted and without repeats: `in` and participant lookups are binary searches, and the
+    // canonical form does not depend on the order the values came in.
+    let mut operands = operands;
+    operands.sort();
+    operands.dedup();
     Ok(Condition {
         target,
         op,

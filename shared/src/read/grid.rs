@@ -96,6 +96,8 @@ pub struct GridQuery {
     /// entries of one value hold exactly an equality's matches in the sort order
     /// ([`Filter::equality_source`]).
     pub source: Column,
+    /// The value's key when the source is an equality's column ([`GridQuery::resume_at`]).
+    source_key: Option<String>,
     pub descending: bool,
     pub state: Option<IssueState>,
     /// The state scopes read: the state asked for, less those no issue meeting the filter
@@ -224,9 +226,9 @@ pub fn parse(
         p.prefix.map(fold).unwrap_or_default(),
     );
     if !filter.is_empty() {
-        // Only a filtered grid's binding names it, so cursors issued before `where` hold.
-        canonical.push_str("&where=");
-        canonical.push_str(&filter.canonical());
+        // Only a filtered grid's binding names it, so cursors issued before `where` hold;
+        // as a JSON pair, so no `prefix` can spell another query's filter.
+        canonical = serde_json::to_string(&[canonical, filter.canonical()]).unwrap_or_default();
     }
     let filtered = p.gte.is_some() || p.lte.is_some() || p.prefix.is_some();
     let text = (is_text && filtered).then(|| TextBounds {
@@ -236,6 +238,7 @@ pub fn parse(
     });
     let mut query = GridQuery {
         source: column.clone(),
+        source_key: None,
         column,
         descending,
         state,
@@ -325,13 +328,45 @@ impl GridQuery {
             self.filtered = true;
         } else if self.column == Column::Num
             && !self.filtered
-            && let Some((source, from, to)) = self.filter.equality_source()
+            && let Some((source, key, (from, to))) = self.filter.equality_source()
         {
             self.source = source;
+            self.source_key = Some(key);
             self.from = from;
             self.to = to;
             self.filtered = true;
         }
+    }
+
+    /// Where a page of this query starts, from a position a page of it returned. Sorted by
+    /// `num` with a filter, the source may differ from the page before's (an equality's
+    /// column is a source only while its field is `sortable`, and function instances learn
+    /// that a few seconds apart): both sources are in `num` order and every sort key ends
+    /// with the issue's number, so the position is rebuilt for this page's source from that
+    /// number. A position past the values (the `num` column has no missing entries) stays
+    /// past them: [`read_entries`] ends there.
+    pub fn resume_at(&self, start: Option<Position>) -> Option<Position> {
+        let mut start = start?;
+        if self.column != Column::Num || self.filter.is_empty() {
+            return Some(start);
+        }
+        let Some(sk) = start.get(keys::SK) else {
+            return Some(start);
+        };
+        let Some(num) = sk
+            .len()
+            .checked_sub(20)
+            .and_then(|at| sk.get(at..))
+            .and_then(|digits| digits.parse::<u64>().ok())
+        else {
+            return Some(start);
+        };
+        let encoded = match &self.source_key {
+            Some(key) => key.clone(),
+            None => format!("{num:020}"),
+        };
+        start.insert(keys::SK.to_string(), keys::index::value_sk(&encoded, num));
+        Some(start)
     }
 
     /// The ranges of a read, in order: ascending reads values then missing ones in one range;
@@ -420,10 +455,15 @@ where
 {
     let ranges = query.ranges();
     let mut position = start.unwrap_or_default();
-    let mut at = position
-        .remove(PHASE_MEMBER)
-        .and_then(|name| ranges.iter().position(|r| r.phase.as_str() == name))
-        .unwrap_or(0);
+    let mut at = match position.remove(PHASE_MEMBER) {
+        None => 0,
+        // A phase this read does not have (a position from another source of the same
+        // query, past its values: see `GridQuery::resume_at`): nothing is left.
+        Some(name) => match ranges.iter().position(|r| r.phase.as_str() == name) {
+            Some(at) => at,
+            None => return Ok(EntryPage::default()),
+        },
+    };
     let mut partitions = Partitions::new(pks, query.descending, position.remove(keys::SK));
     let mut out = EntryPage::default();
     while let Some(range) = ranges.get(at) {

@@ -59,17 +59,40 @@ pub fn partitions(
 /// at most ~50 read units, and a few Queries per shard.
 pub const FILTER_READ_BUDGET: usize = 1_000;
 
-/// How many entries a filtered page reads next: for its first read twice what it still
-/// needs; then what the matches so far say it needs, with a quarter more (at least what it
-/// still needs); never more than the budget left.
-fn next_read(needed: usize, read: usize, matched: usize) -> usize {
-    let left = FILTER_READ_BUDGET.saturating_sub(read);
-    let want = if read == 0 {
-        2 * needed
-    } else {
-        (needed * (read + 1) / (matched + 1)) * 5 / 4 + 1
-    };
-    want.max(needed).min(left)
+/// Most issues one filtered page reads whole (those whose entries carry no summary: a column
+/// not hot yet, an issue too wide for one), as many as an unfiltered page of 100 may.
+pub const WHOLE_READ_BUDGET: usize = 100;
+
+/// What a filtered page has read so far.
+#[derive(Default)]
+struct Spent {
+    entries: usize,
+    whole: usize,
+}
+
+impl Spent {
+    fn exhausted(&self) -> bool {
+        self.entries >= FILTER_READ_BUDGET || self.whole >= WHOLE_READ_BUDGET
+    }
+
+    /// How many entries a filtered page reads next, having `matched` and needing `needed`
+    /// more: first twice what it needs (at most [`WHOLE_READ_BUDGET`], as they may all be read
+    /// whole); then what the matches so far say it needs, with a quarter more (at least what
+    /// it still needs); never more than the budget left, nor, once entries without a summary
+    /// were met, than the whole reads left.
+    fn next_read(&self, needed: usize, matched: usize) -> usize {
+        let left = FILTER_READ_BUDGET.saturating_sub(self.entries);
+        let want = if self.entries == 0 {
+            (2 * needed).min(WHOLE_READ_BUDGET)
+        } else {
+            (needed * (self.entries + 1) / (matched + 1)) * 5 / 4 + 1
+        };
+        let mut count = want.max(needed).min(left);
+        if self.whole > 0 {
+            count = count.min(WHOLE_READ_BUDGET.saturating_sub(self.whole));
+        }
+        count.max(1)
+    }
 }
 
 /// Reads one grid page: its entries ([`read_entries`]), then their issues in one call.
@@ -85,14 +108,15 @@ pub async fn page(store: &Store, request: PageRequest<'_>) -> Result<GridPage, S
     } = request;
     let pks = partitions(tenant, project_id, query, shards);
     let needed = usize::try_from(limit).unwrap_or(0);
-    let (mut issues, mut next, mut read) = (Vec::new(), start, 0);
+    let (mut issues, mut next) = (Vec::new(), query.resume_at(start));
+    let mut spent = Spent::default();
     loop {
         // Unfiltered, one read of `limit` entries; filtered, reads until the page is full,
         // the entries end or the budget is spent.
         let count = if query.filter.is_empty() {
             needed
         } else {
-            next_read(needed - issues.len(), read, issues.len())
+            spent.next_read(needed - issues.len(), issues.len())
         };
         let chunk = Chunk {
             tenant,
@@ -101,11 +125,12 @@ pub async fn page(store: &Store, request: PageRequest<'_>) -> Result<GridPage, S
             query,
             pks: &pks,
         };
-        let (found, after) = chunk.read(store, count, next.take()).await?;
-        read += count;
+        let (found, whole, after) = chunk.read(store, count, next.take()).await?;
+        spent.entries += count;
+        spent.whole += whole;
         issues.extend(found);
         next = after;
-        if query.filter.is_empty() || issues.len() >= needed || read >= FILTER_READ_BUDGET {
+        if query.filter.is_empty() || issues.len() >= needed || spent.exhausted() {
             break;
         }
         if next.is_none() {
@@ -138,13 +163,14 @@ struct Chunk<'a> {
 
 impl Chunk<'_> {
     /// Reads `count` entries from `start` and the issues behind them that the query admits,
-    /// each with the position right after its entry, and where the next read starts.
+    /// each with the position right after its entry; how many issues were read whole (their
+    /// entries carry no summary), and where the next read starts.
     async fn read(
         &self,
         store: &Store,
         count: usize,
         start: Option<Position>,
-    ) -> Result<(Vec<(Issue, Position)>, Option<Position>), StoreError> {
+    ) -> Result<(Vec<(Issue, Position)>, usize, Option<Position>), StoreError> {
         let count = i32::try_from(count).unwrap_or(i32::MAX);
         let read = read_entries(
             self.query,
@@ -154,6 +180,7 @@ impl Chunk<'_> {
             |range, start| async move { store.index().query_column(&range, start.as_ref()).await },
         )
         .await?;
+        let whole = read.entries.iter().filter(|e| e.summary.is_none()).count();
         let entries = read
             .entries
             .iter()
@@ -175,6 +202,6 @@ impl Chunk<'_> {
             .filter_map(|e| found.remove(&e.issue_id).map(|i| (i, e.position_after())))
             .filter(|(i, _)| self.query.admits(self.project_id, i))
             .collect();
-        Ok((issues, read.next))
+        Ok((issues, whole, read.next))
     }
 }
