@@ -14,6 +14,7 @@
 
 use serde_json::value::RawValue;
 
+use crate::domain::decimal::DynNumber;
 use crate::domain::ids::{IssueId, ParticipantId};
 use crate::domain::text::{MAX_TITLE_CHARS, check_text};
 use crate::domain::values::{FieldDef, StoredValue, parse_datetime, parse_value};
@@ -21,6 +22,7 @@ use crate::domain::{FieldError, Issue, IssueState, ParticipantKind, Role};
 use crate::encoding;
 use crate::encoding::text::{fold, prefix_key};
 use crate::keys;
+use crate::model::record::{IssueRecord, ValueRef};
 use crate::model::{Column, Kind};
 
 /// Most conditions in one `where`.
@@ -127,25 +129,32 @@ pub struct Filter {
 /// The comparable key of an issue's value in a column: what [`Operand::Key`] holds. `None`
 /// when the issue has no value (or a select label no longer among the options, which the
 /// index counts as missing too).
-pub fn column_key(issue: &Issue, column: &Column, def: Option<&FieldDef>) -> Option<String> {
+pub fn column_key(
+    issue: &IssueRecord<'_>,
+    column: &Column,
+    def: Option<&FieldDef>,
+) -> Option<String> {
     match column {
         Column::Num => Some(format!("{:020}", issue.num)),
-        Column::Title => Some(fold(&issue.title)),
+        Column::Title => Some(fold(issue.title)),
         Column::State => Some(issue.state.as_str().to_string()),
-        Column::CreatedAt => Some(encoding::date(&issue.created_at)),
-        Column::UpdatedAt => Some(encoding::date(&issue.updated_at)),
+        Column::CreatedAt => Some(encoding::date(issue.created_at)),
+        Column::UpdatedAt => Some(encoding::date(issue.updated_at)),
         Column::Field(id) => value_key(def?, issue.fields.get(id.as_str())?),
     }
 }
 
-/// The comparable key of a stored value of field `def`.
-fn value_key(def: &FieldDef, value: &StoredValue) -> Option<String> {
+/// The comparable key of a value of field `def`.
+fn value_key(def: &FieldDef, value: ValueRef<'_>) -> Option<String> {
     use crate::domain::values::FieldType;
     match (def.field_type, value) {
-        (FieldType::Number, StoredValue::N(n)) => Some(encoding::number::encode(n)),
-        (FieldType::Text, StoredValue::S(s)) => Some(fold(s)),
-        (FieldType::Date | FieldType::Datetime, StoredValue::S(s)) => Some(encoding::date(s)),
-        (FieldType::Select, StoredValue::S(s)) => {
+        (FieldType::Number, ValueRef::Number(n)) => Some(encoding::number::encode(n)),
+        (FieldType::Number, ValueRef::N(raw)) => DynNumber::parse(raw)
+            .ok()
+            .map(|n| encoding::number::encode(&n)),
+        (FieldType::Text, ValueRef::S(s)) => Some(fold(s)),
+        (FieldType::Date | FieldType::Datetime, ValueRef::S(s)) => Some(encoding::date(s)),
+        (FieldType::Select, ValueRef::S(s)) => {
             let position = def.options.as_deref()?.iter().position(|o| o == s)?;
             Some(encoding::select(position))
         }
@@ -190,6 +199,11 @@ impl Filter {
 
     /// Whether the issue meets every condition.
     pub fn matches(&self, issue: &Issue) -> bool {
+        self.matches_record(&IssueRecord::of(issue))
+    }
+
+    /// [`Filter::matches`] for an issue as the indexer reads it (from a stream image).
+    pub fn matches_record(&self, issue: &IssueRecord<'_>) -> bool {
         self.conditions.iter().all(|c| c.matches(issue))
     }
 
@@ -300,10 +314,10 @@ impl Condition {
         serde_json::json!([target_name(&self.target), self.op.as_str(), operands]).to_string()
     }
 
-    fn matches(&self, issue: &Issue) -> bool {
+    fn matches(&self, issue: &IssueRecord<'_>) -> bool {
         match &self.target {
             Target::Column(column, _, def) => self.holds(column_key(issue, column, def.as_ref())),
-            Target::Parent => self.holds(issue.parent_id.as_ref().map(|p| p.to_string())),
+            Target::Parent => self.holds(issue.parent_id),
             Target::Participant => self.holds_participants(issue),
         }
     }
@@ -338,11 +352,11 @@ impl Condition {
 
     /// `eq`: the issue has one of the participants named (with its role, where one is
     /// named); `ne`: it has none of them; `exists`/`missing`: it has participants or none.
-    fn holds_participants(&self, issue: &Issue) -> bool {
+    fn holds_participants(&self, issue: &IssueRecord<'_>) -> bool {
         // Each of the issue's participants is looked up among the sorted operands, as named
         // without a role and with its own: at most 100 × 2 searches, whatever `in` holds.
         let named = || {
-            issue.participants.iter().any(|p| {
+            issue.seats.iter().any(|p| {
                 [None, Some(p.role)].into_iter().any(|role| {
                     let wanted = Operand::Participant {
                         kind: p.kind,
@@ -356,8 +370,8 @@ impl Condition {
         match self.op {
             Op::Eq | Op::In => named(),
             Op::Ne => !named(),
-            Op::Exists => !issue.participants.is_empty(),
-            Op::Missing => issue.participants.is_empty(),
+            Op::Exists => !issue.seats.is_empty(),
+            Op::Missing => issue.seats.is_empty(),
             _ => false,
         }
     }
@@ -526,7 +540,11 @@ fn column_operand(
         (Column::CreatedAt | Column::UpdatedAt, _) => encoding::date(&parse_datetime(&string()?)?),
         (Column::Field(_), Some(def)) => {
             let value = parse_value(def, raw)?;
-            value_key(def, &value).ok_or("must be one of the field's options")?
+            let value = match &value {
+                StoredValue::S(s) => ValueRef::S(s),
+                StoredValue::N(n) => ValueRef::Number(n),
+            };
+            value_key(def, value).ok_or("must be one of the field's options")?
         }
         (Column::Field(_), None) => return Err("unknown field".into()),
     };

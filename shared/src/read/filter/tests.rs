@@ -5,7 +5,7 @@ use proptest::prelude::*;
 use super::*;
 use crate::domain::decimal::DynNumber;
 use crate::domain::ids::{FieldId, ParticipantId, ProjectId};
-use crate::domain::values::FieldType;
+use crate::domain::values::{FieldType, StoredValue};
 use crate::domain::{Participant, Role};
 
 fn def(id: u64, t: FieldType) -> FieldDef {
@@ -282,10 +282,10 @@ fn encoded(issue: &Issue, column: &Column, defs: &[FieldDef]) -> Option<String> 
                 StoredValue::S(s) if def.field_type == FieldType::Text => {
                     Some(encoding::text::encode(s))
                 }
-                StoredValue::S(_) => value_key(def, v),
+                StoredValue::S(s) => value_key(def, ValueRef::S(s)),
             }
         }
-        _ => column_key(issue, column, None),
+        _ => column_key(&IssueRecord::of(issue), column, None),
     }
 }
 
@@ -412,7 +412,10 @@ proptest! {
 #[test]
 fn conditions_in_another_order_or_repeated_share_a_canonical_form() {
     let (number, select) = (fid(2), fid(3));
-    let a = parse(&format!(r#"[["{number}","eq",1],["{select}","eq","high"]]"#)).unwrap();
+    let a = parse(&format!(
+        r#"[["{number}","eq",1],["{select}","eq","high"]]"#
+    ))
+    .unwrap();
     let b = parse(&format!(
         r#"[["{select}","eq","high"],["{number}","eq",1],["{select}","eq","high"]]"#
     ))
@@ -445,10 +448,7 @@ fn a_position_resumes_at_the_same_number_whichever_source_reads_it() {
     let at = |sk: String| {
         crate::cursor::Position::from([
             (keys::SK.to_string(), sk),
-            (
-                crate::read::grid::PHASE_MEMBER.to_string(),
-                "v".to_string(),
-            ),
+            (crate::read::grid::PHASE_MEMBER.to_string(), "v".to_string()),
         ])
     };
     let field_sk = keys::index::value_sk(&encoding::select(2), 7);
