@@ -304,7 +304,7 @@ pub struct IssuePatchBody {
 }
 
 /// Distinguishes a member set to `null` (`Some(None)`) from one that is absent (`None`).
-fn explicit_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
+pub(crate) fn explicit_null<'de, D, T>(d: D) -> Result<Option<Option<T>>, D::Error>
 where
     D: Deserializer<'de>,
     T: Deserialize<'de>,

@@ -8,6 +8,8 @@
 //!   planner that turns it and a new basis into the writes of one step.
 //! - [`summary`]: the list summary an entry carries, so a page needs no read of the issues.
 //! - [`event`]: the stream event Lambda hands the indexer, decoded from its JSON.
+//! - [`filter`]: conditions on any columns (the grid's `where`, a view's), held to issues.
+//! - [`view`]: a saved view's definition, checked against its project's fields.
 //! - [`history`]: an issue's history entry, the difference between two of its stream images.
 //! - `record`: an issue as the indexer reads it, borrowed from a stream image.
 //! - [`stream`]: what a stream record is about, from its keys.
@@ -17,10 +19,12 @@ pub(crate) mod basis;
 pub(crate) mod codec;
 pub mod entries;
 pub mod event;
+pub mod filter;
 pub mod history;
 pub(crate) mod record;
 pub mod stream;
 pub mod summary;
+pub mod view;
 pub mod watermark;
 
 pub use entries::{

@@ -25,12 +25,14 @@ use crate::domain::values::{FieldDef, StoredValue};
 use crate::domain::{Issue, IssueState};
 use crate::encoding::text::{fold, prefix_key};
 use crate::keys;
+use crate::model::filter::Filter;
 use crate::model::{Column, Kind, encode_bound};
-use crate::read::filter::Filter;
 use crate::store::Page;
 use crate::store::index::ColumnQuery;
 use crate::store::index::table::ColumnHit;
 
+#[cfg(test)]
+mod filtered;
 mod page;
 
 pub use page::{PageRequest, page};
@@ -42,7 +44,7 @@ pub const PHASE_MEMBER: &str = "~phase";
 
 /// Longest `prefix`, in characters (as `openapi.yaml` documents it): its key stays well under
 /// DynamoDB's 1 KB sort key.
-pub const MAX_PREFIX_CHARS: usize = 256;
+pub const MAX_PREFIX_CHARS: usize = crate::model::filter::MAX_PREFIX_CHARS;
 
 /// The part of a column partition a range reads. On the wire (a cursor's [`PHASE_MEMBER`]) it
 /// is one letter; cursors already issued hold those letters, so they must not change.

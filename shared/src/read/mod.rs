@@ -5,13 +5,11 @@
 //! parse, call one and render.
 //!
 //! - [`grid`]: a project's issues sorted by any column, phase by phase (values, then missing).
-//! - [`filter`]: the grid's `where`: conditions on any columns, parsed and held to issues.
 //! - [`inbox`]: a participant's issues, newest first, merged over several partitions.
 //! - [`children`]: an issue's sub-issues by number, over its children partitions.
 //! - [`names`]: the bound on the people one page shows, which both lists end a page at.
 
 pub mod children;
-pub mod filter;
 pub mod grid;
 pub mod inbox;
 pub mod names;

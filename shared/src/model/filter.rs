@@ -10,7 +10,7 @@
 //!
 //! The planner's part ([`Filter::states`], [`Filter::narrowing`], [`Filter::equality_source`])
 //! says where a condition lets a page read less than the sort column's whole partition; the
-//! grid ([`super::grid`]) chooses among them.
+//! grid ([`crate::read::grid`]) chooses among them.
 
 use serde_json::value::RawValue;
 
@@ -30,7 +30,7 @@ pub const MAX_CONDITIONS: usize = 10;
 /// Most values an `in` takes.
 pub const MAX_IN_VALUES: usize = 100;
 /// Longest `prefix` value, in characters (as the grid's own `prefix`).
-pub const MAX_PREFIX_CHARS: usize = super::grid::MAX_PREFIX_CHARS;
+pub const MAX_PREFIX_CHARS: usize = 256;
 
 /// A condition's operator.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -1,0 +1,260 @@
+//! Saved views: a named filter and sort (and optionally a grouping) of a project's issues,
+//! whose list the index keeps. This module holds what a request says about a view and how
+//! it is checked against the project's fields; what the index makes of it lives with the
+//! indexer.
+//!
+//! A view's *shape* ([`ViewSpec::shape`]) is everything its list derives from: its filter as
+//! interpreted, sort, order, state and grouping. A change of shape rebuilds the list and ends
+//! the view's cursors; a rename does neither.
+
+use serde::{Deserialize, Serialize};
+use serde_json::value::RawValue;
+
+use crate::domain::text::check_text;
+use crate::domain::values::{FieldDef, FieldType};
+use crate::domain::{FieldError, IssueState, explicit_null};
+use crate::model::Column;
+use crate::model::filter::Filter;
+
+/// Most views a project has (the 51st is `409`).
+pub const MAX_VIEWS_PER_PROJECT: usize = 50;
+/// Longest view name, in characters.
+pub const MAX_VIEW_NAME_CHARS: usize = 256;
+
+/// `POST /projects/{id}/views` body.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NewViewBody {
+    pub name: String,
+    #[serde(default, rename = "where")]
+    pub filter: Option<Box<RawValue>>,
+    #[serde(default)]
+    pub sort: Option<String>,
+    #[serde(default)]
+    pub order: Option<String>,
+    #[serde(default)]
+    pub state: Option<String>,
+    #[serde(default)]
+    pub group_by: Option<String>,
+}
+
+/// `PATCH /views/{id}` body: any member of the create body; `null` returns a member to its
+/// default (`Some(None)`), an absent one is left as it is (`None`).
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ViewPatchBody {
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub name: Option<Option<String>>,
+    #[serde(default, rename = "where", deserialize_with = "explicit_null")]
+    pub filter: Option<Option<Box<RawValue>>>,
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub sort: Option<Option<String>>,
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub order: Option<Option<String>>,
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub state: Option<Option<String>>,
+    #[serde(default, deserialize_with = "explicit_null")]
+    pub group_by: Option<Option<String>>,
+}
+
+/// A view's definition as stored: its members with their defaults applied. `filter` is the
+/// `where` array as given (compact JSON), so a view shows what its author wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ViewSpec {
+    pub name: String,
+    /// The `where` array (`[]`: no conditions).
+    pub filter: String,
+    pub sort: String,
+    pub descending: bool,
+    pub state: Option<IssueState>,
+    pub group_by: Option<String>,
+}
+
+/// What a view groups its issues by.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Grouping {
+    State,
+    /// A `select` field: one group per option, in option order, then issues without a value.
+    Field(FieldDef),
+}
+
+/// A view checked against its project's fields: its filter parsed, its sort column and its
+/// grouping resolved.
+#[derive(Debug, Clone)]
+pub struct CheckedView {
+    pub filter: Filter,
+    pub sort: Column,
+    pub grouping: Option<Grouping>,
+}
+
+impl NewViewBody {
+    /// The definition the body asks for, checked against the project's fields.
+    pub fn spec(&self, defs: &[FieldDef]) -> Result<(ViewSpec, CheckedView), Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let descending = parse_order(self.order.as_deref(), &mut errors);
+        let state = parse_state(self.state.as_deref(), &mut errors);
+        let spec = ViewSpec {
+            name: self.name.clone(),
+            filter: self
+                .filter
+                .as_ref()
+                .map_or_else(|| "[]".to_string(), |raw| compact(raw.get())),
+            sort: self.sort.clone().unwrap_or_else(|| "num".into()),
+            descending,
+            state,
+            group_by: self.group_by.clone(),
+        };
+        match spec.check(defs) {
+            Ok(checked) if errors.is_empty() => Ok((spec, checked)),
+            Ok(_) => Err(errors),
+            Err(more) => {
+                errors.extend(more);
+                Err(errors)
+            }
+        }
+    }
+}
+
+impl ViewPatchBody {
+    /// The definition `current` becomes, checked against the project's fields.
+    pub fn apply(
+        &self,
+        current: &ViewSpec,
+        defs: &[FieldDef],
+    ) -> Result<(ViewSpec, CheckedView), Vec<FieldError>> {
+        let mut errors = Vec::new();
+        let mut next = current.clone();
+        match &self.name {
+            None => {}
+            Some(Some(name)) => next.name = name.clone(),
+            Some(None) => errors.push(FieldError::new("name", "cannot be null")),
+        }
+        if let Some(filter) = &self.filter {
+            next.filter = filter
+                .as_ref()
+                .map_or_else(|| "[]".to_string(), |raw| compact(raw.get()));
+        }
+        if let Some(sort) = &self.sort {
+            next.sort = sort.clone().unwrap_or_else(|| "num".into());
+        }
+        if let Some(order) = &self.order {
+            next.descending = parse_order(order.as_deref(), &mut errors);
+        }
+        if let Some(state) = &self.state {
+            next.state = parse_state(state.as_deref(), &mut errors);
+        }
+        if let Some(group_by) = &self.group_by {
+            next.group_by = group_by.clone();
+        }
+        match next.check(defs) {
+            Ok(checked) if errors.is_empty() => Ok((next, checked)),
+            Ok(_) => Err(errors),
+            Err(more) => {
+                errors.extend(more);
+                Err(errors)
+            }
+        }
+    }
+}
+
+impl ViewSpec {
+    /// Checks the definition against the project's fields: a name of 1–256 characters, a
+    /// `where` the grid would take, a column to sort by, and a grouping by `state` or a
+    /// `select` field.
+    pub fn check(&self, defs: &[FieldDef]) -> Result<CheckedView, Vec<FieldError>> {
+        let mut errors = Vec::new();
+        if let Err(m) = check_text(&self.name, 1, MAX_VIEW_NAME_CHARS) {
+            errors.push(FieldError::new("name", m));
+        }
+        let filter = Filter::parse(&self.filter, defs).unwrap_or_else(|more| {
+            errors.extend(more);
+            Filter::default()
+        });
+        let sort = Column::parse(&self.sort);
+        if sort.kind(defs).is_none() {
+            errors.push(FieldError::new(
+                "sort",
+                "must be num, title, state, created_at, updated_at or a field of this project",
+            ));
+        }
+        let grouping = match self.group_by.as_deref() {
+            None => None,
+            Some("state") => Some(Grouping::State),
+            Some(id) => match defs.iter().find(|d| d.id.as_str() == id) {
+                Some(def) if def.field_type == FieldType::Select => {
+                    Some(Grouping::Field(def.clone()))
+                }
+                _ => {
+                    errors.push(FieldError::new(
+                        "group_by",
+                        "must be state or a select field of this project",
+                    ));
+                    None
+                }
+            },
+        };
+        if errors.is_empty() {
+            Ok(CheckedView {
+                filter,
+                sort,
+                grouping,
+            })
+        } else {
+            Err(errors)
+        }
+    }
+
+    /// Everything the view's list derives from, as interpreted (its filter's canonical form,
+    /// defaults applied): a change of shape rebuilds the list, and a cursor of the view is
+    /// bound to it.
+    pub fn shape(&self, checked: &CheckedView) -> String {
+        serde_json::json!([
+            checked.filter.canonical(),
+            checked.sort.name(),
+            if self.descending { "desc" } else { "asc" },
+            self.state.map(IssueState::as_str),
+            self.group_by,
+        ])
+        .to_string()
+    }
+}
+
+impl Grouping {
+    /// The groups' values in the order `groups` lists them (for `state`: `closed`, `open`;
+    /// for a field, its options), then `None` for issues without a value (listed even when
+    /// it holds none).
+    pub fn values(&self) -> Vec<Option<String>> {
+        let named: Vec<String> = match self {
+            Self::State => vec!["closed".into(), "open".into()],
+            Self::Field(def) => def.options.clone().unwrap_or_default(),
+        };
+        named.into_iter().map(Some).chain([None]).collect()
+    }
+}
+
+/// The `where` array as given (its numbers keep their digits: no float ever holds them).
+fn compact(raw: &str) -> String {
+    raw.trim().to_string()
+}
+
+fn parse_order(order: Option<&str>, errors: &mut Vec<FieldError>) -> bool {
+    match order {
+        None | Some("asc") => false,
+        Some("desc") => true,
+        Some(_) => {
+            errors.push(FieldError::new("order", "must be asc or desc"));
+            false
+        }
+    }
+}
+
+fn parse_state(state: Option<&str>, errors: &mut Vec<FieldError>) -> Option<IssueState> {
+    let parsed = IssueState::parse(state?);
+    if parsed.is_none() {
+        errors.push(FieldError::new("state", "must be open or closed"));
+    }
+    parsed
+}
+
+#[cfg(test)]
+mod tests;
