@@ -126,6 +126,27 @@ pub fn push_column_pk(
     }
 }
 
+/// What the names of saved views' columns start with (no built-in column's name or field id
+/// does): a view's list is a column of its project, one entry per issue in the view.
+pub const VIEW_COLUMN_MARK: char = '~';
+
+/// The column of view `view`'s list as built for its shape `rev`: every issue in the view,
+/// by the view's sort value (`.` separates: column names hold no `#`).
+pub fn view_column(view: &str, rev: u64) -> String {
+    format!("{VIEW_COLUMN_MARK}v.{view}.{rev}")
+}
+
+/// The column of one group of view `view` (shape `rev`): its issues with group key `group`
+/// ([`crate::model::view::IndexedView::group_key`]).
+pub fn view_group_column(view: &str, rev: u64, group: &str) -> String {
+    format!("{VIEW_COLUMN_MARK}g.{view}.{rev}.{group}")
+}
+
+/// Whether a column is a saved view's (its list or one of its groups).
+pub fn is_view_column(column: &str) -> bool {
+    column.starts_with(VIEW_COLUMN_MARK)
+}
+
 /// Most shards a project's columns can be split into: a grid page reads every shard at once.
 pub const MAX_SHARDS: u16 = 16;
 

@@ -98,8 +98,9 @@ impl Hot {
     pub fn contains(&self, column: &str) -> bool {
         match self {
             Self::All => true,
-            // A children page always reads summaries, as inboxes do.
+            // A children page always reads summaries, as inboxes do; so does a view's.
             Self::Only(_) if column == keys::index::PARENT_COLUMN => true,
+            Self::Only(_) if keys::index::is_view_column(column) => true,
             Self::Only(set) => set.contains(column),
         }
     }
@@ -160,9 +161,11 @@ pub const BUILT_IN_COLUMNS: [&str; 6] = [
     keys::index::PARENT_COLUMN,
 ];
 
-/// Whether a column is a built-in one (else a field, by id).
+/// Whether a column lives in the watermark's head: a built-in one, or a saved view's (an
+/// issue's view memberships are read with every head, so the counts they decide are exact;
+/// see `crate::model::view`); else a field, by id.
 pub fn is_built_in(column: &str) -> bool {
-    BUILT_IN_COLUMNS.contains(&column)
+    BUILT_IN_COLUMNS.contains(&column) || keys::index::is_view_column(column)
 }
 
 impl Basis {
@@ -233,6 +236,30 @@ impl Basis {
             summary: Summary::of_record(issue, defs, hot),
             hot: hot.clone(),
         }
+    }
+
+    /// The basis with the columns of the saved views `issue` is in (see
+    /// [`crate::model::view::IndexedView::columns`]). Their entries always carry the
+    /// summary: when no other column is hot it was built without its compact text, which is
+    /// built now (the digest already covers the issue's values through the keyed text).
+    pub fn with_views(
+        mut self,
+        issue: &IssueRecord<'_>,
+        defs: &[FieldDef],
+        views: &[crate::model::view::IndexedView],
+    ) -> Self {
+        let mut added = Vec::new();
+        for view in views {
+            added.extend(view.columns(issue, &self.columns));
+        }
+        if added.is_empty() {
+            return self;
+        }
+        self.columns.extend(added);
+        if self.summary.compact.is_none() && self.summary.digest != Summary::THIN.digest {
+            self.summary.compact = crate::model::summary::fitting_compact(issue, defs);
+        }
+        self
     }
 
     /// Every entry the basis calls for.

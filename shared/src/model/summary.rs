@@ -146,6 +146,12 @@ impl Summary {
     }
 }
 
+/// The compact text of `issue`, if an entry can carry it.
+pub(crate) fn fitting_compact(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> Option<Arc<str>> {
+    let text = compact_of(issue, defs);
+    (text.len() + MIN_ENTRY_OVERHEAD <= ENTRY_MAX_BYTES).then(|| text.into())
+}
+
 /// Whether an entry item with these attributes and `summary` is at most [`ENTRY_MAX_BYTES`]
 /// (DynamoDB's item size: every attribute's name and value; the entry's attributes are
 /// `PK`, `SK`, `issue_id`, `role` on a participation copy, and [`ATTR`]).

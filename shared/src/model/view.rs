@@ -13,8 +13,10 @@ use serde_json::value::RawValue;
 use crate::domain::text::check_text;
 use crate::domain::values::{FieldDef, FieldType};
 use crate::domain::{FieldError, IssueState, explicit_null};
+use crate::keys;
 use crate::model::Column;
 use crate::model::filter::Filter;
+use crate::model::record::{IssueRecord, ValueRef};
 
 /// Most views a project has (the 51st is `409`).
 pub const MAX_VIEWS_PER_PROJECT: usize = 50;
@@ -229,6 +231,67 @@ impl Grouping {
             Self::Field(def) => def.options.clone().unwrap_or_default(),
         };
         named.into_iter().map(Some).chain([None]).collect()
+    }
+}
+
+/// A view as the index keeps it: its id, the shape its list is built for (`rev`, which a
+/// change of shape advances), its state and its checked definition.
+#[derive(Debug, Clone)]
+pub struct IndexedView {
+    pub id: String,
+    pub rev: u64,
+    pub state: Option<IssueState>,
+    pub checked: CheckedView,
+}
+
+/// The group key of issues without a value of the view's grouping field.
+pub const NO_GROUP: &str = "-";
+
+impl IndexedView {
+    /// Whether the issue is in the view: in its state, meeting its filter.
+    pub fn holds(&self, issue: &IssueRecord<'_>) -> bool {
+        self.state.is_none_or(|s| s == issue.state) && self.checked.filter.matches_record(issue)
+    }
+
+    /// The key of the issue's group in a grouped view (`None` for a view without grouping):
+    /// the state's name, or the position of the field's option ([`NO_GROUP`] without one).
+    /// Positions, not labels: labels may hold any character.
+    pub fn group_key(&self, issue: &IssueRecord<'_>) -> Option<String> {
+        Some(match self.checked.grouping.as_ref()? {
+            Grouping::State => issue.state.as_str().to_string(),
+            Grouping::Field(def) => {
+                let position = match issue.fields.get(def.id.as_str()) {
+                    Some(ValueRef::S(label)) => def
+                        .options
+                        .as_deref()
+                        .and_then(|o| o.iter().position(|x| x == label)),
+                    _ => None,
+                };
+                position.map_or_else(|| NO_GROUP.to_string(), crate::encoding::select)
+            }
+        })
+    }
+
+    /// The index columns the issue has for this view: none when it is not in it; else the
+    /// view's list and, grouped, its group's, each with the issue's sort value (`columns`:
+    /// the basis' encoded values; `None`: no value, listed after the values).
+    pub fn columns(
+        &self,
+        issue: &IssueRecord<'_>,
+        columns: &std::collections::BTreeMap<String, Option<String>>,
+    ) -> Vec<(String, Option<String>)> {
+        if !self.holds(issue) {
+            return Vec::new();
+        }
+        let value = columns.get(self.checked.sort.name()).cloned().flatten();
+        let mut out = vec![(keys::index::view_column(&self.id, self.rev), value.clone())];
+        if let Some(group) = self.group_key(issue) {
+            out.push((
+                keys::index::view_group_column(&self.id, self.rev, &group),
+                value,
+            ));
+        }
+        out
     }
 }
 

@@ -127,3 +127,83 @@ fn the_shape_follows_what_the_list_derives_from_and_not_the_name() {
     );
     assert_ne!(a, grouped);
 }
+
+fn indexed(json: serde_json::Value, rev: u64) -> IndexedView {
+    let (spec, checked) = body(json).spec(&defs()).unwrap();
+    IndexedView {
+        id: crate::domain::ids::ProjectId::numbered(77).to_string(),
+        rev,
+        state: spec.state,
+        checked,
+    }
+}
+
+fn an_issue(points: Option<&str>, option: Option<&str>) -> crate::domain::Issue {
+    use crate::domain::values::StoredValue;
+    let mut fields = std::collections::BTreeMap::new();
+    if let Some(p) = points {
+        fields.insert(
+            FieldId::numbered(1),
+            StoredValue::N(crate::domain::decimal::DynNumber::parse(p).unwrap()),
+        );
+    }
+    if let Some(o) = option {
+        fields.insert(FieldId::numbered(2), StoredValue::S(o.into()));
+    }
+    crate::domain::Issue {
+        id: crate::domain::ids::IssueId::numbered(5),
+        project_id: crate::domain::ids::ProjectId::numbered(1),
+        num: 5,
+        title: "Five".into(),
+        state: IssueState::Open,
+        description: None,
+        fields,
+        participants: Vec::new(),
+        version: 1,
+        created_at: "2026-11-21T10:00:00.000Z".into(),
+        updated_at: "2026-11-21T10:00:00.000Z".into(),
+        parent_id: None,
+    }
+}
+
+#[test]
+fn an_issue_in_a_grouped_view_has_its_list_and_group_columns_with_its_sort_value() {
+    use crate::keys::index::{Shards, view_column, view_group_column};
+    use crate::model::basis::{Basis, Hot};
+    let (number, select) = (fid(1), fid(2));
+    let view = indexed(
+        serde_json::json!({"name": "Board", "where": [[number, "gt", 1]], "sort": number,
+            "group_by": select, "state": "open"}),
+        3,
+    );
+    let issue = an_issue(Some("2.5"), Some("high"));
+    let record = IssueRecord::of(&issue);
+    let hot = Hot::Only(Default::default());
+    let basis = Basis::of_record(&record, &defs(), Shards::ONE, &hot).with_views(
+        &record,
+        &defs(),
+        std::slice::from_ref(&view),
+    );
+    let value = basis.columns[&number].clone();
+    assert!(value.is_some());
+    assert_eq!(basis.columns[&view_column(&view.id, 3)], value);
+    let group = view_group_column(&view.id, 3, &crate::encoding::select(2));
+    assert_eq!(basis.columns[&group], value);
+    // Its entries in the view's partitions carry the summary, though no column is hot.
+    let tenant = crate::domain::ids::TenantId::parse("acme").unwrap();
+    let entries = basis.entries(&tenant, &issue.id);
+    let in_view: Vec<_> = entries
+        .iter()
+        .filter(|e| e.pk.contains(&view_column(&view.id, 3)))
+        .collect();
+    assert_eq!(in_view.len(), 1);
+    assert!(in_view[0].summary.is_some());
+    // Out of the view: no columns. Without the option's value: the group of none.
+    let out = an_issue(Some("0.5"), Some("high"));
+    assert!(view.columns(&IssueRecord::of(&out), &basis.columns).is_empty());
+    let no_option = an_issue(Some("9"), None);
+    assert_eq!(
+        view.group_key(&IssueRecord::of(&no_option)).as_deref(),
+        Some(NO_GROUP)
+    );
+}
