@@ -63,7 +63,13 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
     };
     let (held, _) = store
         .index()
-        .commit_watermark((&t, &id), &read, Some(&basis), at, Replaces::Older)
+        .commit_watermark(
+            (&t, &id),
+            &read,
+            Some(&basis),
+            at,
+            (Replaces::Older, &Default::default()),
+        )
         .await
         .unwrap();
     assert!(!held, "a commit over a head replaced since it was read");
@@ -127,7 +133,7 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
                 fields_rev,
                 pending_count: fresh.pending_count,
             },
-            Replaces::OlderOrSame,
+            (Replaces::OlderOrSame, &Default::default()),
         )
         .await
         .unwrap();
@@ -150,7 +156,7 @@ async fn a_head_replaced_or_given_an_intent_since_it_was_read_is_never_overwritt
                 fields_rev,
                 pending_count: after.pending_count,
             },
-            Replaces::OlderOrSame,
+            (Replaces::OlderOrSame, &Default::default()),
         )
         .await
         .unwrap();

@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 use crate::domain::ids::{IssueId, TenantId};
 use crate::indexer::field_job::JobKind;
 use crate::model::record::IssueRecord;
+use crate::model::view::counts::{LiveViews, count_deltas};
 use crate::model::watermark::{Basis, Buckets, CommitAt, Pending, Replaces, Watermark};
 
 use super::defs::Defs;
@@ -83,6 +84,8 @@ pub(super) struct Desired<'a> {
     /// `None`: the issue is gone.
     pub(super) basis: Option<&'a Basis>,
     pub(super) fields_rev: u64,
+    /// The views whose counts the commit keeps.
+    pub(super) live: &'a LiveViews,
 }
 
 /// How a reconcile ended.
@@ -283,12 +286,13 @@ impl Indexer {
             self.store.index().unpark(tenant, issue_id).await?;
         }
         let wm = wm.unwrap_or_default();
-        let (desired, fields_rev) = defs
+        let committed_in = wm.committed.as_ref().map(|c| &c.placement.project);
+        let (desired, fields_rev, live) = defs
             .basis(
                 &self.store,
                 tenant,
                 target.issue,
-                wm.fields_rev.unwrap_or(0),
+                (wm.fields_rev.unwrap_or(0), committed_in),
             )
             .await?;
         let desired = self.shaped(desired);
@@ -296,6 +300,7 @@ impl Indexer {
             version: target.version,
             basis: desired.as_ref(),
             fields_rev,
+            live: &live,
         };
         let done = self
             .reconcile(
@@ -358,12 +363,13 @@ impl Indexer {
             .await?
             .unwrap_or_default();
         let version = now.as_ref().map_or(DELETED, |i| i.version.max(wm.version));
-        let (desired, fields_rev) = defs
+        let committed_in = wm.committed.as_ref().map(|c| &c.placement.project);
+        let (desired, fields_rev, live) = defs
             .basis(
                 &self.store,
                 tenant,
                 now.as_ref().map(IssueRecord::of).as_ref(),
-                wm.fields_rev.unwrap_or(0),
+                (wm.fields_rev.unwrap_or(0), committed_in),
             )
             .await?;
         let desired = self.shaped(desired);
@@ -372,6 +378,7 @@ impl Indexer {
             version,
             basis: desired.as_ref(),
             fields_rev,
+            live: &live,
         };
         let _ = self
             .reconcile(
@@ -403,6 +410,7 @@ impl Indexer {
             version,
             basis: desired,
             fields_rev,
+            live,
         } = desired;
         let buckets = desired.map_or(0, |d| Buckets::choose(wm.buckets.count, d));
         let read = wm.buckets_to_read(desired, buckets, extra);
@@ -444,6 +452,9 @@ impl Indexer {
         metrics.writes += index
             .write_entries(step.puts.iter(), step.deletes.iter())
             .await?;
+        // The views the issue enters or leaves: their counts move with the head that records
+        // it (the memberships are head columns, read whole whatever the buckets read).
+        let counts = count_deltas(wm.committed.as_ref(), desired, live);
         let (held, writes) = index
             .commit_watermark(
                 (tenant, issue_id),
@@ -455,7 +466,7 @@ impl Indexer {
                     fields_rev,
                     pending_count: pending,
                 },
-                replaces,
+                (replaces, &counts),
             )
             .await?;
         metrics.writes += writes;

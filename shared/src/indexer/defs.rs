@@ -9,6 +9,8 @@ use crate::domain::values::FieldDef;
 use crate::keys::index::Shards;
 use crate::model::basis::Hot;
 use crate::model::record::IssueRecord;
+use crate::model::view::IndexedView;
+use crate::model::view::counts::LiveViews;
 use crate::model::watermark::Basis;
 use crate::store::{Store, StoreError};
 
@@ -26,6 +28,10 @@ pub(super) struct Fields {
     pub(super) shards: Shards,
     /// The columns whose entries carry summaries.
     pub(super) hot: Hot,
+    /// The project's saved views, whose lists are columns of the index.
+    pub(super) views: Arc<[IndexedView]>,
+    /// The views whose counts commits keep, at the shape each is built for.
+    pub(super) live: Arc<LiveViews>,
 }
 
 /// One project's definitions, read once.
@@ -66,12 +72,16 @@ impl Defs {
                             shards: project.layouts(),
                             hot: project.hot(),
                             defs: Arc::from(defs),
+                            views: Arc::from(Vec::new()),
+                            live: Arc::default(),
                         },
                         None => Fields {
                             rev: 0,
                             defs: Arc::from(Vec::new()),
                             shards: Shards::ONE,
                             hot: Hot::default(),
+                            views: Arc::from(Vec::new()),
+                            live: Arc::default(),
                         },
                     },
                 )
@@ -120,31 +130,33 @@ impl Defs {
         self.get(store, tenant, project_id).await
     }
 
-    /// What `issue`'s entries derive from under its project's fields (none when deleted), with
-    /// definitions at least as new as revision `min_rev`, and their revision.
+    /// What `issue`'s entries derive from under its project's fields and views (none when
+    /// deleted), with definitions at least as new as revision `min_rev`, their revision, and
+    /// the views whose counts the commit keeps: for a deleted issue, those of the project its
+    /// watermark names (`committed_in`), which it leaves.
     pub(super) async fn basis(
         &self,
         store: &Store,
         tenant: &TenantId,
         issue: Option<&IssueRecord<'_>>,
-        min_rev: u64,
-    ) -> Result<(Option<Basis>, u64), StoreError> {
+        (min_rev, committed_in): (u64, Option<&ProjectId>),
+    ) -> Result<(Option<Basis>, u64, Arc<LiveViews>), StoreError> {
         Ok(match issue {
             Some(issue) => {
                 let fields = self
                     .at_least(store, tenant, &issue.project_id, min_rev)
                     .await?;
-                (
-                    Some(Basis::of_record(
-                        issue,
-                        &fields.defs,
-                        fields.shards,
-                        &fields.hot,
-                    )),
-                    fields.rev,
-                )
+                let basis = Basis::of_record(issue, &fields.defs, fields.shards, &fields.hot)
+                    .with_views(issue, &fields.defs, &fields.views);
+                (Some(basis), fields.rev, fields.live)
             }
-            None => (None, 0),
+            None => {
+                let live = match committed_in {
+                    Some(project) => self.get(store, tenant, project).await?.live,
+                    None => Arc::default(),
+                };
+                (None, 0, live)
+            }
         })
     }
 }

@@ -147,6 +147,43 @@ pub fn is_view_column(column: &str) -> bool {
     column.starts_with(VIEW_COLUMN_MARK)
 }
 
+/// What a view column's name says: the view, the shape it was built for, and for a group's
+/// column the group's key (`None`: the view's list).
+pub fn parse_view_column(column: &str) -> Option<(&str, u64, Option<&str>)> {
+    let rest = column.strip_prefix(VIEW_COLUMN_MARK)?;
+    let (kind, rest) = rest.split_once('.')?;
+    let (view, rest) = rest.split_once('.')?;
+    match kind {
+        "v" => Some((view, rest.parse().ok()?, None)),
+        "g" => {
+            let (rev, group) = rest.split_once('.')?;
+            Some((view, rev.parse().ok()?, Some(group)))
+        }
+        _ => None,
+    }
+}
+
+/// How many items a view's counts are split over (by the issue's [`shard_hash`]): each
+/// commit that moves an issue in or out of a view adds to one of them in its transaction,
+/// and a view's commits spread over them rather than contend for one item.
+pub const VIEW_COUNT_SHARDS: u64 = 32;
+
+/// Partition of a view's counts: one item per shard and shape (`rev`), summed when read
+/// (one Query: [`VIEW_COUNT_SHARDS`] small items).
+pub fn view_counts_pk(tenant: &TenantId, view: &str) -> String {
+    format!("{}#VC#{view}", tenant_prefix(tenant))
+}
+
+/// Sort-key prefix of the count items of a view's shape `rev`.
+pub fn view_counts_prefix(rev: u64) -> String {
+    format!("{rev:020}#")
+}
+
+/// Sort key of count shard `shard` of a view's shape `rev`.
+pub fn view_counts_sk(rev: u64, shard: u64) -> String {
+    format!("{}{shard:02}", view_counts_prefix(rev))
+}
+
 /// Most shards a project's columns can be split into: a grid page reads every shard at once.
 pub const MAX_SHARDS: u16 = 16;
 

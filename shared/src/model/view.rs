@@ -319,5 +319,7 @@ fn parse_state(state: Option<&str>, errors: &mut Vec<FieldError>) -> Option<Issu
     parsed
 }
 
+pub mod counts;
+
 #[cfg(test)]
 mod tests;

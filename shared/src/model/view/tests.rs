@@ -200,10 +200,56 @@ fn an_issue_in_a_grouped_view_has_its_list_and_group_columns_with_its_sort_value
     assert!(in_view[0].summary.is_some());
     // Out of the view: no columns. Without the option's value: the group of none.
     let out = an_issue(Some("0.5"), Some("high"));
-    assert!(view.columns(&IssueRecord::of(&out), &basis.columns).is_empty());
+    assert!(
+        view.columns(&IssueRecord::of(&out), &basis.columns)
+            .is_empty()
+    );
     let no_option = an_issue(Some("9"), None);
     assert_eq!(
         view.group_key(&IssueRecord::of(&no_option)).as_deref(),
         Some(NO_GROUP)
     );
+}
+
+#[test]
+fn a_commit_counts_the_views_an_issue_enters_and_leaves_and_only_live_ones() {
+    use crate::keys::index::Shards;
+    use crate::model::basis::{Basis, Hot};
+    use counts::{LiveViews, count_deltas};
+    let (number, select) = (fid(1), fid(2));
+    let view = indexed(
+        serde_json::json!({"name": "Board", "where": [[number, "gt", 1]], "group_by": select}),
+        3,
+    );
+    let basis_of = |issue: &crate::domain::Issue| {
+        let record = IssueRecord::of(issue);
+        Basis::of_record(&record, &defs(), Shards::ONE, &Hot::All).with_views(
+            &record,
+            &defs(),
+            std::slice::from_ref(&view),
+        )
+    };
+    let live: LiveViews = [(view.id.clone(), 3)].into();
+    let high = basis_of(&an_issue(Some("2"), Some("high")));
+    let low = basis_of(&an_issue(Some("2"), Some("low")));
+    let out = basis_of(&an_issue(Some("0"), Some("low")));
+    let key = (view.id.clone(), 3);
+    // Created in the view: +1 in all and in its group.
+    let d = count_deltas(None, Some(&high), &live);
+    assert_eq!(d[&key].total, 1);
+    assert_eq!(d[&key].groups, [("002".to_string(), 1)].into());
+    // Moved between groups: the total stays.
+    let d = count_deltas(Some(&high), Some(&low), &live);
+    assert_eq!(d[&key].total, 0);
+    assert_eq!(
+        d[&key].groups,
+        [("000".to_string(), 1), ("002".to_string(), -1)].into()
+    );
+    // Left the view, then deleted while out: nothing more.
+    assert_eq!(count_deltas(Some(&low), Some(&out), &live)[&key].total, -1);
+    assert!(count_deltas(Some(&out), None, &live).is_empty());
+    // Unchanged, or a view rebuilt since (another shape): nothing.
+    assert!(count_deltas(Some(&high), Some(&high), &live).is_empty());
+    let rebuilt: LiveViews = [(view.id.clone(), 4)].into();
+    assert!(count_deltas(None, Some(&high), &rebuilt).is_empty());
 }

@@ -4,6 +4,7 @@
 pub mod history;
 pub mod scan;
 pub mod table;
+pub mod view_counts;
 pub mod watermark_item;
 
 pub use scan::{Table, entry_from_item};

@@ -1,7 +1,7 @@
 //! Index-table I/O: attribute-index entries, the indexer's per-issue watermarks and parked
 //! markers, and the two reads of the request paths (a page of a column, a page of an inbox).
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use aws_sdk_dynamodb::types::{AttributeValue, DeleteRequest, PutRequest, WriteRequest};
 
@@ -11,6 +11,7 @@ use crate::keys;
 use crate::model::EntryRef;
 use crate::model::watermark::{Basis, CommitAt, Pending, Replaces, Step, Watermark};
 use crate::store::IndexTable;
+use crate::store::index::view_counts::{ConditionalPut, ViewCounts};
 use crate::store::index::watermark_item::{self, attr, head_item};
 use crate::store::query::Query;
 use crate::store::records::items::{key, string};
@@ -52,6 +53,45 @@ fn newer_watermark_condition(replaces: Replaces) -> &'static str {
     match replaces {
         Replaces::OlderOrSame => "attribute_not_exists(version) OR version <= :v",
         Replaces::Older => "attribute_not_exists(version) OR version < :v",
+    }
+}
+
+/// The head put of a commit, on its condition: its stored version is one the commit
+/// `replaces`, its revision is the one read, and no other attempt recorded an intent since
+/// (an intent adds to the pending set and leaves the revision): replacing the head would lose
+/// what that attempt may write, entries whose summary is not the one committed here.
+fn head_put(
+    item: Item,
+    read_rev: Option<u64>,
+    (replaces, pending, version): (Replaces, usize, u64),
+) -> ConditionalPut {
+    let condition = format!(
+        "({}) AND {} AND (attribute_not_exists(#pend) OR size(#pend) = :pending)",
+        newer_watermark_condition(replaces),
+        revision_condition(read_rev)
+    );
+    let names = HashMap::from([
+        (
+            "#rev".to_string(),
+            watermark_item::attr::REVISION.to_string(),
+        ),
+        ("#pend".to_string(), attr::PENDING.to_string()),
+    ]);
+    let mut values = HashMap::from([
+        (
+            ":pending".to_string(),
+            AttributeValue::N(pending.to_string()),
+        ),
+        (":v".to_string(), AttributeValue::N(version.to_string())),
+    ]);
+    if let Some(rev) = read_rev {
+        values.insert(":rev".into(), AttributeValue::N(rev.to_string()));
+    }
+    ConditionalPut {
+        item,
+        condition,
+        names,
+        values,
     }
 }
 
@@ -337,7 +377,7 @@ impl IndexTable<'_> {
         wm: &Watermark,
         desired: Option<&Basis>,
         at: CommitAt,
-        replaces: Replaces,
+        (replaces, counts): (Replaces, &ViewCounts),
     ) -> Result<(bool, usize), StoreError> {
         let CommitAt {
             version,
@@ -365,29 +405,12 @@ impl IndexTable<'_> {
             writes += self.delete_index_keys(self.bucket_keys(&pk).await?).await?;
         }
         writes += 1;
-        let mut put = self
-            .store
-            .client
-            .put_item()
-            .table_name(&self.store.index)
-            .set_item(Some(head))
-            // Nor one on which another attempt recorded an intent since (an intent adds to the
-            // pending set and leaves the revision): replacing the head would lose what that
-            // attempt may write, entries whose summary is not the one committed here.
-            .condition_expression(format!(
-                "({}) AND {} AND (attribute_not_exists(#pend) OR size(#pend) = :pending)",
-                newer_watermark_condition(replaces),
-                revision_condition(wm.rev)
-            ))
-            .expression_attribute_names("#rev", watermark_item::attr::REVISION)
-            .expression_attribute_names("#pend", attr::PENDING)
-            .expression_attribute_values(":pending", AttributeValue::N(pending.to_string()))
-            .expression_attribute_values(":v", AttributeValue::N(version.to_string()));
-        if let Some(rev) = wm.rev {
-            put = put.expression_attribute_values(":rev", AttributeValue::N(rev.to_string()));
+        let head = head_put(head, wm.rev, (replaces, pending, version));
+        if !counts.is_empty() {
+            writes += counts.len();
         }
-        let held = put.send().await;
-        if !condition_held("PutItem", held)? {
+        let held = self.put_head((tenant, issue_id), head, counts).await?;
+        if !held {
             return Ok((false, writes));
         }
         // A replaced layout's buckets, once the head no longer names them.
