@@ -485,8 +485,12 @@ impl TestApi {
         for item in self.scan_all(&self.stack.tables.index).await {
             let s = |k: &str| item.get(k).and_then(|v| v.as_s().ok()).cloned();
             let pk = s("PK").unwrap_or_default();
-            // Watermarks and field jobs' checkpoints are the indexer's bookkeeping, not entries.
-            if pk.contains("#W#") || gridline::keys::index::is_jobs_pk(&pk) {
+            // Watermarks, field jobs' checkpoints and views' counts are the indexer's
+            // bookkeeping, not entries.
+            if pk.contains("#W#")
+                || gridline::keys::index::is_jobs_pk(&pk)
+                || gridline::keys::index::is_view_counts_pk(&pk)
+            {
                 continue;
             }
             out.insert(gridline::model::Entry {
@@ -509,12 +513,13 @@ impl TestApi {
         let store = &self.stack.state.store;
         let mut expected = std::collections::BTreeSet::new();
         for p in projects {
-            let (project, defs) = store
+            let (project, defs, views) = store
                 .records()
-                .project_with_fields(tenant, p)
+                .project_definitions(tenant, p)
                 .await
                 .expect("read")
                 .expect("project");
+            let views = gridline::store::records::views::indexed_views(&views, &defs);
             let (shards, hot) = (project.layouts(), project.hot());
             let mut start = None;
             loop {
@@ -524,7 +529,10 @@ impl TestApi {
                     .await
                     .expect("read");
                 for issue in &page.items {
-                    expected.extend(gridline::model::entries(tenant, issue, &defs, shards, &hot));
+                    let with = (defs.as_slice(), views.as_slice());
+                    expected.extend(gridline::model::entries_in_views(
+                        tenant, issue, with, shards, &hot,
+                    ));
                 }
                 start = page.next;
                 if start.is_none() {

@@ -37,4 +37,5 @@ mod sub_issues;
 mod support;
 mod tenancy;
 mod text;
+mod views;
 mod watermarks;

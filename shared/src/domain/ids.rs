@@ -170,6 +170,30 @@ id_type!(
     is_comment_id
 );
 
+id_type!(
+    /// A saved view: its project's id followed by its own ULID, so a view route finds the
+    /// view's item (in its project's collection) with no lookup.
+    ViewId,
+    is_comment_id
+);
+
+impl ViewId {
+    /// A fresh id for a new view of `project`.
+    pub fn new(project: &ProjectId) -> Self {
+        Self(format!("{project}{}", Ulid::new()))
+    }
+
+    /// The project the view belongs to.
+    pub fn project(&self) -> ProjectId {
+        ProjectId(self.0[..26].to_owned())
+    }
+
+    /// The view's own part (its sort key in the project's collection).
+    pub fn own(&self) -> &str {
+        &self.0[26..]
+    }
+}
+
 impl CommentId {
     /// A fresh id for a new comment on `issue` made at `at` (its ULID's time is the
     /// comment's `created_at`, so the order by id is the order by creation time).

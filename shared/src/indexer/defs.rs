@@ -64,17 +64,21 @@ impl Defs {
                 Ok::<_, StoreError>(
                     match store
                         .records()
-                        .project_with_fields(tenant, project_id)
+                        .project_definitions(tenant, project_id)
                         .await?
                     {
-                        Some((project, defs)) => Fields {
-                            rev: project.fields_rev.unwrap_or(0),
-                            shards: project.layouts(),
-                            hot: project.hot(),
-                            defs: Arc::from(defs),
-                            views: Arc::from(Vec::new()),
-                            live: Arc::default(),
-                        },
+                        Some((project, defs, views)) => {
+                            let views = crate::store::records::views::indexed_views(&views, &defs);
+                            let live = views.iter().map(|v| (v.id.clone(), v.rev)).collect();
+                            Fields {
+                                rev: project.fields_rev.unwrap_or(0),
+                                shards: project.layouts(),
+                                hot: project.hot(),
+                                defs: Arc::from(defs),
+                                views: Arc::from(views),
+                                live: Arc::new(live),
+                            }
+                        }
                         None => Fields {
                             rev: 0,
                             defs: Arc::from(Vec::new()),

@@ -26,7 +26,7 @@ use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
 use crate::cursor::Position;
-use crate::domain::ids::{FieldId, ProjectId, TenantId};
+use crate::domain::ids::{FieldId, ProjectId, TenantId, ViewId};
 use crate::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE};
 use crate::keys;
 use crate::store::IndexTable;
@@ -122,6 +122,10 @@ pub struct Progress {
     /// finishes (every page it runs indexes them), so a burst of new fields is one pass.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub covers: Vec<FieldId>,
+    /// A fill: the saved views not ready when it began, with the shape each had; marked
+    /// ready at that shape when it finishes (a view reshaped since waits for its own job).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub views: Vec<(ViewId, u64)>,
     pub started_at: String,
     pub updated_at: String,
 }
@@ -299,6 +303,10 @@ impl FieldJobs {
             JobKind::Remove if defined.is_some() => return Ok(None),
             JobKind::Remove | JobKind::Fill => Vec::new(),
         };
+        let views = match job.kind {
+            JobKind::Fill => self.views_to_build(job).await?,
+            _ => Vec::new(),
+        };
         let now = now();
         let progress = Progress {
             tenant: job.tenant.clone(),
@@ -311,6 +319,7 @@ impl FieldJobs {
             pages: 0,
             finished: false,
             covers,
+            views,
             started_at: now.clone(),
             updated_at: now,
         };
@@ -327,6 +336,21 @@ impl FieldJobs {
             .filter(|p| !p.finished))
     }
 
+    /// The project's views whose lists are not built, with their shapes: a fill begun after
+    /// their definitions were written indexes every issue for them.
+    async fn views_to_build(&self, job: &FieldJob) -> Result<Vec<(ViewId, u64)>, StoreError> {
+        let views = self
+            .store
+            .records()
+            .list_views(&job.tenant, &job.project_id)
+            .await?;
+        Ok(views
+            .into_iter()
+            .filter(|v| !v.ready)
+            .map(|v| (v.id, v.rev))
+            .collect())
+    }
+
     /// The last page is done: an add's fields become sortable, then the checkpoint says so.
     async fn finish(&self, job: &FieldJob, mut progress: Progress) -> Result<Outcome, JobError> {
         for field in &progress.covers {
@@ -334,6 +358,13 @@ impl FieldJobs {
             self.store
                 .records()
                 .mark_sortable(&job.tenant, &job.project_id, field)
+                .await?;
+        }
+        for (view, rev) in &progress.views {
+            // A view deleted or reshaped meanwhile is not this job's to mark.
+            self.store
+                .records()
+                .mark_view_ready(&job.tenant, view, *rev)
                 .await?;
         }
         progress.finished = true;

@@ -174,6 +174,13 @@ pub fn view_counts_pk(tenant: &TenantId, view: &str) -> String {
     format!("{}#VC#{view}", tenant_prefix(tenant))
 }
 
+/// Whether an index-table partition key is a view's counts.
+pub fn is_view_counts_pk(pk: &str) -> bool {
+    pk.strip_prefix("T#")
+        .and_then(|rest| rest.split('#').nth(1))
+        .is_some_and(|kind| kind == "VC")
+}
+
 /// Sort-key prefix of the count items of a view's shape `rev`.
 pub fn view_counts_prefix(rev: u64) -> String {
     format!("{rev:020}#")

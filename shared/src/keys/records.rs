@@ -9,6 +9,13 @@ use crate::encoding::text;
 pub const PROJECT_SK: &str = "#PROJECT";
 /// Sort-key prefix of field definitions in a project's collection.
 pub const FIELD_SK_PREFIX: &str = "F#";
+/// Sort-key prefix of saved views in a project's collection (after the fields: `V` > `F`).
+pub const VIEW_SK_PREFIX: &str = "V#";
+
+/// Sort key of a saved view in its project's collection.
+pub fn view_sk(view: &crate::domain::ids::ViewId) -> String {
+    format!("{VIEW_SK_PREFIX}{}", view.own())
+}
 /// Sort key of an issue's item.
 pub const ISSUE_SK: &str = "#ISSUE";
 /// Sort key of an issue's long description, kept apart so summaries stay small.
@@ -68,6 +75,7 @@ pub fn parse_relation_sk(sk: &str) -> Option<IssueId> {
 pub mod entity {
     pub const PROJECT: &str = "project";
     pub const FIELD: &str = "field";
+    pub const VIEW: &str = "view";
     pub const ISSUE: &str = "issue";
     pub const DESCRIPTION: &str = "description";
     pub const IDEMPOTENCY: &str = "idempotency";

@@ -25,6 +25,8 @@ pub mod attr {
     pub const ENTITY: &str = "entity";
     pub const NEXT_NUM: &str = "next_num";
     pub const FIELD_COUNT: &str = "field_count";
+    /// On the project: how many saved views it has (at most 50).
+    pub const VIEW_COUNT: &str = "view_count";
     /// Bytes of field definitions (names and options) on the project, for the 64 KB cap.
     pub const FIELD_BYTES: &str = "field_bytes";
     /// On the project: counts every field created or deleted, so the indexer can tell that

@@ -305,7 +305,21 @@ pub fn entries(
     shards: crate::keys::index::Shards,
     hot: &crate::model::basis::Hot,
 ) -> BTreeSet<Entry> {
-    crate::model::watermark::Basis::of_hot(issue, defs, shards, hot).entries(tenant, &issue.id)
+    entries_in_views(tenant, issue, (defs, &[]), shards, hot)
+}
+
+/// [`entries`] with the entries of the saved views `views` the issue is in.
+pub fn entries_in_views(
+    tenant: &TenantId,
+    issue: &Issue,
+    (defs, views): (&[FieldDef], &[crate::model::view::IndexedView]),
+    shards: crate::keys::index::Shards,
+    hot: &crate::model::basis::Hot,
+) -> BTreeSet<Entry> {
+    let record = crate::model::record::IssueRecord::of(issue);
+    crate::model::watermark::Basis::of_record(&record, defs, shards, hot)
+        .with_views(&record, defs, views)
+        .entries(tenant, &issue.id)
 }
 
 /// The scopes a grid reads: its state's, or both (merged, as shards are).

@@ -29,6 +29,6 @@ pub mod watermark;
 
 pub use entries::{
     ALL_STATES, BUILT_INS, Column, Entry, EntryList, EntryRef, Kind, column_scopes, encode_bound,
-    encode_value, entries,
+    encode_value, entries, entries_in_views,
 };
 pub use watermark::{Basis, Watermark};

@@ -15,7 +15,7 @@ use crate::keys::index::Shards;
 use crate::keys::{self, records::entity};
 use crate::model::entries::keys_of;
 use crate::model::watermark::{Basis, Pending, Watermark};
-use crate::model::{Entry, entries};
+use crate::model::{Entry, entries_in_views};
 use crate::ops::comments::{CommentDrift, CommentScan};
 use crate::ops::relations::{RelationDrift, RelationScan};
 use crate::ops::tree::{EdgeScan, TreeDrift};
@@ -37,6 +37,8 @@ fn issue_ref(e: &Entry) -> Option<IssueRef> {
 pub struct Snapshot {
     pub issues: BTreeMap<IssueRef, Issue>,
     pub defs: HashMap<(TenantId, ProjectId), Vec<FieldDef>>,
+    /// Saved views by project, as stored.
+    pub views: HashMap<(TenantId, ProjectId), Vec<crate::store::records::views::ViewItem>>,
     /// Each project's shard layouts (absent: one shard).
     pub shards: HashMap<(TenantId, ProjectId), Shards>,
     /// Each project's hot columns.
@@ -139,6 +141,51 @@ impl Drift {
     }
 }
 
+impl Snapshot {
+    /// One records-table item: an issue, or what its entries derive from (its project's
+    /// record, fields and views).
+    fn absorb_record(&mut self, item: crate::store::Item) -> Result<(), StoreError> {
+        let snap = self;
+        let kind = item.get("entity").and_then(|v| v.as_s().ok()).cloned();
+        let pk = item
+            .get(keys::PK)
+            .and_then(|v| v.as_s().ok())
+            .cloned()
+            .unwrap_or_default();
+        match kind.as_deref() {
+            Some(entity::ISSUE) => {
+                let Some(tenant) = keys::tenant_of(&pk).and_then(TenantId::parse) else {
+                    return Ok(());
+                };
+                let issue = issue_from(item, None)?;
+                snap.issues.insert((tenant, issue.id.clone()), issue);
+            }
+            Some(entity::PROJECT) => {
+                if let Some((t, p)) = keys::records::parse_project_pk(&pk)
+                    && let Ok(project) = serde_dynamo::from_item::<_, ProjectItem>(item)
+                {
+                    snap.hot.insert((t.clone(), p.clone()), project.hot());
+                    snap.shards.insert((t, p), project.layouts());
+                }
+            }
+            Some(entity::FIELD) => {
+                if let Some((t, p)) = keys::records::parse_project_pk(&pk) {
+                    let def = crate::store::field_def_from(item)?;
+                    snap.defs.entry((t, p)).or_default().push(def);
+                }
+            }
+            Some(entity::VIEW) => {
+                if let Some((t, p)) = keys::records::parse_project_pk(&pk) {
+                    let view = serde_dynamo::from_item(item).map_err(StoreError::from)?;
+                    snap.views.entry((t, p)).or_default().push(view);
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 /// Scans both tables, each in `segments` parallel segments.
 pub async fn snapshot(
     store: &Store,
@@ -159,36 +206,7 @@ pub async fn snapshot(
         snap.relations.absorb(&item);
         snap.edges.absorb(&item);
         snap.comments.absorb(&item);
-        let kind = item.get("entity").and_then(|v| v.as_s().ok()).cloned();
-        let pk = item
-            .get(keys::PK)
-            .and_then(|v| v.as_s().ok())
-            .cloned()
-            .unwrap_or_default();
-        match kind.as_deref() {
-            Some(entity::ISSUE) => {
-                let Some(tenant) = keys::tenant_of(&pk).and_then(TenantId::parse) else {
-                    continue;
-                };
-                let issue = issue_from(item, None)?;
-                snap.issues.insert((tenant, issue.id.clone()), issue);
-            }
-            Some(entity::PROJECT) => {
-                if let Some((t, p)) = keys::records::parse_project_pk(&pk)
-                    && let Ok(project) = serde_dynamo::from_item::<_, ProjectItem>(item)
-                {
-                    snap.hot.insert((t.clone(), p.clone()), project.hot());
-                    snap.shards.insert((t, p), project.layouts());
-                }
-            }
-            Some(entity::FIELD) => {
-                if let Some((t, p)) = keys::records::parse_project_pk(&pk) {
-                    let def = crate::store::field_def_from(item)?;
-                    snap.defs.entry((t, p)).or_default().push(def);
-                }
-            }
-            _ => {}
-        }
+        snap.absorb_record(item)?;
     }
     let previous: BTreeSet<IssueRef> = index
         .iter()
@@ -239,7 +257,18 @@ pub fn expected(snap: &Snapshot) -> BTreeSet<Entry> {
             .get(&(tenant.clone(), issue.project_id.clone()))
             .cloned()
             .unwrap_or_default();
-        out.extend(entries(tenant, issue, defs, shards, &hot));
+        let views = snap
+            .views
+            .get(&(tenant.clone(), issue.project_id.clone()))
+            .map(|v| crate::store::records::views::indexed_views(v, defs))
+            .unwrap_or_default();
+        out.extend(entries_in_views(
+            tenant,
+            issue,
+            (defs, &views),
+            shards,
+            &hot,
+        ));
     }
     out
 }
@@ -310,20 +339,18 @@ async fn desired_basis(
     let Some(issue) = issue else {
         return Ok((None, 0));
     };
-    let (rev, defs, shards, hot) = match store
+    let Some((project, defs, views)) = store
         .records()
-        .project_with_fields(tenant, &issue.project_id)
+        .project_definitions(tenant, &issue.project_id)
         .await?
-    {
-        Some((project, defs)) => (
-            project.fields_rev.unwrap_or(0),
-            defs,
-            project.layouts(),
-            project.hot(),
-        ),
-        None => (0, Vec::new(), Shards::ONE, Default::default()),
+    else {
+        return Ok((Some(Basis::of(issue, &[], Shards::ONE)), 0));
     };
-    Ok((Some(Basis::of_hot(issue, &defs, shards, &hot)), rev))
+    let views = crate::store::records::views::indexed_views(&views, &defs);
+    let record = crate::model::record::IssueRecord::of(issue);
+    let basis = Basis::of_record(&record, &defs, project.layouts(), &project.hot())
+        .with_views(&record, &defs, &views);
+    Ok((Some(basis), project.fields_rev.unwrap_or(0)))
 }
 
 /// What makes `actual` into `desired`: the entries to put (absent or different) and the ones

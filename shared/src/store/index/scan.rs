@@ -32,6 +32,7 @@ pub fn entry_from_item(item: &Item) -> Option<Entry> {
     if keys::index::is_watermark_pk(&pk)
         || keys::index::is_parked_pk(&pk)
         || keys::index::is_jobs_pk(&pk)
+        || keys::index::is_view_counts_pk(&pk)
     {
         return None;
     }

@@ -10,3 +10,4 @@ pub(crate) mod people;
 pub(crate) mod projects;
 pub mod relations;
 pub mod tree;
+pub mod views;

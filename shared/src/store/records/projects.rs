@@ -3,6 +3,7 @@
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 
 use super::items::{FieldItem, ProjectItem, attr, key, project_key, sk_of};
+use super::views::ViewItem;
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, ProjectId, TenantId};
 use crate::domain::values::FieldDef;
@@ -11,6 +12,9 @@ use crate::keys;
 use crate::store::Records;
 use crate::store::query::Query;
 use crate::store::{Item, Page, StoreError, Tx, build_err, condition_held};
+
+/// A project with its field definitions and its saved views.
+pub type ProjectDefinitions = (ProjectItem, Vec<FieldDef>, Vec<ViewItem>);
 
 #[derive(Debug, thiserror::Error)]
 pub enum CreateFieldError {
@@ -90,21 +94,51 @@ impl Records<'_> {
         project_id: &ProjectId,
         consistent: bool,
     ) -> Result<Option<(ProjectItem, Vec<FieldDef>)>, StoreError> {
+        // The project and its fields sort before its views (`#`, `F#` < `V#`): they are left
+        // out of the key range, and so of the read units.
+        let last_field = format!("{}\u{10FFFF}", keys::records::FIELD_SK_PREFIX);
         let query = Query::partition(
             &self.store.records,
             keys::records::project_pk(tenant, project_id),
         )
+        .sk_between(keys::records::PROJECT_SK, &last_field)
         .consistent(consistent);
+        let read = self.project_items(query).await?;
+        Ok(read.map(|(p, fields, _)| (p, fields)))
+    }
+
+    /// The project, its fields and its views, strongly consistent, in one Query: what the
+    /// indexer derives an issue's entries from.
+    #[tracing::instrument(skip_all, fields(op = "project_definitions"))]
+    pub async fn project_definitions(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+    ) -> Result<Option<ProjectDefinitions>, StoreError> {
+        let query = Query::partition(
+            &self.store.records,
+            keys::records::project_pk(tenant, project_id),
+        )
+        .consistent(true);
+        self.project_items(query).await
+    }
+
+    async fn project_items(
+        &self,
+        query: Query<'_>,
+    ) -> Result<Option<ProjectDefinitions>, StoreError> {
         let mut project = None;
-        let mut fields = Vec::new();
+        let (mut fields, mut views) = (Vec::new(), Vec::new());
         for item in self.store.query_all(query).await? {
             if sk_of(&item) == Some(keys::records::PROJECT_SK) {
                 project = Some(serde_dynamo::from_item::<_, ProjectItem>(item)?);
+            } else if super::views::is_view_item(&item) {
+                views.push(serde_dynamo::from_item::<_, ViewItem>(item)?);
             } else {
                 fields.push(serde_dynamo::from_item::<_, FieldItem>(item)?.def());
             }
         }
-        Ok(project.map(|p| (p, fields)))
+        Ok(project.map(|p| (p, fields, views)))
     }
 
     /// Field definitions of a project, in creation order (ids are ULIDs), a page at a time;
