@@ -6,7 +6,9 @@
 use std::collections::BTreeMap;
 
 use anyhow::{Context, Result};
-use gridline::domain::ids::{CommentId, FieldId, IssueId, ProjectId, TeamId, TenantId, UserId};
+use gridline::domain::ids::{
+    CommentId, FieldId, IssueId, ProjectId, TeamId, TenantId, UserId, ViewId,
+};
 use gridline::domain::relation::RelationKind;
 use gridline::domain::values::{FieldDef, FieldType, StoredValue};
 use gridline::domain::{IssueState, NewIssue, Participant, ParticipantKind, Project, Role};
@@ -20,6 +22,9 @@ pub const FIELD: &str = "01JDQ5S0000000000000000F01";
 pub const ISSUE: &str = "01JDQ5S0000000000000000N01";
 pub const ISSUE_TO_DELETE: &str = "01JDQ5S0000000000000000N02";
 pub const TEAM: &str = "01JDQ5S0000000000000000T01";
+/// A saved view of [`PROJECT`]: open issues by points, most first, grouped by state (its
+/// project's id, then its own ULID).
+pub const VIEW: &str = "01JDQ5S0000000000000000P0101JDQ5S0000000000000000V01";
 /// A comment on [`ISSUE`] by [`SUB`] (its issue's id, then its own ULID).
 pub const COMMENT: &str = "01JDQ5S0000000000000000N0101JDQ5S0000000000000000C01";
 /// The `sub` of the events' callers.
@@ -70,6 +75,20 @@ pub async fn seed(store: &Store) -> Result<()> {
         store.records().add_member(&tenant, &team, &sub).await?,
         "the fixture team exists"
     );
+    // Saved before the project's first issue: ready at once.
+    let view = gridline::model::view::ViewSpec {
+        name: "Open issues by points".into(),
+        filter: r#"[["state","eq","open"]]"#.into(),
+        sort: FIELD.into(),
+        descending: true,
+        state: None,
+        group_by: Some("state".into()),
+    };
+    let view_id = ViewId::parse(VIEW).context("the fixture view id is not valid")?;
+    store
+        .records()
+        .create_view(&tenant, &view_id, &view, CREATED_AT)
+        .await?;
     for id in [ISSUE, ISSUE_TO_DELETE] {
         let id = IssueId::parse(id).context("a fixture issue is not a valid issue id")?;
         let new = NewIssue {

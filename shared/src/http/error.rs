@@ -44,6 +44,10 @@ pub enum ApiError {
         "the field {field} is not sortable yet: its column is being built; retry after {retry_after_s} seconds"
     )]
     ColumnIncomplete { field: String, retry_after_s: u32 },
+    /// 409 with `Retry-After`: a saved view's list is being built (the view is not `ready`);
+    /// never a partial list.
+    #[error("the view's list is being built; retry after {retry_after_s} seconds")]
+    ViewNotReady { retry_after_s: u32 },
     /// 422: the request is well-formed but cannot be processed as sent (an `Idempotency-Key`
     /// reused for another request).
     #[error("{0}")]
@@ -76,7 +80,9 @@ impl ApiError {
             Self::Unauthorized => StatusCode::UNAUTHORIZED,
             Self::Forbidden(_) => StatusCode::FORBIDDEN,
             Self::NotFound(_) => StatusCode::NOT_FOUND,
-            Self::Conflict(_) | Self::ColumnIncomplete { .. } => StatusCode::CONFLICT,
+            Self::Conflict(_) | Self::ColumnIncomplete { .. } | Self::ViewNotReady { .. } => {
+                StatusCode::CONFLICT
+            }
             Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
@@ -93,6 +99,7 @@ impl ApiError {
             Self::NotFound(_) => "not-found",
             Self::Conflict(_) => "conflict",
             Self::ColumnIncomplete { .. } => "column-incomplete",
+            Self::ViewNotReady { .. } => "view-not-ready",
             Self::PreconditionFailed(_) => "precondition-failed",
             Self::Unprocessable(_) => "unprocessable",
             Self::PayloadTooLarge(_) => "payload-too-large",
@@ -267,7 +274,9 @@ impl IntoResponse for ApiError {
             _ => None,
         };
         let mut response = problem_response(self.status(), self.slug(), self.to_string(), errors);
-        if let Self::ColumnIncomplete { retry_after_s, .. } = &self {
+        if let Self::ColumnIncomplete { retry_after_s, .. } | Self::ViewNotReady { retry_after_s } =
+            &self
+        {
             response
                 .headers_mut()
                 .insert(header::RETRY_AFTER, HeaderValue::from(*retry_after_s));

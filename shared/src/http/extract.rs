@@ -12,7 +12,9 @@ use serde::de::DeserializeOwned;
 use crate::auth::Caller;
 use crate::cursor::{Binding, CursorKey, Position};
 use crate::domain::FieldError;
-use crate::domain::ids::{CommentId, FieldId, IssueId, ProjectId, TeamId, TenantId, UserId};
+use crate::domain::ids::{
+    CommentId, FieldId, IssueId, ProjectId, TeamId, TenantId, UserId, ViewId,
+};
 use crate::http::AppState;
 use crate::http::error::ApiError;
 
@@ -34,7 +36,7 @@ macro_rules! path_id {
         }
     )*};
 }
-path_id!(ProjectId => "project", IssueId => "issue", TeamId => "team", FieldId => "field", UserId => "user", CommentId => "comment");
+path_id!(ProjectId => "project", IssueId => "issue", TeamId => "team", FieldId => "field", UserId => "user", CommentId => "comment", ViewId => "view");
 
 /// `id` as a `T`, or `404` for what `T` names.
 pub fn path_id<T: PathId>(id: &str) -> Result<T, ApiError> {

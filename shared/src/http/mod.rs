@@ -16,6 +16,7 @@ pub mod page;
 mod people;
 mod projects;
 mod relations;
+mod saved_views;
 pub(crate) mod views;
 
 use axum::Router;
@@ -171,6 +172,12 @@ const TABLE: &[Mount] = {
         at(Issues, Method::GET, "/issues/{issue_id}/comments", |m| on(m, comments::list)),
         at(Issues, Method::PATCH, "/comments/{comment_id}", |m| on(m, comments::edit)),
         at(Issues, Method::DELETE, "/comments/{comment_id}", |m| on(m, comments::delete)),
+        at(Projects, Method::POST, "/projects/{project_id}/views", |m| on(m, saved_views::create)),
+        at(Projects, Method::GET, "/projects/{project_id}/views", |m| on(m, saved_views::list)),
+        at(Projects, Method::GET, "/views/{view_id}", |m| on(m, saved_views::get)),
+        at(Projects, Method::PATCH, "/views/{view_id}", |m| on(m, saved_views::patch)),
+        at(Projects, Method::DELETE, "/views/{view_id}", |m| on(m, saved_views::delete)),
+        at(Grid, Method::GET, "/views/{view_id}/issues", |m| on(m, saved_views::issues)),
     ]
 };
 

@@ -133,14 +133,38 @@ pub async fn delete_field(
     let (Some(project_id), Some(field_id)) = (project_id, field_id) else {
         return Err(ApiError::NotFound(FIELD));
     };
-    if app
+    if !app
         .store
         .records()
         .delete_field(&caller.tenant, &project_id, &field_id)
         .await?
     {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::NotFound(FIELD))
+        return Err(ApiError::NotFound(FIELD));
     }
+    delete_views_using(&app, &caller.tenant, &project_id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// After a field's delete: the views whose definitions no longer hold (they name it) are
+/// deleted with it. Until then they answer `404` and the index keeps no list of them (both
+/// check definitions against the fields), so a delete cut short here hides them all the same;
+/// the next field delete of the project, or the view's own `DELETE`, finishes it.
+async fn delete_views_using(
+    app: &AppState,
+    tenant: &crate::domain::ids::TenantId,
+    project_id: &ProjectId,
+) -> ApiResult<()> {
+    let records = app.store.records();
+    let Some((_, defs)) = records.project_with_fields(tenant, project_id).await? else {
+        return Ok(());
+    };
+    for view in records.list_views(tenant, project_id).await? {
+        if view.spec().check(&defs).is_err() {
+            match records.delete_view(tenant, &view.id).await {
+                Ok(()) | Err(crate::store::records::views::ViewWriteError::NotFound) => {}
+                Err(e) => return Err(e.into()),
+            }
+        }
+    }
+    Ok(())
 }

@@ -312,6 +312,35 @@ fn value_range(
 }
 
 impl GridQuery {
+    /// A saved view's list (or one group's): the view's column of the index, in the view's
+    /// order and state, every entry a member (the index holds the view's filter to each
+    /// issue); `canonical` is what its cursors are bound to.
+    pub fn of_view(
+        column: String,
+        descending: bool,
+        state: Option<IssueState>,
+        canonical: String,
+    ) -> Self {
+        let column = Column::Field(column);
+        Self {
+            source: column.clone(),
+            source_key: None,
+            column,
+            descending,
+            state,
+            scopes: [IssueState::Closed, IssueState::Open]
+                .into_iter()
+                .filter(|s| state.is_none_or(|asked| asked == *s))
+                .collect(),
+            filter: Filter::default(),
+            from: keys::index::VALUE_PREFIX.to_string(),
+            to: keys::index::VALUE_CEILING.to_string(),
+            filtered: false,
+            text: None,
+            canonical,
+        }
+    }
+
     /// Where the filter lets a page read less: only the state scopes a match can be in;
     /// conditions on the sort column narrow its range; sorted by `num` with no bound on it,
     /// an equality on a column whose equal values share a key reads that column's entries of

@@ -31,6 +31,9 @@ pub struct ProjectItem {
     pub next_num: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field_count: Option<u64>,
+    /// See `attr::VIEW_COUNT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view_count: Option<u64>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub field_bytes: Option<u64>,
     /// See `attr::FIELDS_REV`; absent (0) until the project's first field change.
@@ -64,6 +67,7 @@ impl ProjectItem {
             created_at: p.created_at.clone(),
             next_num: None,
             field_count: None,
+            view_count: None,
             field_bytes: None,
             fields_rev: None,
             shards: None,

@@ -103,9 +103,14 @@ fn project_update(
     table: &str,
     tenant: &TenantId,
     project_id: &ProjectId,
-    by: i64,
+    (by, empty): (i64, bool),
 ) -> Result<Update, StoreError> {
     let mut condition = "attribute_exists(PK)".to_string();
+    if empty {
+        // A view of a project that never had an issue is ready at once: so long as none
+        // came in meanwhile.
+        condition.push_str(" AND attribute_not_exists(next_num)");
+    }
     let mut update = Update::builder()
         .table_name(table)
         .set_key(Some(project_key(tenant, project_id)))
@@ -134,8 +139,9 @@ fn project_update(
 }
 
 impl Records<'_> {
-    /// Creates a view (its list not built yet: `ready` false) of `id`'s project; the project's
-    /// count goes up in the same transaction, bounded to [`MAX_VIEWS_PER_PROJECT`].
+    /// Creates a view of `id`'s project, `ready` at once when the project never had an issue
+    /// (else when its job has built the list); the project's count goes up in the same
+    /// transaction, bounded to [`MAX_VIEWS_PER_PROJECT`].
     #[tracing::instrument(skip_all, fields(op = "create_view"))]
     pub async fn create_view(
         &self,
@@ -144,30 +150,42 @@ impl Records<'_> {
         spec: &ViewSpec,
         created_at: &str,
     ) -> Result<ViewItem, ViewWriteError> {
-        let item = ViewItem::of(tenant, id, spec, created_at);
-        let put = Put::builder()
-            .table_name(&self.store.records)
-            .set_item(Some(
-                serde_dynamo::to_item(&item).map_err(StoreError::from)?,
-            ))
-            .condition_expression("attribute_not_exists(PK)")
-            .build()
-            .map_err(build_err)?;
-        let count = project_update(&self.store.records, tenant, &id.project(), 1)?;
-        let tx = self
-            .store
-            .transact(vec![
-                TransactWriteItem::builder().update(count).build(),
-                TransactWriteItem::builder().put(put).build(),
-            ])
-            .await?;
-        match tx {
-            Tx::Committed => Ok(item),
-            Tx::ConditionFailed => match self.get_project(tenant, &id.project()).await? {
-                None => Err(ViewWriteError::NotFound),
-                Some(_) => Err(ViewWriteError::TooManyViews),
-            },
+        let Some(project) = self.get_project(tenant, &id.project()).await? else {
+            return Err(ViewWriteError::NotFound);
+        };
+        let mut empty = project.next_num.is_none();
+        // At most twice: the second time only if the project's first issue came in between.
+        for _ in 0..2 {
+            let mut item = ViewItem::of(tenant, id, spec, created_at);
+            item.ready = empty;
+            let put = Put::builder()
+                .table_name(&self.store.records)
+                .set_item(Some(
+                    serde_dynamo::to_item(&item).map_err(StoreError::from)?,
+                ))
+                .condition_expression("attribute_not_exists(PK)")
+                .build()
+                .map_err(build_err)?;
+            let count = project_update(&self.store.records, tenant, &id.project(), (1, empty))?;
+            let tx = self
+                .store
+                .transact(vec![
+                    TransactWriteItem::builder().update(count).build(),
+                    TransactWriteItem::builder().put(put).build(),
+                ])
+                .await?;
+            if let Tx::Committed = tx {
+                return Ok(item);
+            }
+            match self.get_project(tenant, &id.project()).await? {
+                None => return Err(ViewWriteError::NotFound),
+                Some(p) if p.view_count.unwrap_or(0) >= MAX_VIEWS_PER_PROJECT as u64 => {
+                    return Err(ViewWriteError::TooManyViews);
+                }
+                Some(_) => empty = false,
+            }
         }
+        Err(ViewWriteError::Store(StoreError::Contention(2)))
     }
 
     /// A view, strongly consistent.
@@ -218,10 +236,14 @@ impl Records<'_> {
         read: &ViewItem,
         (next, reshaped): (&ViewSpec, bool),
     ) -> Result<ViewItem, ViewWriteError> {
+        let empty = match self.get_project(tenant, &read.project_id).await? {
+            Some(p) => reshaped && p.next_num.is_none(),
+            None => return Err(ViewWriteError::NotFound),
+        };
         let mut item = ViewItem::of(tenant, &read.id, next, &read.created_at);
         item.ver = read.ver + 1;
         item.rev = read.rev + u64::from(reshaped);
-        item.ready = read.ready && !reshaped;
+        item.ready = (read.ready && !reshaped) || empty;
         let put = Put::builder()
             .table_name(&self.store.records)
             .set_item(Some(
@@ -233,7 +255,7 @@ impl Records<'_> {
             .map_err(build_err)?;
         let mut items = vec![TransactWriteItem::builder().put(put).build()];
         if reshaped {
-            let rev = project_update(&self.store.records, tenant, &read.project_id, 0)?;
+            let rev = project_update(&self.store.records, tenant, &read.project_id, (0, empty))?;
             items.push(TransactWriteItem::builder().update(rev).build());
         }
         match self.store.transact(items).await? {
@@ -258,7 +280,7 @@ impl Records<'_> {
             .condition_expression("attribute_exists(PK)")
             .build()
             .map_err(build_err)?;
-        let count = project_update(&self.store.records, tenant, &id.project(), -1)?;
+        let count = project_update(&self.store.records, tenant, &id.project(), (-1, false))?;
         let tx = self
             .store
             .transact(vec![
