@@ -75,20 +75,7 @@ pub async fn seed(store: &Store) -> Result<()> {
         store.records().add_member(&tenant, &team, &sub).await?,
         "the fixture team exists"
     );
-    // Saved before the project's first issue: ready at once.
-    let view = gridline::model::view::ViewSpec {
-        name: "Open issues by points".into(),
-        filter: r#"[["state","eq","open"]]"#.into(),
-        sort: FIELD.into(),
-        descending: true,
-        state: None,
-        group_by: Some("state".into()),
-    };
-    let view_id = ViewId::parse(VIEW).context("the fixture view id is not valid")?;
-    store
-        .records()
-        .create_view(&tenant, &view_id, &view, CREATED_AT)
-        .await?;
+    seed_view(store, &tenant).await?;
     for id in [ISSUE, ISSUE_TO_DELETE] {
         let id = IssueId::parse(id).context("a fixture issue is not a valid issue id")?;
         let new = NewIssue {
@@ -124,10 +111,33 @@ pub async fn seed(store: &Store) -> Result<()> {
         related == RelateOutcome::Saved,
         "the fixture issues were not related: {related:?}"
     );
+    seed_comment(store, &tenant, &sub).await
+}
+
+/// The fixture view, saved before the project's first issue: ready at once.
+async fn seed_view(store: &Store, tenant: &TenantId) -> Result<()> {
+    let view = gridline::model::view::ViewSpec {
+        name: "Open issues by points".into(),
+        filter: r#"[["state","eq","open"]]"#.into(),
+        sort: FIELD.into(),
+        descending: true,
+        state: None,
+        group_by: Some("state".into()),
+    };
+    let view_id = ViewId::parse(VIEW).context("the fixture view id is not valid")?;
+    store
+        .records()
+        .create_view(tenant, &view_id, &view, CREATED_AT)
+        .await?;
+    Ok(())
+}
+
+/// The fixture comment on [`ISSUE`], by [`SUB`].
+async fn seed_comment(store: &Store, tenant: &TenantId, sub: &UserId) -> Result<()> {
     let comment = CommentId::parse(COMMENT).context("the fixture comment id is not valid")?;
     let created = store
         .records()
-        .create_comment(&tenant, comment, &sub, "Seen on Safari 17.")
+        .create_comment(tenant, comment, sub, "Seen on Safari 17.")
         .await?;
     anyhow::ensure!(
         matches!(created, Posted::Done(_)),
