@@ -25,15 +25,15 @@ pub(crate) fn enc(s: &str) -> String {
 }
 
 /// The project's fields: id, type.
-type Fields = Vec<(String, &'static str)>;
+pub(crate) type Fields = Vec<(String, &'static str)>;
 
-const OPTIONS: [&str; 3] = ["low", "mid", "high"];
+pub(crate) const OPTIONS: [&str; 3] = ["low", "mid", "high"];
 
-fn options() -> Vec<String> {
+pub(crate) fn options() -> Vec<String> {
     OPTIONS.iter().map(|o| o.to_string()).collect()
 }
 
-fn type_of(fields: &Fields, column: &str) -> Option<&'static str> {
+pub(crate) fn type_of(fields: &Fields, column: &str) -> Option<&'static str> {
     fields.iter().find(|(id, _)| id == column).map(|(_, t)| *t)
 }
 
@@ -66,7 +66,7 @@ fn operand(column: &str, v: &Value, fields: &Fields) -> String {
 }
 
 /// The contract's meaning of one condition, computed from the issue as `GET` returns it.
-fn holds(issue: &Value, condition: &Value, fields: &Fields) -> bool {
+pub(crate) fn holds(issue: &Value, condition: &Value, fields: &Fields) -> bool {
     let (column, op) = (
         condition[0].as_str().unwrap(),
         condition[1].as_str().unwrap(),
@@ -124,7 +124,7 @@ fn holds(issue: &Value, condition: &Value, fields: &Fields) -> bool {
 }
 
 /// A random value of a field's type, as a request gives it.
-fn field_value(rng: &mut StdRng, t: &str) -> Value {
+pub(crate) fn field_value(rng: &mut StdRng, t: &str) -> Value {
     match t {
         "text" => {
             json!(["alpha", "Alpha", "beta", "ALPHA!", "b", "é", "E\u{301}"][rng.gen_range(0..7)])
@@ -158,7 +158,7 @@ fn participants(rng: &mut StdRng, team: &str) -> Value {
 /// A project with a field of every type and `count` issues of random values, states,
 /// participants and parents, some patched after; the issues as `GET` returns them, once the
 /// grid has caught up.
-async fn random_project(
+pub(crate) async fn random_project(
     rng: &mut StdRng,
     count: usize,
 ) -> (TestApi, String, Fields, Vec<Value>, String) {
@@ -218,7 +218,12 @@ async fn random_project(
 
 /// A random condition on any column, with a value drawn from the issues' own (so conditions
 /// match some issues) and an operator that fits the column.
-fn random_condition(rng: &mut StdRng, fields: &Fields, issues: &[Value], team: &str) -> Value {
+pub(crate) fn random_condition(
+    rng: &mut StdRng,
+    fields: &Fields,
+    issues: &[Value],
+    team: &str,
+) -> Value {
     let mut columns: Vec<&str> = vec![
         "title",
         "state",
