@@ -334,10 +334,10 @@ fn print_verify(report: &ops::VerifyReport, show: usize) {
             p.tenant, p.subject, p.sequence_number, p.parked_at, p.reason
         );
     }
-    if report.relations + report.tree + report.comments + report.history > 0 {
+    if report.relations + report.tree + report.comments + report.history + report.view_counts > 0 {
         println!(
-            "relations {}, tree {}, comments {}, history {} problems (`--json` lists them)",
-            report.relations, report.tree, report.comments, report.history
+            "relations {}, tree {}, comments {}, history {}, view counts {} problems (`--json` lists them)",
+            report.relations, report.tree, report.comments, report.history, report.view_counts
         );
     }
     let drift = &report.drift;

@@ -33,6 +33,8 @@ pub struct VerifyReport {
     /// History problems: versions without their entry, entries of a deleted issue, entries
     /// past the issue's version.
     pub history: usize,
+    /// Views' count items out of step with the memberships recorded, or left by a view gone.
+    pub view_counts: usize,
     pub drifted_issues: usize,
     /// Watermarks still in a previous format (not drift; `gridctl upgrade` rewrites them).
     pub previous_layout_watermarks: usize,
@@ -63,6 +65,7 @@ pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Res
         tree: drift.tree.len(),
         comments: drift.comments.len(),
         history: drift.history.len(),
+        view_counts: drift.view_counts.len(),
         drifted_issues: drift.issues().len(),
         previous_layout_watermarks: snap.previous_layout_watermarks,
         previous_layout_entries: snap.previous_layout_entries,
@@ -149,6 +152,8 @@ pub struct RepairReport {
     /// History problems acted on (see `gridline::ops::history::repair`; a missing entry
     /// cannot be rebuilt here: `gridctl replay` rebuilds it from the stream within 24 hours).
     pub history: usize,
+    /// Views' count items rewritten or deleted (see `gridline::ops::view_counts::repair`).
+    pub view_counts: usize,
     /// Drift left after the last round (empty when clean).
     pub remaining: BTreeMap<String, usize>,
     pub clean: bool,
@@ -164,6 +169,7 @@ fn remaining(found: &VerifyReport) -> BTreeMap<String, usize> {
         ("tree".to_string(), found.tree),
         ("comments".to_string(), found.comments),
         ("history".to_string(), found.history),
+        ("view_counts".to_string(), found.view_counts),
     ])
 }
 
@@ -230,6 +236,10 @@ pub async fn repair_with(
             report.history +=
                 gridline::ops::history::repair(store, &found.drift.history, accept_lost_history)
                     .await?;
+        }
+        if !found.drift.view_counts.is_empty() {
+            report.view_counts +=
+                gridline::ops::view_counts::repair(store, &found.drift.view_counts).await?;
         }
         let unowned = found.drift.unowned();
         if !unowned.is_empty() {

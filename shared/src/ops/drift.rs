@@ -66,6 +66,8 @@ pub struct Snapshot {
     pub comments: CommentScan,
     /// Issues' history entries.
     pub history: crate::ops::history::HistoryScan,
+    /// Saved views' counts and the memberships the watermarks record.
+    pub view_counts: crate::ops::view_counts::ViewCountScan,
 }
 
 /// An entry whose key is right but whose attributes are not.
@@ -95,6 +97,9 @@ pub struct Drift {
     /// Versions without their history entry, and history of deleted issues (see
     /// `ops::history`).
     pub history: Vec<crate::ops::history::HistoryDrift>,
+    /// Views' counts out of step with the memberships recorded, or left by a view gone (see
+    /// `ops::view_counts`).
+    pub view_counts: Vec<crate::ops::view_counts::ViewCountDrift>,
 }
 
 impl Drift {
@@ -107,6 +112,7 @@ impl Drift {
             && self.tree.is_empty()
             && self.comments.is_empty()
             && self.history.is_empty()
+            && self.view_counts.is_empty()
     }
 
     /// Every drifted entry (a stale one as it is in the index).
@@ -232,6 +238,7 @@ pub async fn snapshot(
         }
     }
     index.iter().for_each(|item| snap.history.absorb(item));
+    index.iter().for_each(|item| snap.view_counts.absorb(item));
     snap.parked = index.iter().filter_map(parked_from_item).collect();
     snap.parked
         .sort_by(|a, b| (&a.tenant, &a.subject).cmp(&(&b.tenant, &b.subject)));
@@ -290,6 +297,7 @@ pub fn compare(snap: &Snapshot) -> Drift {
         tree: crate::ops::tree::check(&snap.edges, &snap.issues),
         comments: crate::ops::comments::check(&snap.comments),
         history: crate::ops::history::check(&snap.history, &snap.issues),
+        view_counts: crate::ops::view_counts::check(&snap.view_counts, &live_views(snap)),
         ..Drift::default()
     };
     // A thin entry of an issue whose watermark predates summaries is that layout's, not stale.
@@ -315,6 +323,23 @@ pub fn compare(snap: &Snapshot) -> Drift {
         }
     }
     drift
+}
+
+/// Every view's current shape, by tenant and id: those whose definitions hold (the others
+/// are being deleted with the field they name, and the index keeps no list of them).
+fn live_views(snap: &Snapshot) -> BTreeSet<(TenantId, String, u64)> {
+    let mut out = BTreeSet::new();
+    for ((tenant, project), views) in &snap.views {
+        let defs = snap
+            .defs
+            .get(&(tenant.clone(), project.clone()))
+            .map(Vec::as_slice)
+            .unwrap_or_default();
+        for view in crate::store::records::views::indexed_views(views, defs) {
+            out.insert((tenant.clone(), view.id, view.rev));
+        }
+    }
+    out
 }
 
 /// What [`repair_issue`] did.
