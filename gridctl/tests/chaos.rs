@@ -248,6 +248,106 @@ async fn history_versions(stack: &Stack, id: &str) -> Vec<u64> {
     }
 }
 
+/// A saved view created (a filter on a field, grouped by state, or none), reshaped, or
+/// deleted.
+async fn view_step(stack: &Stack, project: &str, fields: &[String], rng: &mut StdRng) {
+    let views = call(
+        stack,
+        "alice",
+        Method::GET,
+        &format!("/projects/{project}/views"),
+        None,
+    )
+    .await;
+    let ids: Vec<String> = views.body["items"]
+        .as_array()
+        .map(|v| {
+            v.iter()
+                .map(|v| v["id"].as_str().unwrap().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    let f = &fields[rng.gen_range(0..fields.len())];
+    let body = json!({"name": "v", "where": [[f, "gte", rng.gen_range(-3..3)]], "sort": f,
+        "group_by": "state"});
+    let r = match rng.gen_range(0..3) {
+        0 if !ids.is_empty() => {
+            let id = &ids[rng.gen_range(0..ids.len())];
+            call(
+                stack,
+                "alice",
+                Method::DELETE,
+                &format!("/views/{id}"),
+                None,
+            )
+            .await
+        }
+        1 if !ids.is_empty() => {
+            let id = &ids[rng.gen_range(0..ids.len())];
+            let body = json!({"order": if rng.gen_bool(0.5) { "desc" } else { "asc" }, "where": body["where"]});
+            call(
+                stack,
+                "alice",
+                Method::PATCH,
+                &format!("/views/{id}"),
+                Some(body),
+            )
+            .await
+        }
+        _ => {
+            call(
+                stack,
+                "alice",
+                Method::POST,
+                &format!("/projects/{project}/views"),
+                Some(body),
+            )
+            .await
+        }
+    };
+    // A view of a field deleted meanwhile is gone (404).
+    assert!(
+        [200, 201, 204, 404].contains(&r.status.as_u16()),
+        "{}",
+        r.text
+    );
+}
+
+/// Every view is ready and its count is the number of issues its list holds, page by page.
+async fn check_view_counts(stack: &Stack, project: &str, seed: u64) {
+    let views = call(
+        stack,
+        "alice",
+        Method::GET,
+        &format!("/projects/{project}/views"),
+        None,
+    )
+    .await;
+    for view in views.body["items"].as_array().unwrap() {
+        assert_eq!(view["ready"], true, "seed {seed}: {view}");
+        let id = view["id"].as_str().unwrap();
+        let mut listed = 0;
+        let mut path = format!("/views/{id}/issues?limit=100");
+        loop {
+            let r = call(stack, "alice", Method::GET, &path, None).await;
+            assert_eq!(r.status, 200, "seed {seed}: {}", r.text);
+            listed += r.body["items"].as_array().unwrap().len();
+            match r.body["next_cursor"].as_str() {
+                Some(c) => path = format!("/views/{id}/issues?limit=100&cursor={c}"),
+                None => break,
+            }
+        }
+        assert_eq!(view["count"], listed, "seed {seed}: {view}");
+        let grouped: u64 = view["groups"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|g| g["count"].as_u64().unwrap())
+            .sum();
+        assert_eq!(grouped, listed as u64, "seed {seed}: {view}");
+    }
+}
+
 async fn verify(stack: &Stack) -> ops::VerifyReport {
     ops::verify(&support::store(stack, "Verify"), 3, &ProgressBar::hidden())
         .await
@@ -310,7 +410,7 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
         for step in 0..45 {
             let live: Vec<String> = model.keys().cloned().collect();
             let pick = |rng: &mut StdRng| live[rng.gen_range(0..live.len())].clone();
-            match rng.gen_range(0..110) {
+            match rng.gen_range(0..116) {
                 0..=24 => {
                     let mut values = serde_json::Map::new();
                     for f in &fields {
@@ -499,6 +599,12 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
                     }
                     *totals.entry("comment_changes").or_default() += 1;
                 }
+                // Saved views: created (bounded), reshaped or deleted; their lists and counts
+                // follow through the same faults (verify checks both).
+                110..=115 => {
+                    view_step(&stack, &project, &fields, &mut rng).await;
+                    *totals.entry("view_changes").or_default() += 1;
+                }
                 _ => {}
             }
             // The indexer's side of the history.
@@ -580,6 +686,7 @@ async fn the_index_converges_through_many_randomised_histories_of_faults_and_res
             found.drift
         );
         assert_eq!(found.issues, model.len(), "seed {seed}");
+        check_view_counts(&stack, &project, seed).await;
         for (id, on) in &comments {
             let r = call(&stack, "alice", Method::GET, &format!("/issues/{id}"), None).await;
             assert_eq!(r.body["comment_count"], on.len(), "seed {seed}: {id}");

@@ -79,12 +79,19 @@ async fn verify_finds_wrong_and_stray_view_counts_and_repair_mends_them() {
         put_count(
             &api,
             &view,
-            gridline::keys::index::view_counts_sk(1, shard),
+            gridline::keys::index::view_counts_sk(&view, 1, shard),
             5,
         )
         .await;
     }
-    put_count(&api, "gone", gridline::keys::index::view_counts_sk(1, 0), 3).await;
+    let gone = format!("{}{}", &view[..26], "01JDQ5S0000000000000000V99");
+    put_count(
+        &api,
+        &gone,
+        gridline::keys::index::view_counts_sk(&gone, 1, 0),
+        3,
+    )
+    .await;
     let found = verify(&api).await;
     let problems: Vec<serde_json::Value> = found
         .drift
@@ -97,7 +104,7 @@ async fn verify_finds_wrong_and_stray_view_counts_and_repair_mends_them() {
     assert!(
         problems
             .iter()
-            .any(|d| d["problem"] == "stray" && d["view"] == "gone")
+            .any(|d| d["problem"] == "stray" && d["view"] == gone.as_str())
     );
 
     let report = ops::repair(&support::store(&api.stack, "Repair"), 2, 1, &hidden)

@@ -480,6 +480,23 @@ async fn workload(api: &TestApi) {
                 .await;
         }
     }
+    // Saved views: a definition and its counts (the index's count items), its list.
+    let view = alice
+        .post(
+            &format!("/projects/{p}/views"),
+            json!({"name": "mine", "where": [["state", "eq", "open"]], "group_by": "state"}),
+        )
+        .await;
+    let view = view["id"].as_str().expect("a view").to_string();
+    api.sync().await;
+    alice.get(&format!("/projects/{p}/views")).await;
+    alice.get(&format!("/views/{view}")).await;
+    alice.get(&format!("/views/{view}/issues?group=open")).await;
+    alice
+        .patch(&format!("/views/{view}"), json!({"order": "desc"}))
+        .await;
+    api.sync().await;
+    alice.delete(&format!("/views/{view}")).await;
     // History: a page from the index (the head and its entries), a later page beside the
     // head's read, and an issue the index does not know yet (read from the records).
     api.sync().await;

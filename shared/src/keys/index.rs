@@ -168,10 +168,34 @@ pub fn parse_view_column(column: &str) -> Option<(&str, u64, Option<&str>)> {
 /// and a view's commits spread over them rather than contend for one item.
 pub const VIEW_COUNT_SHARDS: u64 = 32;
 
-/// Partition of a view's counts: one item per shard and shape (`rev`), summed when read
-/// (one Query: [`VIEW_COUNT_SHARDS`] small items).
+/// The project a view id names (its first 26 characters: a view's id is its project's id
+/// followed by its own ULID).
+pub fn view_project(view: &str) -> &str {
+    view.get(..26).unwrap_or(view)
+}
+
+/// Partition of the counts of a project's views: one item per view, shape (`rev`) and shard,
+/// summed when read (one Query: [`VIEW_COUNT_SHARDS`] small items). Kept by project, so the
+/// job that rebuilds its views finds the counts of views or shapes gone with one Query.
 pub fn view_counts_pk(tenant: &TenantId, view: &str) -> String {
-    format!("{}#VC#{view}", tenant_prefix(tenant))
+    format!("{}#VC#{}", tenant_prefix(tenant), view_project(view))
+}
+
+/// Sort-key prefix of the count items of view `view`'s shape `rev`.
+pub fn view_counts_prefix(view: &str, rev: u64) -> String {
+    format!("{view}#{rev:020}#")
+}
+
+/// Sort key of count shard `shard` of view `view`'s shape `rev`.
+pub fn view_counts_sk(view: &str, rev: u64, shard: u64) -> String {
+    format!("{}{shard:02}", view_counts_prefix(view, rev))
+}
+
+/// `(view, rev, shard)` of a [`view_counts_sk`].
+pub fn parse_view_counts_sk(sk: &str) -> Option<(&str, u64, u64)> {
+    let (view, rest) = sk.split_once('#')?;
+    let (rev, shard) = rest.split_once('#')?;
+    Some((view, rev.parse().ok()?, shard.parse().ok()?))
 }
 
 /// Whether an index-table partition key is a view's counts.
@@ -179,16 +203,6 @@ pub fn is_view_counts_pk(pk: &str) -> bool {
     pk.strip_prefix("T#")
         .and_then(|rest| rest.split('#').nth(1))
         .is_some_and(|kind| kind == "VC")
-}
-
-/// Sort-key prefix of the count items of a view's shape `rev`.
-pub fn view_counts_prefix(rev: u64) -> String {
-    format!("{rev:020}#")
-}
-
-/// Sort key of count shard `shard` of a view's shape `rev`.
-pub fn view_counts_sk(rev: u64, shard: u64) -> String {
-    format!("{}{shard:02}", view_counts_prefix(rev))
 }
 
 /// Most shards a project's columns can be split into: a grid page reads every shard at once.

@@ -240,8 +240,9 @@ impl Basis {
 
     /// The basis with the columns of the saved views `issue` is in (see
     /// [`crate::model::view::IndexedView::columns`]). Their entries always carry the
-    /// summary: when no other column is hot it was built without its compact text, which is
-    /// built now (the digest already covers the issue's values through the keyed text).
+    /// summary: when no other column is hot it was built without its compact text, and is
+    /// built again with it (its digest then covers it, so a change of the project's field
+    /// list, which changes the compact text alone, rewrites the view entries too).
     pub fn with_views(
         mut self,
         issue: &IssueRecord<'_>,
@@ -257,7 +258,7 @@ impl Basis {
         }
         self.columns.extend(added);
         if self.summary.compact.is_none() && self.summary.digest != Summary::THIN.digest {
-            self.summary.compact = crate::model::summary::fitting_compact(issue, defs);
+            self.summary = Summary::with_compact(issue, defs, &self.hot);
         }
         self
     }

@@ -84,12 +84,21 @@ impl Summary {
     /// of the digest: a column turning hot writes the summaries again); [`Summary::THIN`]
     /// when both texts are too long for any entry.
     pub fn of_record(issue: &IssueRecord<'_>, defs: &[FieldDef], hot: &Hot) -> Self {
+        // No hot column, no compact text to build (the indexer builds summaries per record).
+        Self::build(issue, defs, hot, !hot.is_none())
+    }
+
+    /// [`Summary::of_record`], with the compact text whatever the hot columns (an issue in a
+    /// saved view: its view's entries carry it). The digest covers the compact text too, so
+    /// a change of the field list (its layout) rewrites the entries that carry it.
+    pub fn with_compact(issue: &IssueRecord<'_>, defs: &[FieldDef], hot: &Hot) -> Self {
+        Self::build(issue, defs, hot, true)
+    }
+
+    fn build(issue: &IssueRecord<'_>, defs: &[FieldDef], hot: &Hot, compact: bool) -> Self {
         let fit = |t: String| (t.len() + MIN_ENTRY_OVERHEAD <= ENTRY_MAX_BYTES).then_some(t);
         let text = fit(text_of(issue, defs));
-        // No hot column, no compact text to build (the indexer builds summaries per record).
-        let compact = (!hot.is_none())
-            .then(|| fit(compact_of(issue, defs)))
-            .flatten();
+        let compact = compact.then(|| fit(compact_of(issue, defs))).flatten();
         if text.is_none() && compact.is_none() {
             return Self::THIN;
         }
@@ -144,12 +153,6 @@ impl Summary {
         };
         fits(pk, sk, issue_id, role, text).then_some(text)
     }
-}
-
-/// The compact text of `issue`, if an entry can carry it.
-pub(crate) fn fitting_compact(issue: &IssueRecord<'_>, defs: &[FieldDef]) -> Option<Arc<str>> {
-    let text = compact_of(issue, defs);
-    (text.len() + MIN_ENTRY_OVERHEAD <= ENTRY_MAX_BYTES).then(|| text.into())
 }
 
 /// Whether an entry item with these attributes and `summary` is at most [`ENTRY_MAX_BYTES`]

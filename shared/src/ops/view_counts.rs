@@ -82,17 +82,11 @@ impl ViewCountScan {
     }
 
     fn absorb_count(&mut self, pk: &str, item: &Item) {
-        let mut parts = pk.strip_prefix("T#").unwrap_or_default().split('#');
-        let (Some(tenant), Some(_), Some(view)) = (parts.next(), parts.next(), parts.next()) else {
+        let Some(tenant) = keys::tenant_of(pk).and_then(TenantId::parse) else {
             return;
         };
-        let Some(tenant) = TenantId::parse(tenant) else {
-            return;
-        };
-        let Some((rev, shard)) = sk_of(item).and_then(|sk| sk.split_once('#')) else {
-            return;
-        };
-        let (Ok(rev), Ok(shard)) = (rev.parse(), shard.parse()) else {
+        let Some((view, rev, shard)) = sk_of(item).and_then(keys::index::parse_view_counts_sk)
+        else {
             return;
         };
         let mut tally = Tally::default();
@@ -195,7 +189,7 @@ pub async fn repair(store: &Store, found: &[ViewCountDrift]) -> Result<usize, St
             } => {
                 let at = (
                     keys::index::view_counts_pk(tenant, view),
-                    keys::index::view_counts_sk(*rev, *shard),
+                    keys::index::view_counts_sk(view, *rev, *shard),
                 );
                 if rewrite(store, at, expected, actual.as_ref()).await? {
                     acted += 1;
@@ -209,7 +203,7 @@ pub async fn repair(store: &Store, found: &[ViewCountDrift]) -> Result<usize, St
             } => {
                 let at = (
                     keys::index::view_counts_pk(tenant, view),
-                    keys::index::view_counts_sk(*rev, *shard),
+                    keys::index::view_counts_sk(view, *rev, *shard),
                 );
                 store.index().delete_index_keys(vec![at]).await?;
                 acted += 1;

@@ -87,7 +87,7 @@ impl IndexTable<'_> {
         for ((view, rev), delta) in counts {
             let at = key(
                 keys::index::view_counts_pk(tenant, view),
-                &keys::index::view_counts_sk(*rev, shard),
+                &keys::index::view_counts_sk(view, *rev, shard),
             );
             items.push(
                 TransactWriteItem::builder()
@@ -106,7 +106,7 @@ impl IndexTable<'_> {
         rev: u64,
     ) -> Result<Counts, StoreError> {
         let query = Query::partition(&self.store.index, keys::index::view_counts_pk(tenant, view))
-            .sk_begins_with(&keys::index::view_counts_prefix(rev));
+            .sk_begins_with(&keys::index::view_counts_prefix(view, rev));
         let mut out = Counts::default();
         for item in self.store.query_all(query).await? {
             for (name, value) in &item {
@@ -122,6 +122,38 @@ impl IndexTable<'_> {
             }
         }
         Ok(out)
+    }
+}
+
+impl IndexTable<'_> {
+    /// Deletes the count items of a project's views that are not `live` at the shape named
+    /// (a view deleted, or reshaped): the fill job that rebuilt the project's views does, when
+    /// every issue's commit has stopped counting them. Returns the items deleted.
+    pub async fn drop_dead_view_counts(
+        &self,
+        tenant: &TenantId,
+        project: &str,
+        live: &std::collections::BTreeSet<(String, u64)>,
+    ) -> Result<usize, StoreError> {
+        let pk = keys::index::view_counts_pk(tenant, project);
+        let query = Query::partition(&self.store.index, pk.clone()).consistent(true);
+        let dead: Vec<(String, String)> = self
+            .store
+            .query_all(query)
+            .await?
+            .iter()
+            .filter_map(|item| crate::store::records::items::sk_of(item))
+            .filter(|sk| {
+                keys::index::parse_view_counts_sk(sk)
+                    .is_some_and(|(view, rev, _)| !live.contains(&(view.to_string(), rev)))
+            })
+            .map(|sk| (pk.clone(), sk.to_string()))
+            .collect();
+        let n = dead.len();
+        if n > 0 {
+            self.delete_index_keys(dead).await?;
+        }
+        Ok(n)
     }
 }
 
