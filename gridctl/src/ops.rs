@@ -193,6 +193,8 @@ pub async fn repair_with(
     progress: &dyn Fn(&str, u64) -> ProgressBar,
 ) -> Result<RepairReport> {
     let mut report = RepairReport::default();
+    // Views' count problems seen by the round before: only one seen twice is acted on.
+    let mut counts_seen: Vec<gridline::ops::view_counts::ViewCountDrift> = Vec::new();
     for round in 1..=rounds.max(1) {
         report.rounds = round;
         let scan = progress("scanning", 0);
@@ -220,27 +222,13 @@ pub async fn repair_with(
             bar.inc(1);
         }
         bar.finish_and_clear();
-        let now = gridline::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
-        if !found.drift.relations.is_empty() {
-            report.relations +=
-                gridline::ops::relations::repair(store, &found.drift.relations, &now).await?;
-        }
-        if !found.drift.tree.is_empty() {
-            report.tree += gridline::ops::tree::repair(store, &found.drift.tree, &now).await?;
-        }
-        if !found.drift.comments.is_empty() {
-            report.comments +=
-                gridline::ops::comments::repair(store, &found.drift.comments).await?;
-        }
-        if !found.drift.history.is_empty() {
-            report.history +=
-                gridline::ops::history::repair(store, &found.drift.history, accept_lost_history)
-                    .await?;
-        }
-        if !found.drift.view_counts.is_empty() {
-            report.view_counts +=
-                gridline::ops::view_counts::repair(store, &found.drift.view_counts).await?;
-        }
+        counts_seen = repair_checks(
+            store,
+            &found,
+            (&counts_seen, accept_lost_history),
+            &mut report,
+        )
+        .await?;
         let unowned = found.drift.unowned();
         if !unowned.is_empty() {
             report.deletes += store
@@ -256,6 +244,46 @@ pub async fn repair_with(
     report.remaining = remaining(&found);
     report.clean = found.is_clean();
     Ok(report)
+}
+
+/// Relations, the tree, comments, history and views' counts, each mended by its own repair;
+/// returns the views' count problems this round saw (see `counts_seen`).
+async fn repair_checks(
+    store: &Store,
+    found: &VerifyReport,
+    (counts_seen, accept_lost_history): (&[gridline::ops::view_counts::ViewCountDrift], bool),
+    report: &mut RepairReport,
+) -> Result<Vec<gridline::ops::view_counts::ViewCountDrift>> {
+    let now = gridline::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
+    if !found.drift.relations.is_empty() {
+        report.relations +=
+            gridline::ops::relations::repair(store, &found.drift.relations, &now).await?;
+    }
+    if !found.drift.tree.is_empty() {
+        report.tree += gridline::ops::tree::repair(store, &found.drift.tree, &now).await?;
+    }
+    if !found.drift.comments.is_empty() {
+        report.comments += gridline::ops::comments::repair(store, &found.drift.comments).await?;
+    }
+    if !found.drift.history.is_empty() {
+        report.history +=
+            gridline::ops::history::repair(store, &found.drift.history, accept_lost_history)
+                .await?;
+    }
+    // A scan reads heads and counts at different instants, so under traffic a shard can
+    // look wrong once while a commit lands: it is rewritten only when two scans in a row
+    // found it wrong the same way (a repair of a count needs two rounds).
+    let confirmed: Vec<_> = found
+        .drift
+        .view_counts
+        .iter()
+        .filter(|d| counts_seen.contains(d))
+        .cloned()
+        .collect();
+    if !confirmed.is_empty() {
+        report.view_counts += gridline::ops::view_counts::repair(store, &confirmed).await?;
+    }
+    Ok(found.drift.view_counts.clone())
 }
 
 /// A parked issue is re-indexed from its current record, a parked project whole; on success

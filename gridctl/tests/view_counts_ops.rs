@@ -107,7 +107,8 @@ async fn verify_finds_wrong_and_stray_view_counts_and_repair_mends_them() {
             .any(|d| d["problem"] == "stray" && d["view"] == gone.as_str())
     );
 
-    let report = ops::repair(&support::store(&api.stack, "Repair"), 2, 1, &hidden)
+    // Two rounds: a count problem is acted on once two scans in a row found it.
+    let report = ops::repair(&support::store(&api.stack, "Repair"), 2, 2, &hidden)
         .await
         .unwrap();
     assert_eq!(report.view_counts, shards + 1, "{report:?}");

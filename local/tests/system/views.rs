@@ -410,6 +410,10 @@ async fn a_views_routes_keep_the_contract() {
         ),
         (json!({"name": "x", "sort": "nope"}), "sort"),
         (json!({"name": "x", "order": "up"}), "order"),
+        (
+            json!({"name": "x", "where": [["title", "in", vec!["y".repeat(200); 100]]]}),
+            "where",
+        ),
     ] {
         let r = api.post(&format!("/projects/{p}/views"), body).await;
         assert_eq!(r.status, StatusCode::BAD_REQUEST, "{}", r.text);

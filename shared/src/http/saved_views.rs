@@ -229,15 +229,20 @@ pub async fn list(
     let position = |v: &ViewItem| format!("{}\u{0}{}", v.name, v.id);
     items.sort_by_key(position);
     let limit = usize::try_from(paging.limit).unwrap_or(0);
-    let rest: Vec<ViewItem> = items
+    // Views whose definitions no longer hold (a field just deleted) are being deleted: left
+    // out before the page is cut, so a page is never short while more remain.
+    let rest: Vec<(ViewItem, CheckedView)> = items
         .into_iter()
         .filter(|v| after.as_ref().is_none_or(|a| position(v) > *a))
+        .filter_map(|v| {
+            let checked = v.spec().check(&defs).ok()?;
+            Some((v, checked))
+        })
         .collect();
     let more = rest.len() > limit;
-    let bodies = rest.into_iter().take(limit).filter_map(|v| {
-        let checked = v.spec().check(&defs).ok()?;
+    let bodies = rest.into_iter().take(limit).map(|(v, checked)| {
         let at = Position::from([(keys::SK.to_string(), position(&v))]);
-        Some((v, checked, at))
+        (v, checked, at)
     });
     let reads = bodies.map(|(v, checked, at)| {
         let app = &app;

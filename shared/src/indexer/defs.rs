@@ -155,8 +155,11 @@ impl Defs {
                 (Some(basis), fields.rev, fields.live)
             }
             None => {
+                // Definitions at least as new as the ones the head was committed under: the
+                // views it is counted in are live in them (older ones might not know them,
+                // and the delete would leave their counts high).
                 let live = match committed_in {
-                    Some(project) => self.get(store, tenant, project).await?.live,
+                    Some(project) => self.at_least(store, tenant, project, min_rev).await?.live,
                     None => Arc::default(),
                 };
                 (None, 0, live)

@@ -370,17 +370,9 @@ impl FieldJobs {
         if job.kind == JobKind::Fill {
             // Every issue is indexed under definitions that no longer count the views or
             // shapes gone: their count items go.
-            let live = self
-                .store
-                .records()
-                .list_views(&job.tenant, &job.project_id)
-                .await?
-                .into_iter()
-                .map(|v| (v.id.to_string(), v.rev))
-                .collect();
             self.store
                 .index()
-                .drop_dead_view_counts(&job.tenant, job.project_id.as_str(), &live)
+                .drop_dead_view_counts(&job.tenant, &job.project_id)
                 .await?;
         }
         progress.finished = true;

@@ -22,6 +22,10 @@ use crate::model::record::{IssueRecord, ValueRef};
 pub const MAX_VIEWS_PER_PROJECT: usize = 50;
 /// Longest view name, in characters.
 pub const MAX_VIEW_NAME_CHARS: usize = 256;
+/// Longest `where` a view keeps, in bytes of its JSON as given: ten conditions of long
+/// texts or `in` lists fit, and the view's item stays small (the indexer reads every view of
+/// a project with its definitions).
+pub const MAX_VIEW_WHERE_BYTES: usize = 16 * 1024;
 
 /// `POST /projects/{id}/views` body.
 #[derive(Debug, Clone, Deserialize)]
@@ -167,6 +171,13 @@ impl ViewSpec {
         let mut errors = Vec::new();
         if let Err(m) = check_text(&self.name, 1, MAX_VIEW_NAME_CHARS) {
             errors.push(FieldError::new("name", m));
+        }
+        if self.filter.len() > MAX_VIEW_WHERE_BYTES {
+            errors.push(FieldError::new(
+                "where",
+                format!("must be at most {MAX_VIEW_WHERE_BYTES} bytes of JSON"),
+            ));
+            return Err(errors);
         }
         let filter = Filter::parse(&self.filter, defs).unwrap_or_else(|more| {
             errors.extend(more);

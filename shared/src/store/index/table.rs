@@ -353,13 +353,27 @@ impl IndexTable<'_> {
             // intent, on no head yet, sets it.
             "ADD #p :tokens SET fmt = if_not_exists(fmt, :fmt)".to_string()
         };
-        let result = update
+        let update = update
             .update_expression(expression)
             .condition_expression(newer_watermark_condition(replaces))
-            .expression_attribute_values(":v", AttributeValue::N(version.to_string()))
-            .send()
-            .await;
-        condition_held("UpdateItem", result)
+            .expression_attribute_values(":v", AttributeValue::N(version.to_string()));
+        // A commit counting views puts the head in a transaction: DynamoDB refuses a write
+        // meeting it with `TransactionConflictException`, which the SDK does not retry.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = update.clone().send().await;
+            let conflict = result.as_ref().err().and_then(|e| e.as_service_error()).is_some_and(
+                aws_sdk_dynamodb::operation::update_item::UpdateItemError::is_transaction_conflict_exception,
+            );
+            if !conflict {
+                return condition_held("UpdateItem", result);
+            }
+            if attempt >= crate::store::index::view_counts::CONFLICT_ATTEMPTS {
+                return Err(StoreError::Contention(attempt));
+            }
+            crate::store::retry::Backoff::Contended.sleep(attempt).await;
+        }
     }
 
     /// Records that the index reflects `desired` (`None`: the issue is gone) at `version`:

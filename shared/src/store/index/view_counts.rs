@@ -24,6 +24,9 @@ pub(crate) struct ConditionalPut {
     pub(crate) values: HashMap<String, AttributeValue>,
 }
 
+/// Attempts of a head write that meets another attempt's counting transaction.
+pub(crate) const CONFLICT_ATTEMPTS: u32 = 8;
+
 /// The attribute holding a view's total in a count item.
 const TOTAL: &str = "n";
 
@@ -60,10 +63,24 @@ impl IndexTable<'_> {
             .set_item(Some(head.item))
             .condition_expression(head.condition)
             .set_expression_attribute_names(Some(head.names))
-            .set_expression_attribute_values(Some(head.values))
-            .send()
-            .await;
-        condition_held("PutItem", put)
+            .set_expression_attribute_values(Some(head.values));
+        // Another attempt's commit counting views holds the head in a transaction: DynamoDB
+        // refuses this put with `TransactionConflictException`, which the SDK does not retry.
+        let mut attempt = 0;
+        loop {
+            attempt += 1;
+            let result = put.clone().send().await;
+            let conflict = result.as_ref().err().and_then(|e| e.as_service_error()).is_some_and(
+                aws_sdk_dynamodb::operation::put_item::PutItemError::is_transaction_conflict_exception,
+            );
+            if !conflict {
+                return condition_held("PutItem", result);
+            }
+            if attempt >= CONFLICT_ATTEMPTS {
+                return Err(StoreError::Contention(attempt));
+            }
+            crate::store::retry::Backoff::Contended.sleep(attempt).await;
+        }
     }
 
     /// Puts the head on its condition and adds `counts` to the views' count items (the
@@ -132,20 +149,33 @@ impl IndexTable<'_> {
     pub async fn drop_dead_view_counts(
         &self,
         tenant: &TenantId,
-        project: &str,
-        live: &std::collections::BTreeSet<(String, u64)>,
+        project: &crate::domain::ids::ProjectId,
     ) -> Result<usize, StoreError> {
-        let pk = keys::index::view_counts_pk(tenant, project);
+        let pk = keys::index::view_counts_pk(tenant, project.as_str());
         let query = Query::partition(&self.store.index, pk.clone()).consistent(true);
-        let dead: Vec<(String, String)> = self
+        let items = self.store.query_all(query).await?;
+        // The views are read after their count items: a view made (or reshaped) since has
+        // items this read did not see, or a shape it reads as current. View ids are never
+        // reused and shapes only grow, so an item of a view missing here, or of an older
+        // shape, is dead for good.
+        let live: std::collections::BTreeMap<String, u64> = match self
             .store
-            .query_all(query)
+            .records()
+            .project_definitions(tenant, project)
             .await?
+        {
+            Some((_, defs, views)) => crate::store::records::views::indexed_views(&views, &defs)
+                .into_iter()
+                .map(|v| (v.id, v.rev))
+                .collect(),
+            None => Default::default(),
+        };
+        let dead: Vec<(String, String)> = items
             .iter()
             .filter_map(|item| crate::store::records::items::sk_of(item))
             .filter(|sk| {
                 keys::index::parse_view_counts_sk(sk)
-                    .is_some_and(|(view, rev, _)| !live.contains(&(view.to_string(), rev)))
+                    .is_some_and(|(view, rev, _)| live.get(view).is_none_or(|now| rev < *now))
             })
             .map(|sk| (pk.clone(), sk.to_string()))
             .collect();
