@@ -9,22 +9,9 @@ use aws_sdk_dynamodb::types::AttributeValue;
 use gridctl::ops;
 use gridline_local::testing::TestApi;
 use http::StatusCode;
-use indicatif::ProgressBar;
 use serde_json::json;
 
-async fn verify(api: &TestApi) -> ops::VerifyReport {
-    ops::verify(
-        &support::store(&api.stack, "Verify"),
-        2,
-        &ProgressBar::hidden(),
-    )
-    .await
-    .unwrap()
-}
-
-fn hidden(_: &str, _: u64) -> ProgressBar {
-    ProgressBar::hidden()
-}
+use support::{hidden, verify};
 
 fn key(pk: String, sk: String) -> HashMap<String, AttributeValue> {
     HashMap::from([

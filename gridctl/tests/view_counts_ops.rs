@@ -9,22 +9,9 @@ use gridctl::ops;
 use gridline::domain::ids::TenantId;
 use gridline_local::testing::TestApi;
 use http::StatusCode;
-use indicatif::ProgressBar;
 use serde_json::json;
 
-async fn verify(api: &TestApi) -> ops::VerifyReport {
-    ops::verify(
-        &support::store(&api.stack, "Verify"),
-        2,
-        &ProgressBar::hidden(),
-    )
-    .await
-    .unwrap()
-}
-
-fn hidden(_: &str, _: u64) -> ProgressBar {
-    ProgressBar::hidden()
-}
+use support::{hidden, verify};
 
 /// A hand put of a count item, as a fault outside the product would make.
 async fn put_count(api: &TestApi, view: &str, sk: String, n: i64) {

@@ -58,3 +58,19 @@ pub fn replay_indexer(stack: &Stack) -> Indexer {
 pub async fn replay_streams(stack: &Stack) -> aws_sdk_dynamodbstreams::Client {
     stack.guarded_streams(policy(stack, "Replay")).await
 }
+
+/// `gridctl verify` with its statements, in two segments.
+pub async fn verify(api: &gridline_local::testing::TestApi) -> gridctl::ops::VerifyReport {
+    gridctl::ops::verify(
+        &store(&api.stack, "Verify"),
+        2,
+        &indicatif::ProgressBar::hidden(),
+    )
+    .await
+    .expect("verify runs")
+}
+
+/// A progress bar for `repair` that draws nothing.
+pub fn hidden(_: &str, _: u64) -> indicatif::ProgressBar {
+    indicatif::ProgressBar::hidden()
+}

@@ -196,18 +196,26 @@ pub async fn list(
         limit: paging.limit,
         start: cursor.start()?,
     };
+    read_page(&app, request, &cursor).await
+}
+
+/// Reads a page of a column (the grid's, or a saved view's), its participants' names, and
+/// renders it.
+pub(super) async fn read_page(
+    app: &AppState,
+    request: PageRequest<'_>,
+    cursor: &super::extract::BoundCursor<'_>,
+) -> ApiResult<PageBody> {
+    let (tenant, defs) = (request.tenant, request.defs);
     let page = grid::page(&app.store, request).await?;
     let names = app
         .store
         .records()
-        .names(
-            &caller.tenant,
-            &participants_of(page.issues.iter().map(|(i, _)| i)),
-        )
+        .names(tenant, &participants_of(page.issues.iter().map(|(i, _)| i)))
         .await?;
     let items = page
         .issues
         .into_iter()
-        .map(|(i, after)| (IssueView::list_item(i, &fields.defs, &names), after));
-    render(items, page.next, &cursor)
+        .map(|(i, after)| (IssueView::list_item(i, defs, &names), after));
+    render(items, page.next, cursor)
 }

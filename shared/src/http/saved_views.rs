@@ -17,7 +17,6 @@ use super::extract::{Id, JsonBody, Paging, path_id, unknown_params};
 use super::now;
 use super::page::{PageBody, render};
 use super::projects::created;
-use super::views::{IssueView, participants_of};
 use crate::auth::Caller;
 use crate::cursor::Position;
 use crate::domain::IssueState;
@@ -26,7 +25,7 @@ use crate::domain::values::FieldDef;
 use crate::http::error::{ApiError, ApiResult};
 use crate::keys;
 use crate::model::view::{CheckedView, Grouping, NO_GROUP, NewViewBody, ViewPatchBody};
-use crate::read::grid::{self, GridQuery, PageRequest};
+use crate::read::grid::{GridQuery, PageRequest};
 use crate::store::records::items::ProjectItem;
 use crate::store::records::views::{ViewItem, ViewWriteError};
 
@@ -367,20 +366,7 @@ pub async fn issues(
         limit: paging.limit,
         start: cursor.start()?,
     };
-    let page = grid::page(&app.store, request).await?;
-    let names = app
-        .store
-        .records()
-        .names(
-            &caller.tenant,
-            &participants_of(page.issues.iter().map(|(i, _)| i)),
-        )
-        .await?;
-    let items = page
-        .issues
-        .into_iter()
-        .map(|(i, after)| (IssueView::list_item(i, &defs, &names), after));
-    render(items, page.next, &cursor)
+    super::grid::read_page(&app, request, &cursor).await
 }
 
 /// The index key of the group a `group` parameter names: an option label, `open`/`closed`,

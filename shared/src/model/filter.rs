@@ -577,5 +577,26 @@ fn parse_participant(raw: &RawValue) -> Result<Operand, String> {
     })
 }
 
+/// `order`: `asc` (the default) or `desc`; whether it is descending (a grid's and a view's).
+pub(crate) fn parse_order(order: Option<&str>, errors: &mut Vec<FieldError>) -> bool {
+    match order {
+        None | Some("asc") => false,
+        Some("desc") => true,
+        Some(_) => {
+            errors.push(FieldError::new("order", "must be asc or desc"));
+            false
+        }
+    }
+}
+
+/// `state`: `open` or `closed`, or none (every state).
+pub(crate) fn parse_state(state: Option<&str>, errors: &mut Vec<FieldError>) -> Option<IssueState> {
+    let parsed = IssueState::parse(state?);
+    if parsed.is_none() {
+        errors.push(FieldError::new("state", "must be open or closed"));
+    }
+    parsed
+}
+
 #[cfg(test)]
 mod tests;

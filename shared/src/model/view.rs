@@ -16,6 +16,7 @@ use crate::domain::{FieldError, IssueState, explicit_null};
 use crate::keys;
 use crate::model::Column;
 use crate::model::filter::Filter;
+use crate::model::filter::{parse_order, parse_state};
 use crate::model::record::{IssueRecord, ValueRef};
 
 /// Most views a project has (the 51st is `409`).
@@ -309,25 +310,6 @@ impl IndexedView {
 /// The `where` array as given (its numbers keep their digits: no float ever holds them).
 fn compact(raw: &str) -> String {
     raw.trim().to_string()
-}
-
-fn parse_order(order: Option<&str>, errors: &mut Vec<FieldError>) -> bool {
-    match order {
-        None | Some("asc") => false,
-        Some("desc") => true,
-        Some(_) => {
-            errors.push(FieldError::new("order", "must be asc or desc"));
-            false
-        }
-    }
-}
-
-fn parse_state(state: Option<&str>, errors: &mut Vec<FieldError>) -> Option<IssueState> {
-    let parsed = IssueState::parse(state?);
-    if parsed.is_none() {
-        errors.push(FieldError::new("state", "must be open or closed"));
-    }
-    parsed
 }
 
 pub mod counts;

@@ -25,7 +25,7 @@ use crate::domain::values::{FieldDef, StoredValue};
 use crate::domain::{Issue, IssueState};
 use crate::encoding::text::{fold, prefix_key};
 use crate::keys;
-use crate::model::filter::Filter;
+use crate::model::filter::{Filter, parse_order, parse_state};
 use crate::model::{Column, Kind, encode_bound};
 use crate::store::Page;
 use crate::store::index::ColumnQuery;
@@ -254,25 +254,6 @@ pub fn parse(
     };
     query.plan();
     Ok(query)
-}
-
-fn parse_order(order: Option<&str>, errors: &mut Vec<FieldError>) -> bool {
-    match order {
-        None | Some("asc") => false,
-        Some("desc") => true,
-        Some(_) => {
-            errors.push(FieldError::new("order", "must be asc or desc"));
-            false
-        }
-    }
-}
-
-fn parse_state(state: Option<&str>, errors: &mut Vec<FieldError>) -> Option<IssueState> {
-    let parsed = IssueState::parse(state?);
-    if parsed.is_none() {
-        errors.push(FieldError::new("state", "must be open or closed"));
-    }
-    parsed
 }
 
 /// The inclusive sort-key range of the value entries within the encoded bounds and `prefix`.
