@@ -33,8 +33,10 @@ pub struct VerifyReport {
     /// History problems: versions without their entry, entries of a deleted issue, entries
     /// past the issue's version.
     pub history: usize,
-    /// Views' count items out of step with the memberships recorded, or left by a view gone.
+    /// Views' count items out of step with the memberships recorded.
     pub view_counts: usize,
+    /// Count items left by a view or shape gone: inert, not drift (`repair` deletes them).
+    pub stray_view_counts: usize,
     pub drifted_issues: usize,
     /// Watermarks still in a previous format (not drift; `gridctl upgrade` rewrites them).
     pub previous_layout_watermarks: usize,
@@ -65,7 +67,8 @@ pub async fn verify(store: &Store, segments: u32, progress: &ProgressBar) -> Res
         tree: drift.tree.len(),
         comments: drift.comments.len(),
         history: drift.history.len(),
-        view_counts: drift.view_counts.len(),
+        view_counts: drift.view_counts.iter().filter(|d| !d.is_stray()).count(),
+        stray_view_counts: drift.view_counts.iter().filter(|d| d.is_stray()).count(),
         drifted_issues: drift.issues().len(),
         previous_layout_watermarks: snap.previous_layout_watermarks,
         previous_layout_entries: snap.previous_layout_entries,
@@ -201,7 +204,8 @@ pub async fn repair_with(
         let found = verify(store, segments, &scan).await?;
         scan.finish_and_clear();
         report.remaining = remaining(&found);
-        if found.is_clean() {
+        // Stray count items are not drift, but repair still deletes them.
+        if found.is_clean() && found.stray_view_counts == 0 {
             report.clean = true;
             return Ok(report);
         }

@@ -87,7 +87,8 @@ async fn verify_finds_wrong_and_stray_view_counts_and_repair_mends_them() {
         .map(|d| serde_json::to_value(d).unwrap())
         .collect();
     let shards = gridline::keys::index::VIEW_COUNT_SHARDS as usize;
-    assert_eq!(found.view_counts, shards + 1, "{problems:?}");
+    assert_eq!(found.view_counts, shards, "{problems:?}");
+    assert_eq!(found.stray_view_counts, 1, "{problems:?}");
     assert!(
         problems
             .iter()

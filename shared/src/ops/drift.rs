@@ -19,6 +19,7 @@ use crate::model::{Entry, entries_in_views};
 use crate::ops::comments::{CommentDrift, CommentScan};
 use crate::ops::relations::{RelationDrift, RelationScan};
 use crate::ops::tree::{EdgeScan, TreeDrift};
+use crate::ops::view_counts::ViewCountDrift;
 use crate::store::index::{Parked, Table, entry_from_item, parked_from_item};
 use crate::store::records::items::ProjectItem;
 use crate::store::{Store, StoreError, issue_from};
@@ -97,8 +98,9 @@ pub struct Drift {
     /// Versions without their history entry, and history of deleted issues (see
     /// `ops::history`).
     pub history: Vec<crate::ops::history::HistoryDrift>,
-    /// Views' counts out of step with the memberships recorded, or left by a view gone (see
-    /// `ops::view_counts`).
+    /// Views' counts out of step with the memberships recorded, and count items left by a view
+    /// or shape gone (see `ops::view_counts`). Those strays are inert (no route reads them) and
+    /// not drift: `repair` deletes them.
     pub view_counts: Vec<crate::ops::view_counts::ViewCountDrift>,
 }
 
@@ -112,7 +114,7 @@ impl Drift {
             && self.tree.is_empty()
             && self.comments.is_empty()
             && self.history.is_empty()
-            && self.view_counts.is_empty()
+            && self.view_counts.iter().all(ViewCountDrift::is_stray)
     }
 
     /// Every drifted entry (a stale one as it is in the index).

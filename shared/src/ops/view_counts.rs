@@ -128,6 +128,15 @@ pub enum ViewCountDrift {
     },
 }
 
+impl ViewCountDrift {
+    /// Whether this is an item of a view or shape gone: inert garbage, not a wrong count (a
+    /// commit holding definitions from before a view's delete can leave one after the fill
+    /// job removed the others).
+    pub fn is_stray(&self) -> bool {
+        matches!(self, Self::Stray { .. })
+    }
+}
+
 /// The drift of views' counts; `live`: each view's current shape, by tenant and id.
 pub fn check(
     scan: &ViewCountScan,
