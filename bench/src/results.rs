@@ -589,6 +589,12 @@ mod tests {
         ] {
             patterns.insert(row, Stat::default());
         }
+        // The filter's figures are per full page of matches: a page with some.
+        let some = Stat {
+            rows: 10.0,
+            ..Stat::default()
+        };
+        patterns.insert(crate::filters::RARE_FILTER, some);
         let r = Results {
             patterns: vec![(1000, patterns)],
             index_e2e: vec![(1000, 10, 1.0)],
