@@ -462,20 +462,6 @@ async fn a_views_routes_keep_the_contract() {
     let r = api.get(&format!("/projects/{p}/views?limit=1")).await;
     assert_eq!(r.body["items"][0]["name"], "Bigger");
     assert!(r.body["next_cursor"].is_string());
-    // At most 50 views a project.
-    for k in 2..50 {
-        let r = api
-            .post(
-                &format!("/projects/{p}/views"),
-                json!({"name": format!("v{k}")}),
-            )
-            .await;
-        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
-    }
-    let r = api
-        .post(&format!("/projects/{p}/views"), json!({"name": "51st"}))
-        .await;
-    assert_eq!(r.status, StatusCode::CONFLICT);
     // A field a view uses is deleted: so is the view.
     let r = api.delete(&format!("/projects/{p}/fields/{level}")).await;
     assert_eq!(r.status, StatusCode::NO_CONTENT);
@@ -494,6 +480,45 @@ async fn a_views_routes_keep_the_contract() {
         StatusCode::NOT_FOUND
     );
     api.sync().await;
+    let project = ProjectId::parse(&p).unwrap();
+    api.assert_index_matches_records(&acme(), std::slice::from_ref(&project))
+        .await;
+}
+
+/// At most 50 views a project; an issue entering all 50 at once is one commit of 51 actions
+/// (its head and a count item per view), within AWS's 100. Always the embedded engine, which
+/// holds transactions to AWS's 100 actions: the DynamoDB Local the cross-check pins (1.x)
+/// still holds them to 10, a limit AWS raised in 2022.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fifty_views_each_holding_every_issue_count_them_all() {
+    let api = TestApi::embedded().await;
+    let p = api.project("many").await;
+    for n in 0..5 {
+        api.issue(&p, json!({"title": format!("i{n}")})).await;
+    }
+    let mut views = Vec::new();
+    for k in 0..50 {
+        let r = api
+            .post(
+                &format!("/projects/{p}/views"),
+                json!({"name": format!("v{k:02}")}),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{}", r.text);
+        views.push(r.body["id"].as_str().unwrap().to_string());
+    }
+    let r = api
+        .post(&format!("/projects/{p}/views"), json!({"name": "51st"}))
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{}", r.text);
+    api.sync().await;
+    for view in &views {
+        let r = api.get(&format!("/views/{view}")).await;
+        assert_eq!(
+            (&r.body["ready"], &r.body["count"]),
+            (&json!(true), &json!(5))
+        );
+    }
     let project = ProjectId::parse(&p).unwrap();
     api.assert_index_matches_records(&acme(), std::slice::from_ref(&project))
         .await;

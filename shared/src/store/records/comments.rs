@@ -141,7 +141,7 @@ impl Records<'_> {
         Ok(match self.store.transact(items).await {
             Ok(Tx::Committed) => Posted::Done(item.comment()?),
             Ok(Tx::ConditionFailed) => Posted::NotFound,
-            Err(e) if super::issues::item_too_large(&e) => Posted::IssueTooLarge,
+            Err(e) if super::items::item_too_large(&e) => Posted::IssueTooLarge,
             Err(e) => return Err(e),
         })
     }

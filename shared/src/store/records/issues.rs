@@ -6,7 +6,8 @@ use std::collections::{BTreeSet, HashMap};
 use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem, Update};
 
 use super::items::{
-    attr, description_item, issue_from, issue_item, issue_key, key, project_key, sk_of,
+    attr, description_item, issue_from, issue_item, issue_key, item_too_large, key, project_key,
+    sk_of,
 };
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId, UserId};
@@ -16,7 +17,7 @@ use crate::store::Records;
 use crate::store::query::Query;
 use crate::store::records::patch::{UpdateParts, patch_update};
 use crate::store::records::relations::{Relation, relations_of_items};
-use crate::store::records::tree::{TreeChange, TreeRefusal};
+use crate::store::records::tree::{TREE_ATTEMPTS, TreeChange, TreeRefusal, may_retry_tree};
 use crate::store::retry::Backoff;
 use crate::store::{Item, Page, StoreError, Tx, build_err, condition_held, stored_size};
 
@@ -73,9 +74,6 @@ pub enum CreateIssueError {
     Store(#[from] StoreError),
 }
 
-/// How many times a change of the tree reads it again after another change got in first.
-const TREE_ATTEMPTS: u32 = 8;
-
 /// What a patch did.
 #[derive(Debug)]
 pub enum PatchOutcome {
@@ -99,26 +97,6 @@ pub enum ParticipantOutcome {
     Full,
     /// The issue would pass DynamoDB's item limit.
     TooLarge,
-}
-
-/// Whether DynamoDB refused a write because the item would pass 400 KB.
-pub(crate) fn item_too_large(e: &StoreError) -> bool {
-    let StoreError::Dynamo { source, .. } = e else {
-        return false;
-    };
-    match source.as_ref() {
-        aws_sdk_dynamodb::Error::TransactionCanceledException(c) => {
-            c.cancellation_reasons().iter().any(|r| {
-                r.code() == Some("ValidationError")
-                    && r.message().is_some_and(|m| m.contains("size"))
-            })
-        }
-        other => {
-            use aws_sdk_dynamodb::error::ProvideErrorMetadata;
-            other.code() == Some("ValidationException")
-                && other.message().is_some_and(|m| m.contains("Item size"))
-        }
-    }
 }
 
 impl Records<'_> {
@@ -215,6 +193,7 @@ impl Records<'_> {
         item: Item,
         mut tree: TreeChange,
     ) -> Result<Issue, CreateIssueError> {
+        let started = std::time::Instant::now();
         for attempt in 1..=TREE_ATTEMPTS {
             let mut items = vec![
                 TransactWriteItem::builder()
@@ -235,7 +214,12 @@ impl Records<'_> {
             items.append(&mut tree.items);
             match self.store.transact(items).await {
                 Ok(Tx::Committed) => return Ok(issue),
-                Ok(Tx::ConditionFailed) => Backoff::Contended.sleep(attempt).await,
+                Ok(Tx::ConditionFailed) | Err(StoreError::Contention(_))
+                    if may_retry_tree(started, attempt) =>
+                {
+                    Backoff::Contended.sleep(attempt).await
+                }
+                Ok(Tx::ConditionFailed) | Err(StoreError::Contention(_)) => break,
                 Err(e) if item_too_large(&e) => return Err(CreateIssueError::TooLarge),
                 Err(e) => return Err(e.into()),
             }
@@ -357,21 +341,15 @@ impl Records<'_> {
     ) -> Result<PatchOutcome, StoreError> {
         let issue_id = &current.id;
         let mut base = current.clone();
+        let started = std::time::Instant::now();
         for attempt in 0..MAX_MERGE_ATTEMPTS {
             let parts = patch_update(patch, expected_version, now, Some(&base))
                 .ok_or_else(|| StoreError::Build("a patch without its base".into()))?;
             let parts = super::patch::with_actor(parts, actor.as_str());
             let whole_map = parts.values.contains_key(":expected") && expected_version.is_none();
-            let tree = match &patch.parent {
-                // The parent it has already: nothing in the tree changes.
-                Some(parent) if parent.as_ref() != base.parent_id.as_ref() => {
-                    let at = (issue_id, base.parent_id.as_ref(), parent.as_ref());
-                    match self.plan_parent(tenant, &base.project_id, at, true).await? {
-                        Ok(change) => Some(change),
-                        Err(refusal) => return Ok(PatchOutcome::Parent(refusal)),
-                    }
-                }
-                _ => None,
+            let tree = match self.plan_patch_tree(tenant, &base, patch).await? {
+                Ok(tree) => tree,
+                Err(refusal) => return Ok(PatchOutcome::Parent(refusal)),
             };
             let written = match (&patch.description, tree) {
                 (None, None) => self.update_summary(tenant, issue_id, parts).await,
@@ -386,6 +364,8 @@ impl Records<'_> {
             let held = match written {
                 Ok(held) => held,
                 Err(e) if item_too_large(&e) => return Ok(PatchOutcome::TooLarge),
+                // Concurrent tree changes kept cancelling this one: busy, as when they win.
+                Err(StoreError::Contention(_)) if patch.parent.is_some() => false,
                 Err(e) => return Err(e),
             };
             if held {
@@ -398,6 +378,9 @@ impl Records<'_> {
                     if patch.parent.is_some()
                         && expected_version.is_none_or(|v| v == fresh.version) =>
                 {
+                    if !may_retry_tree(started, attempt + 1) {
+                        break;
+                    }
                     tracing::debug!(attempt, "the tree moved on, checking again");
                     Backoff::Contended.sleep(attempt + 1).await;
                     base = fresh;
@@ -423,6 +406,24 @@ impl Records<'_> {
             return Ok(PatchOutcome::Parent(TreeRefusal::Busy));
         }
         Err(StoreError::Contention(MAX_MERGE_ATTEMPTS))
+    }
+
+    /// The tree change a patch makes of `base`: none when it leaves the parent alone or names
+    /// the one it has.
+    async fn plan_patch_tree(
+        &self,
+        tenant: &TenantId,
+        base: &Issue,
+        patch: &IssuePatch,
+    ) -> Result<Result<Option<TreeChange>, TreeRefusal>, StoreError> {
+        match &patch.parent {
+            Some(parent) if parent.as_ref() != base.parent_id.as_ref() => {
+                let at = (&base.id, base.parent_id.as_ref(), parent.as_ref());
+                let planned = self.plan_parent(tenant, &base.project_id, at, true).await?;
+                Ok(planned.map(Some))
+            }
+            _ => Ok(Ok(None)),
+        }
     }
 
     /// The issue item's conditional UpdateItem; `false` when its condition failed. A

@@ -341,6 +341,26 @@ pub fn pk_of(item: &Item) -> Option<&str> {
     }
 }
 
+/// Whether DynamoDB refused a write because the item would pass 400 KB.
+pub(crate) fn item_too_large(e: &StoreError) -> bool {
+    let StoreError::Dynamo { source, .. } = e else {
+        return false;
+    };
+    match source.as_ref() {
+        aws_sdk_dynamodb::Error::TransactionCanceledException(c) => {
+            c.cancellation_reasons().iter().any(|r| {
+                r.code() == Some("ValidationError")
+                    && r.message().is_some_and(|m| m.contains("size"))
+            })
+        }
+        other => {
+            use aws_sdk_dynamodb::error::ProvideErrorMetadata;
+            other.code() == Some("ValidationException")
+                && other.message().is_some_and(|m| m.contains("Item size"))
+        }
+    }
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;

@@ -187,7 +187,7 @@ impl Records<'_> {
             match self.store.transact(with_now(items, now)).await {
                 Ok(Tx::Committed) => return Ok(RelateOutcome::Saved),
                 Ok(Tx::ConditionFailed) => {}
-                Err(e) if super::issues::item_too_large(&e) => return Ok(RelateOutcome::TooLarge),
+                Err(e) if super::items::item_too_large(&e) => return Ok(RelateOutcome::TooLarge),
                 Err(e) => return Err(e),
             }
         }
