@@ -279,6 +279,7 @@ impl Stack {
             log: gridline::telemetry::LogStyle::Local,
             cors: opts.cors,
             fields: Default::default(),
+            views: Default::default(),
         };
         let field_job_queue = match &opts.data {
             Data::File(path) => jobs::LocalQueue::in_file(jobs::queue_path(path))?,

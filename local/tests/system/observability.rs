@@ -175,3 +175,44 @@ async fn a_warm_grid_page_reads_no_field_definitions() {
     let got = api.get(&page).await;
     assert_eq!(got.status, 400, "{}", got.body);
 }
+
+/// A warm grid instance holds a saved view and its project's definitions for a few seconds as
+/// well: the first page of a view of open issues reads them (the view's item and the project,
+/// at once), the next pages only the view's list and the names.
+#[tokio::test]
+async fn a_warm_view_page_reads_only_its_list_and_names() {
+    let (api, project) = TestApi::with_project("Held view").await;
+    for n in 0..3 {
+        api.issue(&project, json!({"title": format!("i{n}")})).await;
+    }
+    let r = api
+        .post(
+            &format!("/projects/{project}/views"),
+            json!({"name": "Open", "state": "open"}),
+        )
+        .await;
+    assert_eq!(r.status, 201, "{}", r.text);
+    let view = r.body["id"].as_str().unwrap().to_string();
+    api.sync().await;
+
+    let (buffer, _guard) = capture();
+    let held_at = Instant::now();
+    for _ in 0..2 {
+        let got = api.get(&format!("/views/{view}/issues?limit=2")).await;
+        assert_eq!(got.status, 200, "{}", got.body);
+        assert_eq!(got.body["items"].as_array().map(Vec::len), Some(2));
+    }
+    assert!(
+        held_at.elapsed() < gridline::http::fields_cache::ViewsCache::MAX_AGE,
+        "the held view had expired"
+    );
+    let calls: Vec<u64> = buffer
+        .text()
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .map(|v| v["fields"].clone())
+        .filter(|f| f["message"] == "GET /views/{view_id}/issues")
+        .map(|r| r["dynamodb_calls"].as_u64().unwrap_or(0))
+        .collect();
+    assert_eq!(calls, [4, 2]);
+}

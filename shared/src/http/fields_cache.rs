@@ -11,15 +11,20 @@
 //! - The shard layout a page reads is at most this old, and a reshard keeps the layout reads
 //!   leave exact for longer than that (`index::reshard::READS_MOVED`, whatever its settle).
 //!
-//! Bounded: past [`FieldsCache::MAX_PROJECTS`] projects it starts again empty.
+//! Bounded: past [`InstanceCache::MAX_PROJECTS`] keys it starts again empty.
+//!
+//! Saved views' definitions are held the same way ([`ViewsCache`]): a view reshaped or deleted
+//! a moment ago is served as it was for at most as long, and one held before it was ready, or
+//! whose cursor it refuses, is read again before any refusal (`saved_views::issues`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use crate::domain::ids::{ProjectId, TenantId};
+use crate::domain::ids::{ProjectId, TenantId, ViewId};
 use crate::domain::values::FieldDef;
 use crate::store::records::items::ProjectItem;
+use crate::store::records::views::ViewItem;
 
 /// A project's item and its field definitions, as read together.
 pub struct ProjectFields {
@@ -27,39 +32,56 @@ pub struct ProjectFields {
     pub defs: Vec<FieldDef>,
 }
 
-/// Per project: when its definitions were read, and what was read.
-type Held = HashMap<(TenantId, ProjectId), (Instant, Arc<ProjectFields>)>;
+/// Per key: when its value was read, and what was read.
+type Held<K, V> = HashMap<K, (Instant, Arc<V>)>;
 
-#[derive(Clone, Default)]
-pub struct FieldsCache {
-    held: Arc<Mutex<Held>>,
+/// What a function instance read in the last [`InstanceCache::MAX_AGE`], by key.
+pub struct InstanceCache<K, V> {
+    held: Arc<Mutex<Held<K, V>>>,
 }
 
-impl FieldsCache {
+/// Projects' items and field definitions, by tenant and project.
+pub type FieldsCache = InstanceCache<(TenantId, ProjectId), ProjectFields>;
+
+/// Saved views' definitions, by tenant and view: a warm page of a view reads only its list.
+pub type ViewsCache = InstanceCache<(TenantId, ViewId), ViewItem>;
+
+impl<K, V> Clone for InstanceCache<K, V> {
+    fn clone(&self) -> Self {
+        Self {
+            held: self.held.clone(),
+        }
+    }
+}
+
+impl<K, V> Default for InstanceCache<K, V> {
+    fn default() -> Self {
+        Self {
+            held: Arc::new(Mutex::new(HashMap::new())),
+        }
+    }
+}
+
+impl<K: std::hash::Hash + Eq, V> InstanceCache<K, V> {
     /// How long a read is served: well within the seconds the views take to catch up.
     pub const MAX_AGE: Duration = crate::read::HELD_PROJECT_MAX_AGE;
-    /// Projects held at most (a grid function instance serves few at a time).
+    /// Keys held at most (a grid function instance serves few projects at a time).
     pub const MAX_PROJECTS: usize = 1024;
 
-    /// The project's definitions if read within [`FieldsCache::MAX_AGE`].
-    pub fn get(&self, tenant: &TenantId, project_id: &ProjectId) -> Option<Arc<ProjectFields>> {
+    /// The value held for `key` if read within [`InstanceCache::MAX_AGE`].
+    pub fn get(&self, key: &K) -> Option<Arc<V>> {
         let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
-        // One lookup with a borrowed key would need a key type of its own; two clones of
-        // short ids are nothing beside the read they save.
-        let (at, fields) = held.get(&(tenant.clone(), project_id.clone()))?;
-        (at.elapsed() < Self::MAX_AGE).then(|| fields.clone())
+        let (at, value) = held.get(key)?;
+        (at.elapsed() < Self::MAX_AGE).then(|| value.clone())
     }
 
     /// Holds what was just read.
-    pub fn put(&self, tenant: &TenantId, project_id: &ProjectId, fields: Arc<ProjectFields>) {
+    pub fn put(&self, key: K, value: Arc<V>) {
         let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         if held.len() >= Self::MAX_PROJECTS {
             held.clear();
         }
-        held.insert(
-            (tenant.clone(), project_id.clone()),
-            (Instant::now(), fields),
-        );
+        held.insert(key, (Instant::now(), value));
     }
 }
 
@@ -86,11 +108,16 @@ mod tests {
         let tenant = TenantId::parse("acme").unwrap();
         let other = TenantId::parse("other").unwrap();
         let (p, q) = (ProjectId::numbered(1), ProjectId::numbered(2));
-        assert!(cache.get(&tenant, &p).is_none());
-        cache.put(&tenant, &p, fields(3));
-        assert_eq!(cache.get(&tenant, &p).map(|f| f.defs.capacity()), Some(3));
-        assert!(cache.get(&tenant, &q).is_none());
-        assert!(cache.get(&other, &p).is_none());
+        assert!(cache.get(&(tenant.clone(), p.clone())).is_none());
+        cache.put((tenant.clone(), p.clone()), fields(3));
+        assert_eq!(
+            cache
+                .get(&(tenant.clone(), p.clone()))
+                .map(|f| f.defs.capacity()),
+            Some(3)
+        );
+        assert!(cache.get(&(tenant.clone(), q)).is_none());
+        assert!(cache.get(&(other, p.clone())).is_none());
         // Held longer than the limit: read again.
         let old = Instant::now() - FieldsCache::MAX_AGE;
         cache
@@ -100,7 +127,7 @@ mod tests {
             .get_mut(&(tenant.clone(), p.clone()))
             .unwrap()
             .0 = old;
-        assert!(cache.get(&tenant, &p).is_none());
+        assert!(cache.get(&(tenant, p)).is_none());
     }
 
     #[test]
@@ -108,10 +135,10 @@ mod tests {
         let cache = FieldsCache::default();
         let tenant = TenantId::parse("acme").unwrap();
         for n in 0..=FieldsCache::MAX_PROJECTS as u64 {
-            cache.put(&tenant, &ProjectId::numbered(n), fields(0));
+            cache.put((tenant.clone(), ProjectId::numbered(n)), fields(0));
         }
         assert!(cache.held.lock().unwrap().len() <= FieldsCache::MAX_PROJECTS);
         let last = ProjectId::numbered(FieldsCache::MAX_PROJECTS as u64);
-        assert!(cache.get(&tenant, &last).is_some());
+        assert!(cache.get(&(tenant, last)).is_some());
     }
 }

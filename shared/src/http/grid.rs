@@ -68,7 +68,7 @@ async fn interpret(
     project_id: &ProjectId,
     params: &HashMap<String, String>,
 ) -> ApiResult<(Arc<ProjectFields>, GridQuery)> {
-    let held = match app.fields.get(tenant, project_id) {
+    let held = match app.fields.get(&(tenant.clone(), project_id.clone())) {
         Some(held) => Some(held),
         None => {
             let read = match app
@@ -116,7 +116,8 @@ fn hold(
     defs: Vec<FieldDef>,
 ) -> Arc<ProjectFields> {
     let fields = Arc::new(ProjectFields { project, defs });
-    app.fields.put(tenant, project_id, fields.clone());
+    app.fields
+        .put((tenant.clone(), project_id.clone()), fields.clone());
     fields
 }
 

@@ -48,6 +48,8 @@ pub struct AppState {
     pub cors: cors::Cors,
     /// Projects' field definitions the grid read in the last seconds (per instance).
     pub fields: fields_cache::FieldsCache,
+    /// Saved views' definitions the grid read in the last seconds (per instance).
+    pub views: fields_cache::ViewsCache,
 }
 
 /// Handlers' `Caller` reads the auth mode from the state.
@@ -424,6 +426,7 @@ pub async fn lambda_state() -> Result<AppState, crate::config::ConfigError> {
         log: LogStyle::Emf,
         cors: cors::Cors::from_env(),
         fields: fields_cache::FieldsCache::default(),
+        views: fields_cache::ViewsCache::default(),
     })
 }
 

@@ -14,6 +14,7 @@ use serde_json::value::RawValue;
 
 use super::AppState;
 use super::extract::{Id, JsonBody, Paging, path_id, unknown_params};
+use super::fields_cache::ProjectFields;
 use super::now;
 use super::page::{PageBody, render};
 use super::projects::created;
@@ -312,7 +313,9 @@ pub async fn delete(
     Ok(StatusCode::NO_CONTENT)
 }
 
-/// `GET /views/{id}/issues?group=`: the view's list (or one group's), a page at a time.
+/// `GET /views/{id}/issues?group=`: the view's list (or one group's), a page at a time. A
+/// warm instance holds the view and its project's definitions for a few seconds (as the grid
+/// holds a project's, [`super::fields_cache`]), so a page is its list's Query and the names.
 pub async fn issues(
     State(app): State<AppState>,
     caller: Caller,
@@ -326,13 +329,89 @@ pub async fn issues(
     if !errors.is_empty() {
         return Err(ApiError::from_errors(errors));
     }
+    let tenant = &caller.tenant;
+    // What the instance holds first; anything it refuses is asked again of a fresh read.
+    let held = match held_view(&app, tenant, &id) {
+        Some(held) => match list_of(&held, &params, &paging) {
+            Ok(list) => Some((held, list)),
+            Err(_) => None,
+        },
+        None => None,
+    };
+    let (view, (query, start)) = match held {
+        Some(found) => found,
+        None => {
+            let fresh = fresh_view(&app, tenant, &id).await?;
+            let list = list_of(&fresh, &params, &paging)?;
+            (fresh, list)
+        }
+    };
+    let cursor = paging.bind(query.canonical.as_str());
+    let request = PageRequest {
+        tenant,
+        project_id: &view.item.project_id,
+        defs: &view.fields.defs,
+        query: &query,
+        shards: view.fields.project.read_shards(),
+        limit: paging.limit,
+        start,
+    };
+    super::grid::read_page(&app, request, &cursor).await
+}
+
+/// A view with its project's definitions, as a list page reads them.
+struct ListedView {
+    item: std::sync::Arc<ViewItem>,
+    fields: std::sync::Arc<ProjectFields>,
+    checked: CheckedView,
+}
+
+/// The view and its project as the instance holds them, if it holds both and the view was
+/// ready when read.
+fn held_view(app: &AppState, tenant: &TenantId, id: &ViewId) -> Option<ListedView> {
+    let item = app.views.get(&(tenant.clone(), id.clone()))?;
+    let fields = app.fields.get(&(tenant.clone(), id.project()))?;
+    let checked = item.spec().check(&fields.defs).ok()?;
+    Some(ListedView {
+        item,
+        fields,
+        checked,
+    })
+}
+
+/// The view and its project read now (strongly consistent), held for the next pages: the view
+/// only when ready (one not ready is read again until it is).
+async fn fresh_view(app: &AppState, tenant: &TenantId, id: &ViewId) -> ApiResult<ListedView> {
     let ReadView {
         item,
         checked,
         project,
         defs,
-    } = read_view(&app, &caller.tenant, &id).await?;
-    let group = match (params.get("group"), &checked.grouping) {
+    } = read_view(app, tenant, id).await?;
+    let item = std::sync::Arc::new(item);
+    let fields = std::sync::Arc::new(ProjectFields { project, defs });
+    app.fields
+        .put((tenant.clone(), id.project()), fields.clone());
+    if item.ready {
+        app.views.put((tenant.clone(), id.clone()), item.clone());
+    }
+    Ok(ListedView {
+        item,
+        fields,
+        checked,
+    })
+}
+
+/// The query of a view's list (or of the group `params` names) and where the cursor resumes
+/// it: `400` for a group the view does not have or a cursor of another shape, `409` with
+/// `Retry-After` while the view is being built.
+fn list_of(
+    view: &ListedView,
+    params: &HashMap<String, String>,
+    paging: &Paging,
+) -> ApiResult<(GridQuery, Option<Position>)> {
+    let item = &view.item;
+    let group = match (params.get("group"), &view.checked.grouping) {
         (None, _) => None,
         (Some(_), None) => {
             return Err(ApiError::invalid("group", "the view has no group_by"));
@@ -356,17 +435,8 @@ pub async fn issues(
         group.as_deref().unwrap_or("~")
     );
     let query = GridQuery::of_view(column, item.descending, item.state, binding);
-    let cursor = paging.bind(query.canonical.as_str());
-    let request = PageRequest {
-        tenant: &caller.tenant,
-        project_id: &item.project_id,
-        defs: &defs,
-        query: &query,
-        shards: project.read_shards(),
-        limit: paging.limit,
-        start: cursor.start()?,
-    };
-    super::grid::read_page(&app, request, &cursor).await
+    let start = paging.bind(query.canonical.as_str()).start()?;
+    Ok((query, start))
 }
 
 /// The index key of the group a `group` parameter names: an option label, `open`/`closed`,
