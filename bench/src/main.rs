@@ -11,6 +11,7 @@ mod activity;
 mod baselines;
 mod binaries;
 mod delay;
+mod field_add;
 mod filters;
 mod graph;
 mod hot;
@@ -20,6 +21,7 @@ mod plot;
 mod report;
 mod results;
 mod settle;
+mod views;
 
 use std::collections::BTreeMap;
 use std::time::Instant;
@@ -471,10 +473,13 @@ async fn measure_size(
     graph::tree_patterns(&env, s, &mut rows).await?;
     activity::comment_patterns(&env, s, &mut rows).await?;
     activity::history_patterns(&env, s, &mut rows).await?;
-    results.patterns.push((n, rows));
-    // Last: the new field changes every issue's entries.
-    let (calls, seconds) = field_add(&env).await?;
+    // Late: the new field changes every issue's entries, and so does the view's job.
+    let (calls, seconds) = field_add::field_add(&env).await?;
     results.field_add.push((n, calls, seconds));
+    let (build, page) = views::view_patterns(&env, s).await?;
+    results.view_build.push((n, build));
+    rows.insert(views::VIEW_PAGE, page);
+    results.patterns.push((n, rows));
     eprintln!(
         "   index: {} records in {:.1} s",
         env.stream_records, env.index_seconds
@@ -494,7 +499,13 @@ async fn indexer_figures(core_issues: u64, results: &mut report::Results) -> Res
         results.indexer_core_streamed,
     ) = (core.decoded, core.with_json, core.streamed);
     let amplification = indexer::updates::write_amplification().await?;
-    let f5 = indexer::updates::update_costs(0, &[1], true).await?;
+    let f5 = indexer::updates::update_costs(0, &[1], true, 0).await?;
+    for views in [0, 10] {
+        let costs = indexer::updates::update_costs(0, &[1], true, views).await?;
+        let wcu = costs.first().map(|c| c.request_wcu + c.index_wcu);
+        results.update_views.extend(wcu.map(|w| (views, w)));
+    }
+    results.board = Some(views::board_counts().await?);
     results.summaries = vec![
         indexer::updates::summary_cost(0).await?,
         indexer::updates::summary_cost(50).await?,
@@ -513,41 +524,6 @@ async fn indexer_figures(core_issues: u64, results: &mut report::Results) -> Res
     results.indexer_delayed = indexer::delayed::indexer_delayed().await?;
     results.hot = hot::hot_project(HOT_SHARDS).await?;
     Ok(())
-}
-
-/// Adds a field to the seeded project through the API: the request's DynamoDB calls, and the
-/// seconds until the field is sortable: the stream indexer's share (one message) and the field
-/// job's run, as the job function runs it (a page of issues at a time, checkpointed, continued
-/// in a new message when its time runs low). `None` when the job did not finish (its message
-/// went to the dead-letter list).
-async fn field_add(env: &Env) -> Result<(f64, Option<f64>)> {
-    let mut poller = env.poller.lock().await;
-    // What the earlier patterns wrote, indexed first so only the field's work is timed.
-    drain(&mut poller).await?;
-    let (p, _, me) = project_points_caller(env);
-    let path = format!("/projects/{p}/fields");
-    let body = json!({"name": "Bench added", "type": "number"});
-    let before = env.meter.now();
-    let (status, reply) = env.call(me, Method::POST, &path, Some(body)).await?;
-    anyhow::ensure!(status == 201, "{path}: {status} {reply}");
-    let calls = (env.meter.now() - before).calls as f64;
-    let worker = env.stack.job_worker()?;
-    let dead = worker.queue.dead_letters().len();
-    let started = Instant::now();
-    drain(&mut poller).await?;
-    let messages = worker.queue.len();
-    worker.drain().await?;
-    let seconds = started.elapsed().as_secs_f64();
-    let finished = worker.queue.dead_letters().len() == dead;
-    eprintln!(
-        "   field add: {calls} calls; the stream sent {messages} job message(s); column {} in {seconds:.1} s",
-        if finished {
-            "built"
-        } else {
-            "not built (dead-letter)"
-        }
-    );
-    Ok((calls, finished.then_some(seconds)))
 }
 
 /// The seeded project, its Points field, and the caller (the first user, in every team).

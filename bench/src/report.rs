@@ -45,6 +45,13 @@ pub(crate) struct Results {
     pub(crate) missing_binaries: Vec<String>,
     /// The hot-project partition load, per shard count.
     pub(crate) hot: Vec<crate::hot::HotLoad>,
+    /// Per project size: the seconds until the rare filter's view was built (`None`: its job
+    /// did not finish).
+    pub(crate) view_build: Vec<(u64, Option<f64>)>,
+    /// A 1-field update's WCU (request and indexer) per number of views on its project.
+    pub(crate) update_views: Vec<(usize, f64)>,
+    /// What a board's counts cost to read.
+    pub(crate) board: Option<crate::views::BoardCounts>,
 }
 
 /// Writes BENCHMARKS.md from the results, and its plot.
@@ -318,6 +325,26 @@ fn write_throughput(md: &mut String, r: &Results) -> Result<()> {
         writeln!(
             md,
             "- Adding a field at {n} issues: the request makes {calls:.0} DynamoDB calls and the stream indexer sends one job message; the field job, run as the job function runs it, {index}."
+        )?;
+    }
+    for (n, secs) in &r.view_build {
+        let built = secs.map_or("did not finish".to_string(), |s| format!("**{s:.1} s**"));
+        writeln!(
+            md,
+            "- Building a saved view at {n} issues (the field job re-indexing every issue): {built}."
+        )?;
+    }
+    for (views, wcu) in &r.update_views {
+        writeln!(
+            md,
+            "- A 1-field update with {views} saved views on its project (with 10, it leaves one and enters another): **{wcu:.1} WCU** (request and indexer)."
+        )?;
+    }
+    if let Some(b) = &r.board {
+        writeln!(
+            md,
+            "- A board's counts (10 groups): {:.0} call, {:.1} RCU; its whole `GET /views/{{id}}`: {:.0} calls, {:.1} RCU.",
+            b.counts_calls, b.counts_rcu, b.get_calls, b.get_rcu
         )?;
     }
     Ok(())

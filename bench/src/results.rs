@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub(crate) const NAMES: [(&str, &str); 51] = [
+pub(crate) const NAMES: [(&str, &str); 61] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -108,11 +108,45 @@ pub(crate) const NAMES: [(&str, &str); 51] = [
     ),
     (
         "filter_page_{size}_rcu_total",
-        "read capacity units per full page of 50 matches of an ad hoc filter about 1 % of the issues meet (`Points` in [0, 12.5)), sorted by another custom field (`Due`): the `grid page with a filter 1 % of issues meet` row's read units per API page (each reads at most 1,000 entries, so most hold fewer than 50 items) times 50 over its items per page; display names included",
+        "read capacity units per full page of 50 matches of an ad hoc filter about 1 % of the issues meet (`Points` in [0, 12.5)), open issues sorted by another custom field (`Due`): the `grid page with a filter 1 % of issues meet` row's read units per API page (each reads at most 1,000 entries, so most hold fewer than 50 items) times 50 over its items per page; display names included (runs before 2026-11-27 read every state)",
     ),
     (
         "filter_page_{size}_calls",
         "DynamoDB calls per full page of 50 matches of that filter, counted the same way",
+    ),
+    (
+        "view_page_{size}_calls",
+        "DynamoDB calls of a warm page (up to 50 items) of the saved view of the same filter, state and sort (the `view page` row): its list's Query and the display names' read",
+    ),
+    (
+        "view_page_{size}_rcu_total",
+        "its read capacity units, display names included",
+    ),
+    (
+        "filter_to_view_{size}_rcu_ratio",
+        "the ad hoc filter's read units per 50 matches over the view's (its page's read units times 50 over its items per page): how many times less the saved view reads",
+    ),
+    (
+        "view_build_{size}_seconds",
+        "seconds from the `POST /projects/{id}/views` of that view on the seeded project until it is ready: the stream indexer's one job message, then the field job re-indexing every issue (checkpointed, continued in a new message when its time runs low); absent when the job did not finish",
+    ),
+    (
+        "view_counts_calls",
+        "DynamoDB calls of reading a board's counts (a view grouped by a 10-option select field, 1,000 issues, every count shard holding every group): the Query of its count items",
+    ),
+    ("view_counts_rcu", "its read capacity units"),
+    (
+        "view_get_calls",
+        "DynamoDB calls of that board's `GET /views/{id}`: its item and its project's definitions (at once), then the counts' Query",
+    ),
+    ("view_get_rcu", "its read capacity units"),
+    (
+        "update_1_field_wcu_f5_views_0",
+        "`update_1_field_wcu_f5`'s measure run again, no view on the project",
+    ),
+    (
+        "update_1_field_wcu_f5_views_10",
+        "the same with 10 saved views on the project, each update taking its issue out of one view and into another (the other 8 hold none of its issues): the entries' delete and put, and the count items updated in one transaction with the watermark's head",
     ),
     (
         "grid_page_all_states_{size}_calls",
@@ -234,10 +268,10 @@ fn per_second(count: usize, seconds: f64) -> f64 {
 }
 
 /// The figures by name.
-type Figures = BTreeMap<String, f64>;
+pub(crate) type Figures = BTreeMap<String, f64>;
 
 /// The names left out, with the reason.
-type Omitted = BTreeMap<String, String>;
+pub(crate) type Omitted = BTreeMap<String, String>;
 
 /// The figures by name, and the names left out with the reason.
 pub(crate) fn figures(r: &Results) -> (Figures, Omitted) {
@@ -248,6 +282,7 @@ pub(crate) fn figures(r: &Results) -> (Figures, Omitted) {
     pattern_figures(r, &mut f);
     field_add_figures(r, &mut f, &mut omitted);
     hot_figures(r, &mut f);
+    crate::views::view_figures(r, &mut f, &mut omitted);
     binary_figures(r, &mut f, &mut omitted);
     // JSON has no NaN or infinity; a figure that is one was not measured.
     f.retain(|name, v| {
@@ -592,9 +627,11 @@ mod tests {
         // The filter's figures are per full page of matches: a page with some.
         let some = Stat {
             rows: 10.0,
+            capacity: 2.0,
             ..Stat::default()
         };
-        patterns.insert(crate::filters::RARE_FILTER, some);
+        patterns.insert(crate::filters::RARE_FILTER, some.clone());
+        patterns.insert(crate::views::VIEW_PAGE, some);
         let r = Results {
             patterns: vec![(1000, patterns)],
             index_e2e: vec![(1000, 10, 1.0)],
@@ -612,6 +649,9 @@ mod tests {
                 .to_vec(),
             indexer_delayed: (10, 1.0),
             field_add: vec![(1000, 3.0, Some(1.0))],
+            view_build: vec![(1000, Some(1.0))],
+            update_views: vec![(0, 1.0), (10, 2.0)],
+            board: Some(crate::views::BoardCounts::default()),
             binaries: vec![("grid".into(), 1, None, 1.0)],
             hot: vec![crate::hot::HotLoad {
                 shards: 4,

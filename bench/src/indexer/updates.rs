@@ -74,8 +74,8 @@ impl SummaryCost {
 
 /// [`SummaryCost`] of a project with 5 + `extra_fields` custom fields.
 pub(crate) async fn summary_cost(extra_fields: usize) -> Result<SummaryCost> {
-    let on = update_costs(extra_fields, &[1], true).await?;
-    let off = update_costs(extra_fields, &[1], false).await?;
+    let on = update_costs(extra_fields, &[1], true, 0).await?;
+    let off = update_costs(extra_fields, &[1], false, 0).await?;
     let (Some(on), Some(off)) = (on.first(), off.first()) else {
         anyhow::bail!("no update round");
     };
@@ -92,17 +92,19 @@ pub(crate) async fn summary_cost(extra_fields: usize) -> Result<SummaryCost> {
 
 /// Index writes per issue update touching 1, 5 and 50 custom fields, in a project with 55.
 pub(crate) async fn write_amplification() -> Result<Vec<UpdateCost>> {
-    update_costs(50, &[1, 5, 50], true).await
+    update_costs(50, &[1, 5, 50], true, 0).await
 }
 
 /// Updates of the 100 issues of a project with 5 + `extra_fields` custom fields, one round per
 /// entry of `rounds` (the custom fields each update changes), the requests and the indexer each
 /// metered on their own; each round then pages the grid once. `summaries`: entries carry the
-/// issues' summaries (else every entry is thin).
+/// issues' summaries (else every entry is thin). `views`: saved views on the project, built
+/// before the rounds (see `views::update_views`).
 pub(crate) async fn update_costs(
     extra_fields: usize,
     rounds: &[usize],
     summaries: bool,
+    views: usize,
 ) -> Result<Vec<UpdateCost>> {
     const ISSUES: usize = 100;
     let stack = stack().await?;
@@ -134,6 +136,8 @@ pub(crate) async fn update_costs(
         let reply = reply.await;
         anyhow::ensure!(reply.status == 200, "{path}: {}", reply.text);
     }
+    poller.drain().await?;
+    crate::views::update_views(&stack, &router, &token, &seeded, views).await?;
     poller.drain().await?;
     let mut out = Vec::new();
     for (round, &k) in rounds.iter().enumerate() {
