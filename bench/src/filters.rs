@@ -6,7 +6,7 @@ use crate::Env;
 /// The row of an ad hoc filter that about 1 % of the issues meet, sorted by another column.
 pub(crate) const RARE_FILTER: &str = "grid page with a filter 1 % of issues meet";
 
-/// A grid page sorted by `Due` of the open issues whose `Points` are in [0, 12.5): the seed's
+/// A grid page sorted by `Due` of the open issues whose `Points` are in [-50, -37.5): the seed's
 /// points are uniform over [-50, 1000) on 80 % of the issues, so about 0.95 % of them (the
 /// saved view `views` measures beside it has the same conditions).
 pub(crate) fn rare_filter_path(env: &Env) -> String {

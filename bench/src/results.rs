@@ -108,7 +108,7 @@ pub(crate) const NAMES: [(&str, &str); 61] = [
     ),
     (
         "filter_page_{size}_rcu_total",
-        "read capacity units per full page of 50 matches of an ad hoc filter about 1 % of the issues meet (`Points` in [0, 12.5)), open issues sorted by another custom field (`Due`): the `grid page with a filter 1 % of issues meet` row's read units per API page (each reads at most 1,000 entries, so most hold fewer than 50 items) times 50 over its items per page; display names included (runs before 2026-11-27 read every state)",
+        "read capacity units per full page of 50 matches of an ad hoc filter about 1 % of the issues meet (`Points` in [-50, -37.5)), open issues sorted by another custom field (`Due`): the `grid page with a filter 1 % of issues meet` row's read units per API page (each reads at most 1,000 entries, so most hold fewer than 50 items) times 50 over its items per page; display names included (runs before 2026-11-27 read every state)",
     ),
     (
         "filter_page_{size}_calls",
@@ -116,7 +116,7 @@ pub(crate) const NAMES: [(&str, &str); 61] = [
     ),
     (
         "view_page_{size}_calls",
-        "DynamoDB calls of a warm page (up to 50 items) of the saved view of the same filter, state and sort (the `view page` row): its list's Query and the display names' read",
+        "DynamoDB calls of a page (up to 50 items) of the saved view of the same filter, state and sort (the `view page` row), averaged over its pages: a warm page is its list's Query and the display names' read, and an instance reads the view and its project again at most every 2 s",
     ),
     (
         "view_page_{size}_rcu_total",

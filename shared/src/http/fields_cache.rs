@@ -13,9 +13,13 @@
 //!
 //! Bounded: past [`InstanceCache::MAX_PROJECTS`] keys it starts again empty.
 //!
-//! Saved views' definitions are held the same way ([`ViewsCache`]): a view reshaped or deleted
-//! a moment ago is served as it was for at most as long, and one held before it was ready, or
-//! whose cursor it refuses, is read again before any refusal (`saved_views::issues`).
+//! Saved views' definitions are held the same way ([`ViewsCache`]), each with the project's
+//! `fields_rev` read beside it. A view reshaped or deleted a moment ago may be served as it was
+//! for at most as long (its old list possibly incomplete, as the job rebuilding the view takes
+//! issues out of it), as a field deleted a moment ago may still sort the grid. A view not
+//! ready is never held; one the held project's `fields_rev` has moved past, or that refuses a
+//! request (its cursor, its group), is read again before any refusal, and the fresh read
+//! replaces or forgets it (`saved_views::issues`).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -44,7 +48,15 @@ pub struct InstanceCache<K, V> {
 pub type FieldsCache = InstanceCache<(TenantId, ProjectId), ProjectFields>;
 
 /// Saved views' definitions, by tenant and view: a warm page of a view reads only its list.
-pub type ViewsCache = InstanceCache<(TenantId, ViewId), ViewItem>;
+pub type ViewsCache = InstanceCache<(TenantId, ViewId), HeldView>;
+
+/// A view as read, with the `fields_rev` of the project read beside it: every create, reshape
+/// or delete of a view advances it, so held definitions of the project that moved on refuse
+/// the held view.
+pub struct HeldView {
+    pub item: ViewItem,
+    pub fields_rev: Option<u64>,
+}
 
 impl<K, V> Clone for InstanceCache<K, V> {
     fn clone(&self) -> Self {
@@ -73,6 +85,12 @@ impl<K: std::hash::Hash + Eq, V> InstanceCache<K, V> {
         let held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
         let (at, value) = held.get(key)?;
         (at.elapsed() < Self::MAX_AGE).then(|| value.clone())
+    }
+
+    /// Forgets `key` (what a fresh read found no longer holds).
+    pub fn remove(&self, key: &K) {
+        let mut held = self.held.lock().unwrap_or_else(PoisonError::into_inner);
+        held.remove(key);
     }
 
     /// Holds what was just read.
@@ -128,6 +146,15 @@ mod tests {
             .unwrap()
             .0 = old;
         assert!(cache.get(&(tenant, p)).is_none());
+    }
+
+    #[test]
+    fn a_key_removed_is_read_again() {
+        let cache = FieldsCache::default();
+        let key = (TenantId::parse("acme").unwrap(), ProjectId::numbered(1));
+        cache.put(key.clone(), fields(1));
+        cache.remove(&key);
+        assert!(cache.get(&key).is_none());
     }
 
     #[test]

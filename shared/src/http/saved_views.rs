@@ -4,6 +4,7 @@
 //! grid reads a column, one Query per state scope and shard).
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use axum::Json;
 use axum::extract::{Path, Query, State};
@@ -14,7 +15,7 @@ use serde_json::value::RawValue;
 
 use super::AppState;
 use super::extract::{Id, JsonBody, Paging, path_id, unknown_params};
-use super::fields_cache::ProjectFields;
+use super::fields_cache::{HeldView, ProjectFields};
 use super::now;
 use super::page::{PageBody, render};
 use super::projects::created;
@@ -349,7 +350,7 @@ pub async fn issues(
     let cursor = paging.bind(query.canonical.as_str());
     let request = PageRequest {
         tenant,
-        project_id: &view.item.project_id,
+        project_id: &view.held.item.project_id,
         defs: &view.fields.defs,
         query: &query,
         shards: view.fields.project.read_shards(),
@@ -361,42 +362,57 @@ pub async fn issues(
 
 /// A view with its project's definitions, as a list page reads them.
 struct ListedView {
-    item: std::sync::Arc<ViewItem>,
-    fields: std::sync::Arc<ProjectFields>,
+    held: Arc<HeldView>,
+    fields: Arc<ProjectFields>,
     checked: CheckedView,
 }
 
-/// The view and its project as the instance holds them, if it holds both and the view was
-/// ready when read.
+/// The view and its project as the instance holds them, if it holds both, read at the same
+/// `fields_rev` (so no view of the project was created, reshaped or deleted in between).
 fn held_view(app: &AppState, tenant: &TenantId, id: &ViewId) -> Option<ListedView> {
-    let item = app.views.get(&(tenant.clone(), id.clone()))?;
+    let held = app.views.get(&(tenant.clone(), id.clone()))?;
     let fields = app.fields.get(&(tenant.clone(), id.project()))?;
-    let checked = item.spec().check(&fields.defs).ok()?;
+    if fields.project.fields_rev != held.fields_rev {
+        return None;
+    }
+    let checked = held.item.spec().check(&fields.defs).ok()?;
     Some(ListedView {
-        item,
+        held,
         fields,
         checked,
     })
 }
 
 /// The view and its project read now (strongly consistent), held for the next pages: the view
-/// only when ready (one not ready is read again until it is).
+/// only when ready (one not ready, or gone, is forgotten and read again until it is).
 async fn fresh_view(app: &AppState, tenant: &TenantId, id: &ViewId) -> ApiResult<ListedView> {
+    let key = (tenant.clone(), id.clone());
     let ReadView {
         item,
         checked,
         project,
         defs,
-    } = read_view(app, tenant, id).await?;
-    let item = std::sync::Arc::new(item);
-    let fields = std::sync::Arc::new(ProjectFields { project, defs });
+    } = match read_view(app, tenant, id).await {
+        Ok(read) => read,
+        Err(e) => {
+            app.views.remove(&key);
+            return Err(e);
+        }
+    };
+    let held = Arc::new(HeldView {
+        item,
+        fields_rev: project.fields_rev,
+    });
+    let fields = Arc::new(ProjectFields { project, defs });
     app.fields
         .put((tenant.clone(), id.project()), fields.clone());
-    if item.ready {
-        app.views.put((tenant.clone(), id.clone()), item.clone());
+    if held.item.ready {
+        app.views.put(key, held.clone());
+    } else {
+        app.views.remove(&key);
     }
     Ok(ListedView {
-        item,
+        held,
         fields,
         checked,
     })
@@ -410,7 +426,7 @@ fn list_of(
     params: &HashMap<String, String>,
     paging: &Paging,
 ) -> ApiResult<(GridQuery, Option<Position>)> {
-    let item = &view.item;
+    let item = &view.held.item;
     let group = match (params.get("group"), &view.checked.grouping) {
         (None, _) => None,
         (Some(_), None) => {

@@ -17,7 +17,7 @@ use crate::store::Records;
 use crate::store::query::Query;
 use crate::store::records::patch::{UpdateParts, patch_update};
 use crate::store::records::relations::{Relation, relations_of_items};
-use crate::store::records::tree::{TREE_ATTEMPTS, TreeChange, TreeRefusal, may_retry_tree};
+use crate::store::records::tree::{TREE_ATTEMPTS, TreeChange, TreeRefusal, tree_retry_pause};
 use crate::store::retry::Backoff;
 use crate::store::{Item, Page, StoreError, Tx, build_err, condition_held, stored_size};
 
@@ -214,12 +214,12 @@ impl Records<'_> {
             items.append(&mut tree.items);
             match self.store.transact(items).await {
                 Ok(Tx::Committed) => return Ok(issue),
-                Ok(Tx::ConditionFailed) | Err(StoreError::Contention(_))
-                    if may_retry_tree(started, attempt) =>
-                {
-                    Backoff::Contended.sleep(attempt).await
+                Ok(Tx::ConditionFailed) | Err(StoreError::Contention(_)) => {
+                    match tree_retry_pause(started, attempt) {
+                        Some(pause) => tokio::time::sleep(pause).await,
+                        None => break,
+                    }
                 }
-                Ok(Tx::ConditionFailed) | Err(StoreError::Contention(_)) => break,
                 Err(e) if item_too_large(&e) => return Err(CreateIssueError::TooLarge),
                 Err(e) => return Err(e.into()),
             }
@@ -378,11 +378,11 @@ impl Records<'_> {
                     if patch.parent.is_some()
                         && expected_version.is_none_or(|v| v == fresh.version) =>
                 {
-                    if !may_retry_tree(started, attempt + 1) {
+                    let Some(pause) = tree_retry_pause(started, attempt + 1) else {
                         break;
-                    }
+                    };
                     tracing::debug!(attempt, "the tree moved on, checking again");
-                    Backoff::Contended.sleep(attempt + 1).await;
+                    tokio::time::sleep(pause).await;
                     base = fresh;
                 }
                 // Another write made the issue what the patch asks (the condition that it

@@ -23,15 +23,19 @@ use crate::store::{Item, Records, StoreError, Tx, build_err};
 /// How many times a change of the tree reads it again after another change got in first.
 pub(super) const TREE_ATTEMPTS: u32 = 8;
 
-/// How long a change of the tree keeps trying before it answers busy (409 with
-/// `Retry-After`): each try reads the tree and may retry its transaction for ~2.5 s, so one
-/// more after this leaves the answer well inside the function's 10 s timeout on a slow engine.
+/// How long a change of the tree keeps trying, its pauses included, before it answers busy
+/// (409): the last try may still retry its transaction's conflicts for ~2.5 s, which leaves
+/// the answer well inside the function's 10 s timeout on a slow engine.
 pub(super) const TREE_BUDGET: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// Whether a tree change that did not get in (its condition failed, or concurrent
-/// transactions kept cancelling it) may try again.
-pub(super) fn may_retry_tree(started: std::time::Instant, attempt: u32) -> bool {
-    attempt < TREE_ATTEMPTS && started.elapsed() < TREE_BUDGET
+/// The pause before try `attempt + 1` of a tree change that did not get in (its condition
+/// failed, or concurrent transactions kept cancelling it), if that try fits in the budget.
+pub(super) fn tree_retry_pause(
+    started: std::time::Instant,
+    attempt: u32,
+) -> Option<std::time::Duration> {
+    let pause = crate::store::retry::Backoff::Contended.pause(attempt);
+    (attempt < TREE_ATTEMPTS && started.elapsed() + pause < TREE_BUDGET).then_some(pause)
 }
 
 /// The deepest a chain may be: a top-level issue is depth 1.
