@@ -82,13 +82,47 @@ pub(crate) fn condition_held<T, E, R>(
 where
     aws_sdk_dynamodb::Error: From<SdkError<E, R>>,
 {
-    match result.map_err(aws_sdk_dynamodb::Error::from) {
+    held(op, result.map_err(aws_sdk_dynamodb::Error::from))
+}
+
+fn held<T>(
+    op: &'static str,
+    result: Result<T, aws_sdk_dynamodb::Error>,
+) -> Result<bool, StoreError> {
+    match result {
         Ok(_) => Ok(true),
         Err(aws_sdk_dynamodb::Error::ConditionalCheckFailedException(_)) => Ok(false),
         Err(e) => Err(StoreError::Dynamo {
             op,
             source: Box::new(e),
         }),
+    }
+}
+
+/// [`condition_held`] of a conditional write sent again, with backoff, while DynamoDB refuses
+/// it with `TransactionConflictException` (a transaction holds its item; the SDK does not
+/// retry that), at most 8 times.
+pub(crate) async fn condition_held_through_conflicts<T, E, R, Fut>(
+    op: &'static str,
+    mut send: impl FnMut() -> Fut,
+) -> Result<bool, StoreError>
+where
+    Fut: std::future::Future<Output = Result<T, SdkError<E, R>>>,
+    aws_sdk_dynamodb::Error: From<SdkError<E, R>>,
+{
+    const ATTEMPTS: u32 = 8;
+    let mut attempt = 0;
+    loop {
+        attempt += 1;
+        match send().await.map_err(aws_sdk_dynamodb::Error::from) {
+            Err(aws_sdk_dynamodb::Error::TransactionConflictException(_)) if attempt < ATTEMPTS => {
+                retry::Backoff::Contended.sleep(attempt).await
+            }
+            Err(aws_sdk_dynamodb::Error::TransactionConflictException(_)) => {
+                return Err(StoreError::Contention(ATTEMPTS));
+            }
+            result => return held(op, result),
+        }
     }
 }
 

@@ -357,23 +357,9 @@ impl IndexTable<'_> {
             .update_expression(expression)
             .condition_expression(newer_watermark_condition(replaces))
             .expression_attribute_values(":v", AttributeValue::N(version.to_string()));
-        // A commit counting views puts the head in a transaction: DynamoDB refuses a write
-        // meeting it with `TransactionConflictException`, which the SDK does not retry.
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let result = update.clone().send().await;
-            let conflict = result.as_ref().err().and_then(|e| e.as_service_error()).is_some_and(
-                aws_sdk_dynamodb::operation::update_item::UpdateItemError::is_transaction_conflict_exception,
-            );
-            if !conflict {
-                return condition_held("UpdateItem", result);
-            }
-            if attempt >= crate::store::index::view_counts::CONFLICT_ATTEMPTS {
-                return Err(StoreError::Contention(attempt));
-            }
-            crate::store::retry::Backoff::Contended.sleep(attempt).await;
-        }
+        // A commit counting views puts the head in a transaction, which a write meeting it
+        // waits out.
+        crate::store::condition_held_through_conflicts("UpdateItem", || update.clone().send()).await
     }
 
     /// Records that the index reflects `desired` (`None`: the issue is gone) at `version`:

@@ -11,7 +11,7 @@ use crate::keys;
 use crate::model::view::counts::CountDelta;
 use crate::store::query::Query;
 use crate::store::records::items::key;
-use crate::store::{IndexTable, Item, StoreError, Tx, build_err, condition_held};
+use crate::store::{IndexTable, Item, StoreError, Tx, build_err};
 
 /// The count changes of one commit, by view and shape.
 pub type ViewCounts = BTreeMap<(String, u64), CountDelta>;
@@ -23,9 +23,6 @@ pub(crate) struct ConditionalPut {
     pub(crate) names: HashMap<String, String>,
     pub(crate) values: HashMap<String, AttributeValue>,
 }
-
-/// Attempts of a head write that meets another attempt's counting transaction.
-pub(crate) const CONFLICT_ATTEMPTS: u32 = 8;
 
 /// The attribute holding a view's total in a count item.
 const TOTAL: &str = "n";
@@ -64,23 +61,8 @@ impl IndexTable<'_> {
             .condition_expression(head.condition)
             .set_expression_attribute_names(Some(head.names))
             .set_expression_attribute_values(Some(head.values));
-        // Another attempt's commit counting views holds the head in a transaction: DynamoDB
-        // refuses this put with `TransactionConflictException`, which the SDK does not retry.
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let result = put.clone().send().await;
-            let conflict = result.as_ref().err().and_then(|e| e.as_service_error()).is_some_and(
-                aws_sdk_dynamodb::operation::put_item::PutItemError::is_transaction_conflict_exception,
-            );
-            if !conflict {
-                return condition_held("PutItem", result);
-            }
-            if attempt >= CONFLICT_ATTEMPTS {
-                return Err(StoreError::Contention(attempt));
-            }
-            crate::store::retry::Backoff::Contended.sleep(attempt).await;
-        }
+        // Another attempt's commit counting views may hold the head in a transaction.
+        crate::store::condition_held_through_conflicts("PutItem", || put.clone().send()).await
     }
 
     /// Puts the head on its condition and adds `counts` to the views' count items (the

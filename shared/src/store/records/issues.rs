@@ -18,7 +18,6 @@ use crate::store::query::Query;
 use crate::store::records::patch::{UpdateParts, patch_update};
 use crate::store::records::relations::{Relation, relations_of_items};
 use crate::store::records::tree::{TREE_ATTEMPTS, TreeChange, TreeRefusal, tree_retry_pause};
-use crate::store::retry::Backoff;
 use crate::store::{Item, Page, StoreError, Tx, build_err, condition_held, stored_size};
 
 /// An issue as `GET` shows it: with its relations, and whether it ever had sub-issues.
@@ -436,29 +435,13 @@ impl Records<'_> {
         issue_id: &IssueId,
         parts: UpdateParts,
     ) -> Result<bool, StoreError> {
-        const ATTEMPTS: u32 = 8;
-        let mut attempt = 0;
-        loop {
-            attempt += 1;
-            let result = self
-                .update_issue(tenant, issue_id)
-                .update_expression(&parts.update)
-                .condition_expression(&parts.condition)
-                .set_expression_attribute_names(Some(parts.names.clone()))
-                .set_expression_attribute_values(Some(parts.values.clone()))
-                .send()
-                .await;
-            let conflict = result.as_ref().err().and_then(|e| e.as_service_error()).is_some_and(
-                aws_sdk_dynamodb::operation::update_item::UpdateItemError::is_transaction_conflict_exception,
-            );
-            if !conflict {
-                return condition_held("UpdateItem", result);
-            }
-            if attempt >= ATTEMPTS {
-                return Err(StoreError::Contention(ATTEMPTS));
-            }
-            Backoff::Contended.sleep(attempt).await;
-        }
+        let update = self
+            .update_issue(tenant, issue_id)
+            .update_expression(&parts.update)
+            .condition_expression(&parts.condition)
+            .set_expression_attribute_names(Some(parts.names))
+            .set_expression_attribute_values(Some(parts.values));
+        crate::store::condition_held_through_conflicts("UpdateItem", || update.clone().send()).await
     }
 
     /// The issue item's update with `extras` (the description's write, a parent change's
