@@ -4,4 +4,5 @@
 pub mod ops;
 pub mod replay;
 pub mod seed;
-pub mod tenant_key;
+/// `gridctl tenant-key`: the same provisioning `POST /workspaces` runs for a new workspace.
+pub use gridline::usage_keys as tenant_key;

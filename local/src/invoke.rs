@@ -192,6 +192,7 @@ fn authorize(event: &str) -> Result<Outcome> {
         issuer: crate::fixtures::ISSUER.into(),
         client_ids: gridline::auth::ClientIds::parse(crate::fixtures::CLIENT_ID),
         keys: Jwks::parse(crate::fixtures::JWKS.as_bytes())?,
+        no_tenant_key: gridline::authorizer::NO_TENANT_USAGE_KEY.into(),
     };
     let now = time::OffsetDateTime::now_utc().unix_timestamp();
     let answer = handle(&authorizer, &event, now)

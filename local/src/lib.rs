@@ -8,6 +8,7 @@ pub mod gateway;
 pub mod guard;
 pub mod invoke;
 pub mod jobs;
+pub mod local_token;
 pub mod stream;
 pub mod template;
 pub mod testing;
@@ -280,6 +281,8 @@ impl Stack {
             cors: opts.cors,
             fields: Default::default(),
             views: Default::default(),
+            access: Default::default(),
+            usage_keys: None,
         };
         let field_job_queue = match &opts.data {
             Data::File(path) => jobs::LocalQueue::in_file(jobs::queue_path(path))?,
@@ -472,10 +475,23 @@ impl Stack {
                     self.tables.records.clone(),
                     self.tables.index.clone(),
                 ),
+                // Each function's instances hold what they read on their own, as in Lambda:
+                // a role one function just changed is not known to another's cache.
+                access: Default::default(),
                 ..self.state.clone()
             };
             let function = gridline::http::function_routes(state, &[group]);
             routes = routes.merge(gateway::lambda_limits(function, id));
+        }
+        if let AuthMode::Hs256 { secret } = &self.state.auth {
+            routes = routes.merge(local_token::router(local_token::Minter {
+                store: Store::new(
+                    client_of(local_token::TRIGGER_FUNCTION),
+                    self.tables.records.clone(),
+                    self.tables.index.clone(),
+                ),
+                secret: secret.clone(),
+            }));
         }
         if let Some(plan) = &self.usage_plan {
             routes = usage_plan::with_usage_plan(routes, plan.clone());

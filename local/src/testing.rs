@@ -237,6 +237,37 @@ impl TestApi {
         gridline::auth::mint_hs256(user, tenant, TEST_JWT_SECRET, 3600)
     }
 
+    /// A token from the local stack's `POST /local/token`, as Cognito would issue it to `user`
+    /// with a verified `email`: the tenant is the one the token trigger sets (none before the
+    /// user chose a workspace).
+    pub async fn signed_in(&self, user: &str, email: &str) -> String {
+        let body = serde_json::json!({"user": user, "email": email, "email_verified": true});
+        let reply = self
+            .send(
+                Method::POST,
+                crate::local_token::PATH,
+                None,
+                Some(&body.to_string()),
+                &[],
+            )
+            .await;
+        assert_eq!(reply.status, StatusCode::OK, "{:?}", reply.body);
+        reply.body["token"].as_str().expect("token").to_string()
+    }
+
+    /// Sends a request with `token` and a JSON body.
+    pub async fn with_token(
+        &self,
+        token: &str,
+        method: Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> Reply {
+        let body = body.map(|b| b.to_string());
+        self.send(method, path, Some(token), body.as_deref(), &[])
+            .await
+    }
+
     /// Sends a request; `body` is sent verbatim when given.
     pub async fn send(
         &self,

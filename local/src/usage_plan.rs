@@ -112,7 +112,9 @@ impl UsagePlan {
         }
     }
 
-    /// The tenant of a request's valid local token; `None` without one.
+    /// The bucket of a request's valid local token: its tenant, or the one bucket every token
+    /// without a tenant shares (as in AWS, where they share the no-tenant key); `None`
+    /// without a valid token.
     fn tenant_of(&self, req: &Request<Body>) -> Option<String> {
         let value = req.headers().get(header::AUTHORIZATION)?.to_str().ok()?;
         let (scheme, token) = value.split_once(' ')?;
@@ -120,8 +122,11 @@ impl UsagePlan {
             return None;
         }
         let now = time::OffsetDateTime::now_utc().unix_timestamp();
-        let caller = gridline::auth::verify_hs256(token.trim(), &self.jwt_secret, now)?;
-        Some(caller.tenant.as_str().to_string())
+        let identity = gridline::auth::verify_hs256(token.trim(), &self.jwt_secret, now)?;
+        Some(identity.tenant.map_or_else(
+            || gridline::authorizer::NO_TENANT_USAGE_KEY.to_string(),
+            |t| t.as_str().to_string(),
+        ))
     }
 }
 

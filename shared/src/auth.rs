@@ -27,12 +27,39 @@ pub const CONTEXT_SUB: &str = "sub";
 pub const CONTEXT_TENANT: &str = "tenant";
 /// The `requestContext.authorizer` field holding the app client the token was issued to.
 pub const CONTEXT_CLIENT: &str = "client_id";
+/// The `requestContext.authorizer` field holding the token's `email` (empty when it has none).
+pub const CONTEXT_EMAIL: &str = "email";
+/// The `requestContext.authorizer` field holding `"true"` when the token's email is verified.
+pub const CONTEXT_EMAIL_VERIFIED: &str = "email_verified";
 
-/// The authenticated caller.
+/// The authenticated caller on a route of a tenant.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Caller {
     pub tenant: TenantId,
     pub user: UserId,
+}
+
+/// Everything a verified token says of its holder. Routes that need no tenant (creating a
+/// workspace, listing one's workspaces and invitations) take this; every other route takes a
+/// [`Caller`], which needs the tenant claim.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Identity {
+    pub user: UserId,
+    /// `custom:tenant_id`; a person who just signed up has none.
+    pub tenant: Option<TenantId>,
+    /// The token's `email` claim, as Cognito sets it.
+    pub email: Option<String>,
+    pub email_verified: bool,
+}
+
+impl Identity {
+    /// The email an invitation may be accepted with: only a verified one, lower-cased.
+    pub fn verified_email(&self) -> Option<String> {
+        self.email
+            .as_deref()
+            .filter(|_| self.email_verified)
+            .map(crate::domain::email::normalise)
+    }
 }
 
 /// The environment variable listing the app clients whose tokens the API accepts,
@@ -78,11 +105,44 @@ pub enum AuthMode {
     Hs256 { secret: Vec<u8> },
 }
 
-/// The rejection when no verified caller can be found: the HTTP layer answers it `401`.
+/// Why no caller could be found. The HTTP layer answers each with its problem document.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Unauthorized;
+pub enum Unauthorized {
+    /// `401`: no bearer token, or one that does not verify.
+    NoToken,
+    /// `403`: a valid token without a tenant claim, on a route that needs one.
+    NoTenant,
+}
 
-/// A `Caller` is extracted from any state that can give its [`AuthMode`].
+/// An `Identity` is extracted from any state that can give its [`AuthMode`].
+impl<S: Send + Sync> FromRequestParts<S> for Identity
+where
+    AuthMode: FromRef<S>,
+{
+    type Rejection = Unauthorized;
+
+    async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
+        // Verified once per request: the access guard, a handler's `Caller` and its `Paging`
+        // share the result.
+        if let Some(identity) = parts.extensions.get::<Identity>() {
+            return Ok(identity.clone());
+        }
+        let identity = match AuthMode::from_ref(state) {
+            AuthMode::ApiGateway { client_ids } => from_request_context(parts, &client_ids),
+            AuthMode::Hs256 { secret } => {
+                bearer(parts).and_then(|token| verify_hs256(token, &secret, now()))
+            }
+        };
+        let identity = identity.ok_or(Unauthorized::NoToken)?;
+        if let Some(tenant) = &identity.tenant {
+            crate::telemetry::note_tenant(tenant);
+        }
+        parts.extensions.insert(identity.clone());
+        Ok(identity)
+    }
+}
+
+/// A `Caller` is an [`Identity`] with a tenant.
 impl<S: Send + Sync> FromRequestParts<S> for Caller
 where
     AuthMode: FromRef<S>,
@@ -90,24 +150,15 @@ where
     type Rejection = Unauthorized;
 
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, Self::Rejection> {
-        // Verified once per request: a handler's `Caller` and its `Paging` share the result.
-        if let Some(caller) = parts.extensions.get::<Caller>() {
-            return Ok(caller.clone());
-        }
-        let caller = match AuthMode::from_ref(state) {
-            AuthMode::ApiGateway { client_ids } => from_request_context(parts, &client_ids),
-            AuthMode::Hs256 { secret } => {
-                bearer(parts).and_then(|token| verify_hs256(token, &secret, now()))
-            }
-        };
-        let caller = caller.ok_or(Unauthorized)?;
-        crate::telemetry::note_tenant(&caller.tenant);
-        parts.extensions.insert(caller.clone());
-        Ok(caller)
+        let identity = Identity::from_request_parts(parts, state).await?;
+        Ok(Caller {
+            tenant: identity.tenant.ok_or(Unauthorized::NoTenant)?,
+            user: identity.user,
+        })
     }
 }
 
-fn from_request_context(parts: &Parts, client_ids: &ClientIds) -> Option<Caller> {
+fn from_request_context(parts: &Parts, client_ids: &ClientIds) -> Option<Identity> {
     let RequestContext::ApiGatewayV1(ctx) = parts.extensions.get::<RequestContext>()? else {
         return None;
     };
@@ -117,13 +168,30 @@ fn from_request_context(parts: &Parts, client_ids: &ClientIds) -> Option<Caller>
     if !client_ids.contains(field(CONTEXT_CLIENT)?) {
         return None;
     }
-    caller_from(field(CONTEXT_SUB)?, field(CONTEXT_TENANT)?)
+    identity_from(
+        field(CONTEXT_SUB)?,
+        field(CONTEXT_TENANT).unwrap_or_default(),
+        field(CONTEXT_EMAIL).unwrap_or_default(),
+        field(CONTEXT_EMAIL_VERIFIED) == Some("true"),
+    )
 }
 
-fn caller_from(sub: &str, tenant: &str) -> Option<Caller> {
-    Some(Caller {
-        tenant: TenantId::parse(tenant)?,
+/// The identity a token's claims give; an empty tenant or email is none.
+pub fn identity_from(
+    sub: &str,
+    tenant: &str,
+    email: &str,
+    email_verified: bool,
+) -> Option<Identity> {
+    let tenant = match tenant {
+        "" => None,
+        t => Some(TenantId::parse(t)?),
+    };
+    Some(Identity {
         user: UserId::parse(sub)?,
+        tenant,
+        email: (!email.is_empty()).then(|| email.to_string()),
+        email_verified,
     })
 }
 
@@ -146,14 +214,24 @@ struct Header {
     typ: Option<String>,
 }
 
-#[derive(Serialize, Deserialize)]
-struct Claims {
-    sub: String,
-    #[serde(rename = "custom:tenant_id")]
-    tenant: String,
-    exp: i64,
+/// The claims of a local token: Cognito's names, so a client reads both alike.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Claims {
+    pub sub: String,
+    #[serde(
+        default,
+        rename = "custom:tenant_id",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub tenant: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    iat: Option<i64>,
+    pub email: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub email_verified: Option<bool>,
+    #[serde(default)]
+    pub exp: i64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub iat: Option<i64>,
 }
 
 fn mac(secret: &[u8]) -> Hmac<Sha256> {
@@ -163,7 +241,7 @@ fn mac(secret: &[u8]) -> Hmac<Sha256> {
 }
 
 /// Verifies an HS256 JWT (signature in constant time, `alg` pinned, `exp` required).
-pub fn verify_hs256(token: &str, secret: &[u8], now: i64) -> Option<Caller> {
+pub fn verify_hs256(token: &str, secret: &[u8], now: i64) -> Option<Identity> {
     let mut parts = token.split('.');
     let (h, p, s) = (parts.next()?, parts.next()?, parts.next()?);
     if parts.next().is_some() {
@@ -180,22 +258,33 @@ pub fn verify_hs256(token: &str, secret: &[u8], now: i64) -> Option<Caller> {
     if claims.exp <= now {
         return None;
     }
-    caller_from(&claims.sub, &claims.tenant)
+    identity_from(
+        &claims.sub,
+        claims.tenant.as_deref().unwrap_or_default(),
+        claims.email.as_deref().unwrap_or_default(),
+        claims.email_verified == Some(true),
+    )
 }
 
 /// Mints a token the local stack accepts (`make token`), valid for `ttl_secs`.
 pub fn mint_hs256(user: &str, tenant: &str, secret: &[u8], ttl_secs: i64) -> String {
+    let claims = Claims {
+        sub: user.into(),
+        tenant: Some(tenant.into()),
+        ..Claims::default()
+    };
+    mint_claims(claims, secret, ttl_secs)
+}
+
+/// Mints a local token with these claims (`exp` and `iat` are set here), valid for `ttl_secs`.
+pub fn mint_claims(mut claims: Claims, secret: &[u8], ttl_secs: i64) -> String {
     let header = Header {
         alg: "HS256".into(),
         typ: Some("JWT".into()),
     };
     let iat = now();
-    let claims = Claims {
-        sub: user.into(),
-        tenant: tenant.into(),
-        exp: iat + ttl_secs,
-        iat: Some(iat),
-    };
+    claims.exp = iat + ttl_secs;
+    claims.iat = Some(iat);
     let signing_input = format!("{}.{}", b64_json(&header), b64_json(&claims));
     let mut m = mac(secret);
     m.update(signing_input.as_bytes());
@@ -215,13 +304,25 @@ mod tests {
     #[test]
     fn minted_tokens_verify() {
         let token = mint_hs256("alice", "acme", SECRET, 60);
-        let caller = verify_hs256(&token, SECRET, now()).unwrap();
+        let identity = verify_hs256(&token, SECRET, now()).unwrap();
+        assert_eq!(identity.tenant, TenantId::parse("acme"));
+        assert_eq!(identity.user, "alice");
+        assert_eq!((identity.email, identity.email_verified), (None, false));
+        let bare = mint_claims(
+            Claims {
+                sub: "bob".into(),
+                email: Some("Bob@Example.com".into()),
+                email_verified: Some(true),
+                ..Claims::default()
+            },
+            SECRET,
+            60,
+        );
+        let identity = verify_hs256(&bare, SECRET, now()).unwrap();
+        assert_eq!(identity.tenant, None);
         assert_eq!(
-            caller,
-            Caller {
-                tenant: TenantId::parse("acme").unwrap(),
-                user: UserId::parse("alice").unwrap()
-            }
+            identity.verified_email().as_deref(),
+            Some("bob@example.com")
         );
     }
 
@@ -261,7 +362,7 @@ mod tests {
         let (mut parts, ()) = axum::http::Request::new(()).into_parts();
         assert_eq!(
             Caller::from_request_parts(&mut parts, &mode).await,
-            Err(Unauthorized)
+            Err(Unauthorized::NoToken)
         );
     }
 

@@ -35,3 +35,5 @@ pub(crate) mod read;
 pub mod runtime;
 pub mod store;
 pub mod telemetry;
+pub mod token_trigger;
+pub mod usage_keys;

@@ -39,3 +39,4 @@ mod tenancy;
 mod text;
 mod views;
 mod watermarks;
+mod workspaces;

@@ -76,6 +76,7 @@ impl Live {
                 let renewed = Arc::new(Authorizer {
                     issuer: state.authorizer.issuer.clone(),
                     client_ids: state.authorizer.client_ids.clone(),
+                    no_tenant_key: state.authorizer.no_tenant_key.clone(),
                     keys,
                 });
                 state.authorizer = renewed.clone();

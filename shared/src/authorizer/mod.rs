@@ -28,7 +28,14 @@ pub use live::{Live, REFETCH_AFTER};
 pub use token::{Expected, Rejection, Verified, verify};
 
 use crate::auth::ClientIds;
-pub use crate::auth::{CONTEXT_CLIENT, CONTEXT_SUB, CONTEXT_TENANT};
+pub use crate::auth::{
+    CONTEXT_CLIENT, CONTEXT_EMAIL, CONTEXT_EMAIL_VERIFIED, CONTEXT_SUB, CONTEXT_TENANT,
+};
+
+/// The usage-plan key of every token without a tenant (people who just signed up, before they
+/// create or join a workspace), when [`NO_TENANT_KEY_VAR`] does not name the stack's own: so
+/// those few routes are throttled together, never unthrottled.
+pub const NO_TENANT_USAGE_KEY: &str = "gridline-usage-plan-key-no-tenant";
 use crate::domain::ids::TenantId;
 
 /// The environment variable naming the pool as tokens name it (`iss`).
@@ -53,7 +60,13 @@ pub struct Authorizer {
     pub issuer: String,
     pub client_ids: ClientIds,
     pub keys: Jwks,
+    /// The usage-plan key named for tokens without a tenant ([`NO_TENANT_KEY_VAR`]).
+    pub no_tenant_key: String,
 }
+
+/// The environment variable holding the no-tenant key's value (the template's
+/// `NoTenantApiKey`); [`NO_TENANT_USAGE_KEY`] when unset.
+pub const NO_TENANT_KEY_VAR: &str = "NO_TENANT_USAGE_KEY";
 
 /// The authorizer cannot start.
 #[derive(Debug, thiserror::Error)]
@@ -77,6 +90,10 @@ impl Authorizer {
             issuer,
             client_ids: ClientIds::from_env(),
             keys,
+            no_tenant_key: std::env::var(NO_TENANT_KEY_VAR)
+                .ok()
+                .filter(|k| !k.is_empty())
+                .unwrap_or_else(|| NO_TENANT_USAGE_KEY.into()),
         })
     }
 
@@ -97,7 +114,7 @@ impl Authorizer {
             .as_deref()
             .and_then(stage_arn)
             .ok_or(Rejection::Malformed)?;
-        Ok(allow(&verified, resource))
+        Ok(allow(&verified, resource, &self.no_tenant_key))
     }
 }
 
@@ -109,7 +126,11 @@ fn stage_arn(method_arn: &str) -> Option<String> {
     (api.starts_with("arn:") && !stage.is_empty()).then(|| format!("{api}/{stage}/*"))
 }
 
-fn allow(verified: &Verified, resource: String) -> ApiGatewayCustomAuthorizerResponse {
+fn allow(
+    verified: &Verified,
+    resource: String,
+    no_tenant_key: &str,
+) -> ApiGatewayCustomAuthorizerResponse {
     let mut statement = IamPolicyStatement::default();
     statement.action = vec!["execute-api:Invoke".into()];
     statement.effect = IamPolicyEffect::Allow;
@@ -117,16 +138,22 @@ fn allow(verified: &Verified, resource: String) -> ApiGatewayCustomAuthorizerRes
     let mut policy = ApiGatewayCustomAuthorizerPolicy::default();
     policy.version = Some("2012-10-17".into());
     policy.statement = vec![statement];
-    let caller = &verified.caller;
+    let identity = &verified.identity;
     let mut response = ApiGatewayCustomAuthorizerResponse::default();
-    response.principal_id = Some(caller.user.as_str().to_string());
+    response.principal_id = Some(identity.user.as_str().to_string());
     response.policy_document = policy;
+    // Context values are strings; an absent tenant or email is "".
     response.context = serde_json::json!({
-        CONTEXT_SUB: caller.user.as_str(),
-        CONTEXT_TENANT: caller.tenant.as_str(),
+        CONTEXT_SUB: identity.user.as_str(),
+        CONTEXT_TENANT: identity.tenant.as_ref().map_or("", |t| t.as_str()),
         CONTEXT_CLIENT: verified.client_id,
+        CONTEXT_EMAIL: identity.email.as_deref().unwrap_or_default(),
+        CONTEXT_EMAIL_VERIFIED: if identity.email_verified { "true" } else { "false" },
     });
-    response.usage_identifier_key = Some(usage_key(&caller.tenant));
+    response.usage_identifier_key = Some(match &identity.tenant {
+        Some(tenant) => usage_key(tenant),
+        None => no_tenant_key.to_string(),
+    });
     response
 }
 

@@ -68,6 +68,7 @@ fn pool() -> Pool {
             issuer: ISSUER.into(),
             client_ids: ClientIds::parse(CLIENT),
             keys,
+            no_tenant_key: super::NO_TENANT_USAGE_KEY.into(),
         },
     }
 }
@@ -136,7 +137,8 @@ fn a_valid_id_token_is_allowed_on_the_whole_stage_with_the_caller_and_the_tenant
     );
     assert_eq!(
         json["context"],
-        json!({"sub": "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6", "tenant": "acme", "client_id": CLIENT})
+        json!({"sub": "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6", "tenant": "acme", "client_id": CLIENT,
+               "email": "", "email_verified": "false"})
     );
     let acme = TenantId::parse("acme").unwrap();
     assert_eq!(json["usageIdentifierKey"], usage_key(&acme));
@@ -168,14 +170,49 @@ fn tokens_that_are_not_the_pools_valid_id_tokens_are_refused() {
         with("custom:tenant_id", json!("a#b")),
         Err(Rejection::NoTenant)
     );
+}
+
+/// A person who just signed up holds a token without a tenant: it is allowed, with an empty
+/// tenant and the shared no-tenant usage key, and its email passes on; the functions then
+/// serve only the routes that need no tenant.
+#[tokio::test]
+async fn a_token_without_a_tenant_is_allowed_with_its_email_and_the_no_tenant_key() {
+    use axum::extract::FromRequestParts;
+
+    use crate::auth::{AuthMode, Caller, Identity, Unauthorized};
+
+    let pool = pool();
     let mut no_tenant = claims();
-    no_tenant
-        .as_object_mut()
-        .unwrap()
-        .remove("custom:tenant_id");
+    let object = no_tenant.as_object_mut().unwrap();
+    object.remove("custom:tenant_id");
+    object.insert("email".into(), json!("Ana@Example.com"));
+    object.insert("email_verified".into(), json!(true));
+    let answer = serde_json::to_value(pool.answer(&no_tenant).unwrap()).unwrap();
+    assert_eq!(answer["context"]["tenant"], "");
+    assert_eq!(answer["context"]["email"], "Ana@Example.com");
+    assert_eq!(answer["context"]["email_verified"], "true");
+    assert_eq!(answer["usageIdentifierKey"], super::NO_TENANT_USAGE_KEY);
+    let mut authorizer = answer["context"].clone();
+    authorizer["principalId"] = answer["principalId"].clone();
+    let mut event: Value =
+        serde_json::from_str(include_str!("../../../events/projects-get.json")).unwrap();
+    event["requestContext"]["authorizer"] = authorizer;
+    let request = lambda_http::request::from_str(&event.to_string()).unwrap();
+    let (mut parts, _) = request.into_parts();
+    let mode = AuthMode::ApiGateway {
+        client_ids: ClientIds::parse(CLIENT),
+    };
+    let identity = Identity::from_request_parts(&mut parts, &mode)
+        .await
+        .unwrap();
+    assert_eq!(identity.tenant, None);
     assert_eq!(
-        pool.answer(&no_tenant).map(|_| ()),
-        Err(Rejection::NoTenant)
+        identity.verified_email().as_deref(),
+        Some("ana@example.com")
+    );
+    assert_eq!(
+        Caller::from_request_parts(&mut parts, &mode).await,
+        Err(Unauthorized::NoTenant)
     );
 }
 

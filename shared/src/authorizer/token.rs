@@ -6,7 +6,7 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD as B64;
 use serde::Deserialize;
 
 use super::jwks::{Jwks, KeyError};
-use crate::auth::{Caller, ClientIds};
+use crate::auth::{ClientIds, Identity};
 use crate::domain::ids::{TenantId, UserId};
 
 /// Why a token was refused. Logged by kind (never the token); the client sees only `401`.
@@ -28,7 +28,8 @@ pub enum Rejection {
     Client,
     /// No valid `sub`.
     Subject,
-    /// No valid `custom:tenant_id`.
+    /// A `custom:tenant_id` that is not a valid tenant id (none at all is fine: the
+    /// workspace routes take such tokens, the others answer `403`).
     NoTenant,
 }
 
@@ -39,10 +40,10 @@ pub struct Expected<'a> {
     pub client_ids: &'a ClientIds,
 }
 
-/// A verified token: the caller and the app client it was issued to.
+/// A verified token: its holder and the app client it was issued to.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verified {
-    pub caller: Caller,
+    pub identity: Identity,
     pub client_id: String,
 }
 
@@ -66,6 +67,11 @@ struct Claims {
     token_use: String,
     #[serde(default)]
     aud: String,
+    #[serde(default)]
+    email: Option<String>,
+    /// A boolean in Cognito's ID tokens; some tools write it as a string.
+    #[serde(default)]
+    email_verified: Option<serde_json::Value>,
 }
 
 /// Verifies `authorization` (the `Authorization` header's value, `Bearer <jwt>`) at `now`
@@ -113,13 +119,19 @@ fn check(claims: Claims, expected: &Expected<'_>, now: i64) -> Result<Verified, 
         return Err(Rejection::Client);
     }
     let user = UserId::parse(&claims.sub).ok_or(Rejection::Subject)?;
-    let tenant = claims
-        .tenant
-        .as_deref()
-        .and_then(TenantId::parse)
-        .ok_or(Rejection::NoTenant)?;
+    let tenant = match claims.tenant.as_deref() {
+        None | Some("") => None,
+        Some(t) => Some(TenantId::parse(t).ok_or(Rejection::NoTenant)?),
+    };
+    let email_verified = matches!(&claims.email_verified, Some(serde_json::Value::Bool(true)))
+        || matches!(&claims.email_verified, Some(serde_json::Value::String(s)) if s == "true");
     Ok(Verified {
-        caller: Caller { tenant, user },
+        identity: Identity {
+            user,
+            tenant,
+            email: claims.email.filter(|e| !e.is_empty()),
+            email_verified,
+        },
         client_id: claims.aud,
     })
 }

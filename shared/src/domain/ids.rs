@@ -162,6 +162,11 @@ id_type!(
     FieldId,
     is_server_id
 );
+id_type!(
+    /// An invitation to a workspace (a ULID this server issued).
+    InvitationId,
+    is_server_id
+);
 
 id_type!(
     /// A comment: its issue's id followed by its own ULID, so a comment route finds the
@@ -261,7 +266,14 @@ macro_rules! new_server_id {
         }
     )*};
 }
-new_server_id!(ProjectId, IssueId, TeamId, FieldId);
+new_server_id!(ProjectId, IssueId, TeamId, FieldId, InvitationId);
+
+impl TenantId {
+    /// A new workspace's tenant: a ULID, which no operator-provisioned tenant is given.
+    pub fn new_workspace() -> Self {
+        Self(new_id())
+    }
+}
 
 #[cfg(test)]
 mod tests {

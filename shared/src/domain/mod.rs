@@ -1,8 +1,10 @@
 //! Domain types and request validation. No AWS types here.
 
 pub mod decimal;
+pub mod email;
 pub mod ids;
 pub mod relation;
+pub mod role;
 pub mod text;
 pub mod validation;
 pub mod values;

@@ -58,6 +58,10 @@ pub enum ApiError {
     /// 413: the body, or the item it would create, is too large.
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// 503: a service the request depends on (API Gateway's key management) failed; nothing
+    /// was written, and the request may be sent again.
+    #[error("{0}")]
+    Unavailable(String),
     /// 500: logged with its source chain; the client sees only a generic message.
     #[error("internal error")]
     Internal(#[from] StoreError),
@@ -86,6 +90,7 @@ impl ApiError {
             Self::PreconditionFailed(_) => StatusCode::PRECONDITION_FAILED,
             Self::Unprocessable(_) => StatusCode::UNPROCESSABLE_ENTITY,
             Self::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            Self::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
             Self::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -103,14 +108,21 @@ impl ApiError {
             Self::PreconditionFailed(_) => "precondition-failed",
             Self::Unprocessable(_) => "unprocessable",
             Self::PayloadTooLarge(_) => "payload-too-large",
+            Self::Unavailable(_) => "unavailable",
             Self::Internal(_) => "internal",
         }
     }
 }
 
 impl From<Unauthorized> for ApiError {
-    fn from(_: Unauthorized) -> Self {
-        Self::Unauthorized
+    fn from(e: Unauthorized) -> Self {
+        match e {
+            Unauthorized::NoToken => Self::Unauthorized,
+            Unauthorized::NoTenant => Self::Forbidden(
+                "the token names no workspace: choose one with PUT /me/workspace and get a new token"
+                    .into(),
+            ),
+        }
     }
 }
 
@@ -321,7 +333,7 @@ mod tests {
 
     #[tokio::test]
     async fn other_problems_have_no_errors_member() {
-        let (status, body) = body_of(Unauthorized.into()).await;
+        let (status, body) = body_of(Unauthorized::NoToken.into()).await;
         assert_eq!(status, StatusCode::UNAUTHORIZED);
         assert_eq!(
             body,

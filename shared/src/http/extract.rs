@@ -9,11 +9,11 @@ use axum::http::request::Parts;
 use axum::response::{IntoResponse, Response};
 use serde::de::DeserializeOwned;
 
-use crate::auth::Caller;
+use crate::auth::{Identity, Unauthorized};
 use crate::cursor::{Binding, CursorKey, Position};
 use crate::domain::FieldError;
 use crate::domain::ids::{
-    CommentId, FieldId, IssueId, ProjectId, TeamId, TenantId, UserId, ViewId,
+    CommentId, FieldId, InvitationId, IssueId, ProjectId, TeamId, TenantId, UserId, ViewId,
 };
 use crate::http::AppState;
 use crate::http::error::ApiError;
@@ -36,7 +36,7 @@ macro_rules! path_id {
         }
     )*};
 }
-path_id!(ProjectId => "project", IssueId => "issue", TeamId => "team", FieldId => "field", UserId => "user", CommentId => "comment", ViewId => "view");
+path_id!(ProjectId => "project", IssueId => "issue", TeamId => "team", FieldId => "field", UserId => "user", CommentId => "comment", ViewId => "view", InvitationId => "invitation");
 
 /// `id` as a `T`, or `404` for what `T` names.
 pub fn path_id<T: PathId>(id: &str) -> Result<T, ApiError> {
@@ -192,21 +192,30 @@ impl FromRequestParts<AppState> for Paging {
     ) -> Result<Self, Self::Rejection> {
         // The caller first (verified once per request; the handler's own `Caller` reuses it): a
         // request without a valid token is `401` whatever its parameters.
-        let caller = Caller::from_request_parts(parts, state)
-            .await
-            .map_err(IntoResponse::into_response)?;
-        let ListQuery { limit, cursor } = ListQuery::from_request_parts(parts, state)
+        let identity = Identity::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
         let matched = MatchedPath::from_request_parts(parts, state)
+            .await
+            .map_err(IntoResponse::into_response)?;
+        // A list that needs no tenant (a person's workspaces, invitations) is bound to no
+        // tenant, so its cursors outlive a change of the token's workspace; the handler binds
+        // it to the caller.
+        let tenant = match super::gate_of(&parts.method, matched.as_str()) {
+            Some(super::Gate::Token) => TenantId::unknown(),
+            _ => identity
+                .tenant
+                .ok_or_else(|| ApiError::from(Unauthorized::NoTenant).into_response())?,
+        };
+        let ListQuery { limit, cursor } = ListQuery::from_request_parts(parts, state)
             .await
             .map_err(IntoResponse::into_response)?;
         Ok(Self {
             limit,
             cursor,
             key: state.cursor_key.clone(),
-            tenant: caller.tenant,
-            user: caller.user,
+            tenant,
+            user: identity.user,
             route: bound_route(&parts.method, matched.as_str()),
         })
     }

@@ -1,6 +1,7 @@
 //! The HTTP API: one router, served by Lambda (`lambda_http::run`), by the local server
 //! (`axum::serve`) and by tests (`oneshot`).
 
+pub mod access;
 mod children;
 mod comments;
 pub mod cors;
@@ -18,6 +19,7 @@ mod projects;
 mod relations;
 mod saved_views;
 pub(crate) mod views;
+mod workspaces;
 
 use axum::Router;
 use axum::body::{Body, to_bytes};
@@ -32,8 +34,10 @@ pub use extract::{MAX_BODY_BYTES, parse_json};
 
 use crate::auth::AuthMode;
 use crate::cursor::CursorKey;
+use crate::domain::role::Need;
 use crate::store::Store;
 use crate::telemetry::{LogStyle, RequestRecord, observed};
+pub use access::Gate;
 use error::{PROBLEM_JSON, problem_response};
 
 /// Everything a handler needs, built once per process.
@@ -50,6 +54,11 @@ pub struct AppState {
     pub fields: fields_cache::FieldsCache,
     /// Saved views' definitions the grid read in the last seconds (per instance).
     pub views: fields_cache::ViewsCache,
+    /// Callers' roles read in the last seconds (per instance).
+    pub access: access::AccessCache,
+    /// Where a new workspace's usage-plan key is made (in AWS; the local stack throttles
+    /// every tenant without a key).
+    pub usage_keys: Option<std::sync::Arc<crate::usage_keys::PlanKeys>>,
 }
 
 /// Handlers' `Caller` reads the auth mode from the state.
@@ -117,6 +126,7 @@ pub struct Route {
 /// One row of the route table: the route and how its handler is mounted for its method.
 struct Mount {
     function: Function,
+    gate: Gate,
     method: Method,
     path: &'static str,
     handler: fn(MethodFilter) -> MethodRouter<AppState>,
@@ -124,12 +134,14 @@ struct Mount {
 
 const fn at(
     function: Function,
+    gate: Gate,
     method: Method,
     path: &'static str,
     handler: fn(MethodFilter) -> MethodRouter<AppState>,
 ) -> Mount {
     Mount {
         function,
+        gate,
         method,
         path,
         handler,
@@ -140,46 +152,60 @@ const fn at(
 #[rustfmt::skip]
 const TABLE: &[Mount] = {
     use Function::*;
+    use Gate::Tenant as T;
     &[
-        at(Projects, Method::POST, "/projects", |m| on(m, projects::create)),
-        at(Projects, Method::GET, "/projects", |m| on(m, projects::list)),
-        at(Projects, Method::GET, "/projects/{project_id}", |m| on(m, projects::get)),
-        at(Projects, Method::POST, "/projects/{project_id}/fields", |m| on(m, projects::create_field)),
-        at(Projects, Method::GET, "/projects/{project_id}/fields", |m| on(m, projects::list_fields)),
-        at(Projects, Method::DELETE, "/projects/{project_id}/fields/{field_id}", |m| on(m, projects::delete_field)),
-        at(Issues, Method::POST, "/projects/{project_id}/issues", |m| on(m, issues::create)),
-        at(Grid, Method::GET, "/projects/{project_id}/issues", |m| on(m, grid::list)),
-        at(Issues, Method::PUT, "/issues/{issue_id}/participants/{kind}/{participant_id}", |m| on(m, issues::put_participant)),
-        at(Issues, Method::DELETE, "/issues/{issue_id}/participants/{kind}/{participant_id}", |m| on(m, issues::delete_participant)),
-        at(People, Method::PUT, "/me", |m| on(m, people::put_me)),
-        at(People, Method::GET, "/me", |m| on(m, people::get_me)),
-        at(People, Method::POST, "/teams", |m| on(m, people::create_team)),
-        at(People, Method::GET, "/teams/{team_id}", |m| on(m, people::get_team)),
-        at(People, Method::PUT, "/teams/{team_id}/members/{user_id}", |m| on(m, people::add_member)),
-        at(People, Method::DELETE, "/teams/{team_id}/members/{user_id}", |m| on(m, people::remove_member)),
-        at(People, Method::GET, "/teams/{team_id}/members", |m| on(m, people::list_members)),
-        at(People, Method::GET, "/me/teams", |m| on(m, people::my_teams)),
-        at(People, Method::GET, "/users/{user_id}/teams", |m| on(m, people::user_teams)),
-        at(Inbox, Method::GET, "/me/issues", |m| on(m, inbox::my_issues)),
-        at(Inbox, Method::GET, "/me/teams/issues", |m| on(m, inbox::my_teams_issues)),
-        at(Inbox, Method::GET, "/teams/{team_id}/issues", |m| on(m, inbox::team_issues)),
-        at(Issues, Method::GET, "/issues/{issue_id}", |m| on(m, issues::get)),
-        at(Issues, Method::PATCH, "/issues/{issue_id}", |m| on(m, issues::patch)),
-        at(Issues, Method::DELETE, "/issues/{issue_id}", |m| on(m, issues::delete)),
-        at(Grid, Method::GET, "/issues/{issue_id}/children", |m| on(m, children::list)),
-        at(Grid, Method::GET, "/issues/{issue_id}/history", |m| on(m, history::list)),
-        at(Issues, Method::PUT, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::put_relation)),
-        at(Issues, Method::DELETE, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::delete_relation)),
-        at(Issues, Method::POST, "/issues/{issue_id}/comments", |m| on(m, comments::create)),
-        at(Issues, Method::GET, "/issues/{issue_id}/comments", |m| on(m, comments::list)),
-        at(Issues, Method::PATCH, "/comments/{comment_id}", |m| on(m, comments::edit)),
-        at(Issues, Method::DELETE, "/comments/{comment_id}", |m| on(m, comments::delete)),
-        at(Projects, Method::POST, "/projects/{project_id}/views", |m| on(m, saved_views::create)),
-        at(Projects, Method::GET, "/projects/{project_id}/views", |m| on(m, saved_views::list)),
-        at(Projects, Method::GET, "/views/{view_id}", |m| on(m, saved_views::get)),
-        at(Projects, Method::PATCH, "/views/{view_id}", |m| on(m, saved_views::patch)),
-        at(Projects, Method::DELETE, "/views/{view_id}", |m| on(m, saved_views::delete)),
-        at(Grid, Method::GET, "/views/{view_id}/issues", |m| on(m, saved_views::issues)),
+        at(Projects, T(Need::Write), Method::POST, "/projects", |m| on(m, projects::create)),
+        at(Projects, T(Need::Read), Method::GET, "/projects", |m| on(m, projects::list)),
+        at(Projects, T(Need::Read), Method::GET, "/projects/{project_id}", |m| on(m, projects::get)),
+        at(Projects, T(Need::Admin), Method::POST, "/projects/{project_id}/fields", |m| on(m, projects::create_field)),
+        at(Projects, T(Need::Read), Method::GET, "/projects/{project_id}/fields", |m| on(m, projects::list_fields)),
+        at(Projects, T(Need::Admin), Method::DELETE, "/projects/{project_id}/fields/{field_id}", |m| on(m, projects::delete_field)),
+        at(Issues, T(Need::Write), Method::POST, "/projects/{project_id}/issues", |m| on(m, issues::create)),
+        at(Grid, T(Need::Read), Method::GET, "/projects/{project_id}/issues", |m| on(m, grid::list)),
+        at(Issues, T(Need::Write), Method::PUT, "/issues/{issue_id}/participants/{kind}/{participant_id}", |m| on(m, issues::put_participant)),
+        at(Issues, T(Need::Write), Method::DELETE, "/issues/{issue_id}/participants/{kind}/{participant_id}", |m| on(m, issues::delete_participant)),
+        at(People, T(Need::Own), Method::PUT, "/me", |m| on(m, people::put_me)),
+        at(People, T(Need::Read), Method::GET, "/me", |m| on(m, people::get_me)),
+        at(People, T(Need::Write), Method::POST, "/teams", |m| on(m, people::create_team)),
+        at(People, T(Need::Read), Method::GET, "/teams/{team_id}", |m| on(m, people::get_team)),
+        at(People, T(Need::Write), Method::PUT, "/teams/{team_id}/members/{user_id}", |m| on(m, people::add_member)),
+        at(People, T(Need::Write), Method::DELETE, "/teams/{team_id}/members/{user_id}", |m| on(m, people::remove_member)),
+        at(People, T(Need::Read), Method::GET, "/teams/{team_id}/members", |m| on(m, people::list_members)),
+        at(People, T(Need::Read), Method::GET, "/me/teams", |m| on(m, people::my_teams)),
+        at(People, T(Need::Read), Method::GET, "/users/{user_id}/teams", |m| on(m, people::user_teams)),
+        at(Inbox, T(Need::Read), Method::GET, "/me/issues", |m| on(m, inbox::my_issues)),
+        at(Inbox, T(Need::Read), Method::GET, "/me/teams/issues", |m| on(m, inbox::my_teams_issues)),
+        at(Inbox, T(Need::Read), Method::GET, "/teams/{team_id}/issues", |m| on(m, inbox::team_issues)),
+        at(Issues, T(Need::Read), Method::GET, "/issues/{issue_id}", |m| on(m, issues::get)),
+        at(Issues, T(Need::Write), Method::PATCH, "/issues/{issue_id}", |m| on(m, issues::patch)),
+        at(Issues, T(Need::Write), Method::DELETE, "/issues/{issue_id}", |m| on(m, issues::delete)),
+        at(Grid, T(Need::Read), Method::GET, "/issues/{issue_id}/children", |m| on(m, children::list)),
+        at(Grid, T(Need::Read), Method::GET, "/issues/{issue_id}/history", |m| on(m, history::list)),
+        at(Issues, T(Need::Write), Method::PUT, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::put_relation)),
+        at(Issues, T(Need::Write), Method::DELETE, "/issues/{issue_id}/relations/{kind}/{other_id}", |m| on(m, relations::delete_relation)),
+        at(Issues, T(Need::Own), Method::POST, "/issues/{issue_id}/comments", |m| on(m, comments::create)),
+        at(Issues, T(Need::Read), Method::GET, "/issues/{issue_id}/comments", |m| on(m, comments::list)),
+        at(Issues, T(Need::Own), Method::PATCH, "/comments/{comment_id}", |m| on(m, comments::edit)),
+        at(Issues, T(Need::Own), Method::DELETE, "/comments/{comment_id}", |m| on(m, comments::delete)),
+        at(Projects, T(Need::Write), Method::POST, "/projects/{project_id}/views", |m| on(m, saved_views::create)),
+        at(Projects, T(Need::Read), Method::GET, "/projects/{project_id}/views", |m| on(m, saved_views::list)),
+        at(Projects, T(Need::Read), Method::GET, "/views/{view_id}", |m| on(m, saved_views::get)),
+        at(Projects, T(Need::Write), Method::PATCH, "/views/{view_id}", |m| on(m, saved_views::patch)),
+        at(Projects, T(Need::Write), Method::DELETE, "/views/{view_id}", |m| on(m, saved_views::delete)),
+        at(Grid, T(Need::Read), Method::GET, "/views/{view_id}/issues", |m| on(m, saved_views::issues)),
+        at(People, Gate::Token, Method::POST, "/workspaces", |m| on(m, workspaces::create)),
+        at(People, Gate::Token, Method::GET, "/me/workspaces", |m| on(m, workspaces::mine)),
+        at(People, Gate::Token, Method::PUT, "/me/workspace", |m| on(m, workspaces::choose)),
+        at(People, Gate::Token, Method::GET, "/me/invitations", |m| on(m, workspaces::my_invitations)),
+        at(People, Gate::Token, Method::POST, "/invitations/{invitation_id}/accept", |m| on(m, workspaces::accept)),
+        at(People, T(Need::Read), Method::GET, "/workspace", |m| on(m, workspaces::get)),
+        at(People, T(Need::Read), Method::GET, "/workspace/members", |m| on(m, workspaces::members)),
+        at(People, T(Need::Admin), Method::PUT, "/workspace/members/{user_id}", |m| on(m, workspaces::put_member)),
+        // A member may leave: the handler allows their own removal to any role.
+        at(People, T(Need::Own), Method::DELETE, "/workspace/members/{user_id}", |m| on(m, workspaces::remove_member)),
+        at(People, T(Need::Admin), Method::POST, "/workspace/invitations", |m| on(m, workspaces::invite)),
+        at(People, T(Need::Admin), Method::GET, "/workspace/invitations", |m| on(m, workspaces::invitations)),
+        at(People, T(Need::Admin), Method::DELETE, "/workspace/invitations/{invitation_id}", |m| on(m, workspaces::revoke)),
     ]
 };
 
@@ -198,6 +224,14 @@ impl Mount {
         let filter = MethodFilter::try_from(self.method.clone()).ok()?;
         Some((self.handler)(filter))
     }
+}
+
+/// What the route `path` (as the router matched it) asks of its caller for `method`.
+pub fn gate_of(method: &Method, path: &str) -> Option<Gate> {
+    TABLE
+        .iter()
+        .find(|e| e.method == method && e.path == path)
+        .map(|e| e.gate)
 }
 
 /// Every route, for checks against `template.yaml` and `openapi.yaml`.
@@ -230,10 +264,17 @@ pub fn function_routes(state: AppState, groups: &[Function]) -> Router {
     }
     // Inside the outer layers: its answers get CORS and problem+json like any, and its
     // DynamoDB calls count in the request's record.
-    let router = router.layer(axum::middleware::from_fn_with_state(
-        state.clone(),
-        idempotency::layer,
-    ));
+    let router = router
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            idempotency::layer,
+        ))
+        // Outside the idempotency layer: the caller's standing is checked before a
+        // remembered answer is replayed.
+        .layer(axum::middleware::from_fn_with_state(
+            state.clone(),
+            access::guard,
+        ));
     with_layers(router, function, &state).with_state(state)
 }
 
@@ -427,6 +468,10 @@ pub async fn lambda_state() -> Result<AppState, crate::config::ConfigError> {
         cors: cors::Cors::from_env(),
         fields: fields_cache::FieldsCache::default(),
         views: fields_cache::ViewsCache::default(),
+        access: access::AccessCache::default(),
+        usage_keys: crate::usage_keys::PlanKeys::from_env()
+            .await
+            .map(std::sync::Arc::new),
     })
 }
 

@@ -7,6 +7,7 @@
 
 pub mod index;
 pub mod records;
+pub mod workspaces;
 
 pub const PK: &str = "PK";
 pub const SK: &str = "SK";

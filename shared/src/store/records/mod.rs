@@ -11,3 +11,4 @@ pub(crate) mod projects;
 pub mod relations;
 pub mod tree;
 pub mod views;
+pub mod workspaces;

@@ -1,13 +1,14 @@
-//! `gridctl tenant-key`: gives a tenant its usage-plan key, so API Gateway throttles the
-//! tenant's requests on their own (`TenantUsagePlan` in the template). The key's value is the
-//! one the authorizer names for the tenant ([`gridline::authorizer::usage_key`]); until it
-//! exists, the tenant's requests get `403` (`INVALID_API_KEY`). Safe to run again: an existing
+//! A tenant's usage-plan key, so API Gateway throttles the tenant's requests on their own
+//! (`TenantUsagePlan` in the template). The key's value is the one the authorizer names for
+//! the tenant ([`crate::authorizer::usage_key`]); until it exists, the tenant's requests get
+//! `403` (`INVALID_API_KEY`). `POST /workspaces` provisions it for a new workspace (in AWS);
+//! `gridctl tenant-key` for a tenant an operator provisioned. Safe to run again: an existing
 //! key is found by its name and value, and a key already in the plan is left as it is.
 
+use crate::authorizer::usage_key;
+use crate::domain::ids::TenantId;
 use anyhow::{Context, Result};
 use aws_sdk_apigateway::Client;
-use gridline::authorizer::usage_key;
-use gridline::domain::ids::TenantId;
 use serde::Serialize;
 
 /// An API key as this command needs it.
@@ -63,6 +64,35 @@ pub async fn provision(api: &impl ApiKeys, plan: &str, tenant: &TenantId) -> Res
         added_to_plan,
         enabled: key.enabled,
     })
+}
+
+/// The environment variable naming the usage plan a new workspace's key joins (set on the
+/// function serving `POST /workspaces`; unset on the local stack).
+pub const USAGE_PLAN_VAR: &str = "TENANT_USAGE_PLAN_ID";
+
+/// The usage plan new workspaces' keys join, and the API that makes them.
+pub struct PlanKeys {
+    pub gateway: Gateway,
+    pub plan: String,
+}
+
+impl PlanKeys {
+    /// From [`USAGE_PLAN_VAR`], with the function's credentials; `None` when it is unset.
+    pub async fn from_env() -> Option<Self> {
+        let plan = std::env::var(USAGE_PLAN_VAR)
+            .ok()
+            .filter(|p| !p.is_empty())?;
+        let config = aws_config::load_defaults(aws_config::BehaviorVersion::latest()).await;
+        Some(Self {
+            gateway: Gateway(Client::new(&config)),
+            plan,
+        })
+    }
+
+    /// Gives `tenant` its key in the plan (see [`provision`]).
+    pub async fn provision(&self, tenant: &TenantId) -> Result<Provisioned> {
+        provision(&self.gateway, &self.plan, tenant).await
+    }
 }
 
 /// The API Gateway management API.
