@@ -24,8 +24,8 @@ help: ## List the targets
 dev: ## Run the local stack: embedded engine, tables from template.yaml, the API on localhost
 	cargo run -p gridline-local -- serve
 
-token: ## Print a local token: make token USER=alice TENANT=acme
-	@cargo run -q -p gridline-local -- token --user "$(USER)" --tenant "$(TENANT)"
+token: ## Print a local token: make token USER=alice [TENANT=acme] [EMAIL=alice@example.com] (no TENANT: the running stack's trigger picks the chosen workspace)
+	@cargo run -q -p gridline-local -- token --user "$(USER)" $(if $(TENANT),--tenant "$(TENANT)") $(if $(EMAIL),--email "$(EMAIL)")
 
 gridctl: ## The operator tool against the local stack: make gridctl ARGS="verify" (ARGS="--help" lists commands)
 	@cargo run -q -p gridctl -- --endpoint $(or $(ENDPOINT),http://127.0.0.1:8100) $(ARGS)

@@ -16,6 +16,7 @@ mod filters;
 mod graph;
 mod hot;
 mod indexer;
+mod membership;
 mod meter;
 mod plot;
 mod report;
@@ -91,6 +92,10 @@ struct Args {
     /// printed; writes no file.
     #[arg(long)]
     summaries: bool,
+    /// Only the membership check's cost (`membership_check_rcu_per_request`), printed;
+    /// writes no file.
+    #[arg(long)]
+    membership: bool,
 }
 
 /// One access pattern's figures, per operation.
@@ -439,6 +444,11 @@ async fn only(args: &Args) -> Result<bool> {
         }
         return Ok(true);
     }
+    if args.membership {
+        let rcu = membership::membership_check_rcu().await?;
+        println!("membership_check_rcu_per_request {rcu:.4}");
+        return Ok(true);
+    }
     if args.hot {
         for h in hot::hot_project(HOT_SHARDS).await? {
             println!(
@@ -506,6 +516,7 @@ async fn indexer_figures(core_issues: u64, results: &mut report::Results) -> Res
         results.update_views.extend(wcu.map(|w| (views, w)));
     }
     results.board = Some(views::board_counts().await?);
+    results.membership_check_rcu = Some(membership::membership_check_rcu().await?);
     results.summaries = vec![
         indexer::updates::summary_cost(0).await?,
         indexer::updates::summary_cost(50).await?,

@@ -52,6 +52,8 @@ pub(crate) struct Results {
     pub(crate) update_views: Vec<(usize, f64)>,
     /// What a board's counts cost to read.
     pub(crate) board: Option<crate::views::BoardCounts>,
+    /// The per-request membership check's read units on a warm instance.
+    pub(crate) membership_check_rcu: Option<f64>,
 }
 
 /// Writes BENCHMARKS.md from the results, and its plot.

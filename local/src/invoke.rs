@@ -43,7 +43,12 @@ pub struct ManifestEntry {
     pub units: Option<usize>,
     /// Authorizer events: whether the token is allowed.
     pub authorized: Option<bool>,
+    /// Token trigger events: whether the answer sets `custom:tenant_id`.
+    pub trigger_sets_tenant: Option<bool>,
 }
+
+/// The template's logical id of the user pool's token trigger.
+pub const TOKEN_TRIGGER_FUNCTION: &str = crate::local_token::TRIGGER_FUNCTION;
 
 /// The template's logical id of the authorizer.
 pub const AUTHORIZER_FUNCTION: &str = "AuthorizerFunction";
@@ -67,6 +72,14 @@ impl ManifestEntry {
                     .as_ref()
                     .filter(|want| **want != got)
                     .map(|want| format!("batch item failures {want:?}"))
+            }
+            Outcome::Trigger(answer) => {
+                let sets = !answer["response"]["claimsOverrideDetails"]["claimsToAddOrOverride"]
+                    [gridline::auth::TENANT_CLAIM]
+                    .is_null();
+                self.trigger_sets_tenant
+                    .filter(|want| *want != sets)
+                    .map(|want| format!("trigger_sets_tenant {want}"))
             }
             Outcome::Authorizer(answer) => self
                 .authorized
@@ -111,6 +124,8 @@ pub enum Outcome {
     Queue(SqsBatchResponse),
     /// The authorizer's answer, or its error (`{"errorType", "errorMessage"}`).
     Authorizer(Result<Value, Value>),
+    /// The token trigger's answer: the event with its response.
+    Trigger(Value),
 }
 
 impl Outcome {
@@ -134,7 +149,9 @@ impl Outcome {
                 serde_json::to_value(response).unwrap_or(Value::Null)
             }
             Outcome::Queue(response) => serde_json::to_value(response).unwrap_or(Value::Null),
-            Outcome::Authorizer(Ok(answer) | Err(answer)) => answer.clone(),
+            Outcome::Authorizer(Ok(answer) | Err(answer)) | Outcome::Trigger(answer) => {
+                answer.clone()
+            }
         }
     }
 }
@@ -160,6 +177,12 @@ pub async fn invoke(stack: &Stack, function: &str, event: &str) -> Result<Outcom
     }
     if function == AUTHORIZER_FUNCTION {
         return authorize(event);
+    }
+    if function == TOKEN_TRIGGER_FUNCTION {
+        let event = serde_json::from_str(event).context("not a pre token generation event")?;
+        let store = stack.function_store(function);
+        let answer = gridline::token_trigger::handle(&store, event).await?;
+        return Ok(Outcome::Trigger(serde_json::to_value(answer)?));
     }
     let Some(group) = Function::ALL
         .into_iter()

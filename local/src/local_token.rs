@@ -86,3 +86,30 @@ async fn handle(State(minter): State<Minter>, body: axum::body::Bytes) -> Respon
         ),
     }
 }
+
+/// Asks the local stack at `api` (`make dev`) for a token: what `make token` does without a
+/// tenant.
+pub async fn request(api: &str, body: &serde_json::Value) -> anyhow::Result<String> {
+    use anyhow::Context;
+    use http_body_util::{BodyExt, Full};
+    use hyper_util::client::legacy::Client;
+    use hyper_util::rt::TokioExecutor;
+
+    let client: Client<_, Full<axum::body::Bytes>> =
+        Client::builder(TokioExecutor::new()).build_http();
+    let request = http::Request::post(format!("{}{PATH}", api.trim_end_matches('/')))
+        .header(http::header::CONTENT_TYPE, "application/json")
+        .body(Full::new(body.to_string().into()))?;
+    let response = client
+        .request(request)
+        .await
+        .with_context(|| format!("is the local stack running at {api}? (make dev)"))?;
+    let status = response.status();
+    let bytes = response.into_body().collect().await?.to_bytes();
+    let answer: serde_json::Value = serde_json::from_slice(&bytes).unwrap_or_default();
+    anyhow::ensure!(status.is_success(), "{status}: {}", answer["detail"]);
+    answer["token"]
+        .as_str()
+        .map(str::to_string)
+        .context("the local stack answered without a token")
+}

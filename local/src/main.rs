@@ -61,12 +61,22 @@ enum Command {
         #[arg(long, env = "DYNAMODB_ENDPOINT")]
         dynamodb_endpoint: Option<String>,
     },
-    /// Print a token the local stack accepts.
+    /// Print a token the local stack accepts. With --tenant it is minted here, as an
+    /// operator's attribute would give it; without, the running stack mints it with the tenant
+    /// the token trigger sets from the user's chosen workspace (none before they chose one).
     Token {
         #[arg(long)]
         user: String,
         #[arg(long)]
-        tenant: String,
+        tenant: Option<String>,
+        /// The token's `email` claim, verified unless --unverified.
+        #[arg(long)]
+        email: Option<String>,
+        #[arg(long)]
+        unverified: bool,
+        /// The local stack that mints a token without --tenant.
+        #[arg(long, env = "GRIDLINE_API", default_value = "http://127.0.0.1:3000")]
+        api: String,
         #[arg(long, default_value_t = 24)]
         hours: i64,
         #[arg(long, env = "GRIDLINE_JWT_SECRET", default_value = LOCAL_JWT_SECRET, hide_default_value = true)]
@@ -87,6 +97,9 @@ async fn run(cli: Cli) -> Result<()> {
         Command::Token {
             user,
             tenant,
+            email,
+            unverified,
+            api,
             hours,
             jwt_secret,
         } => {
@@ -94,14 +107,30 @@ async fn run(cli: Cli) -> Result<()> {
                 gridline::domain::ids::is_user_id(&user),
                 "--user must be 1-128 printable characters without '#'"
             );
-            anyhow::ensure!(
-                gridline::domain::ids::is_tenant_id(&tenant),
-                "--tenant must be 1-128 printable characters without '#'"
-            );
-            println!(
-                "{}",
-                gridline::auth::mint_hs256(&user, &tenant, jwt_secret.as_bytes(), hours * 3600)
-            );
+            let email_verified = email.is_some() && !unverified;
+            let token = match tenant.filter(|t| !t.is_empty()) {
+                Some(tenant) => {
+                    anyhow::ensure!(
+                        gridline::domain::ids::is_tenant_id(&tenant),
+                        "--tenant must be 1-128 printable characters without '#'"
+                    );
+                    let claims = gridline::auth::Claims {
+                        sub: user,
+                        tenant: Some(tenant),
+                        email,
+                        email_verified: Some(email_verified),
+                        ..Default::default()
+                    };
+                    gridline::auth::mint_claims(claims, jwt_secret.as_bytes(), hours * 3600)
+                }
+                None => {
+                    let body = serde_json::json!({
+                        "user": user, "email": email, "email_verified": email_verified,
+                    });
+                    gridline_local::local_token::request(&api, &body).await?
+                }
+            };
+            println!("{token}");
             Ok(())
         }
         Command::Invoke {

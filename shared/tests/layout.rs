@@ -36,6 +36,11 @@ const RULE: &[(&str, &[&str])] = &[
     ("auth", &["domain", "telemetry"]),
     ("authorizer", &["auth", "domain", "telemetry"]),
     ("config", &["cursor", "indexer", "store"]),
+    ("usage_keys", &["authorizer", "domain"]),
+    (
+        "token_trigger",
+        &["auth", "config", "domain", "store", "telemetry"],
+    ),
     (
         "runtime",
         &["config", "indexer", "model", "store", "telemetry"],
@@ -53,6 +58,7 @@ const RULE: &[(&str, &[&str])] = &[
             "read",
             "store",
             "telemetry",
+            "usage_keys",
         ],
     ),
 ];

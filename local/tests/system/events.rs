@@ -77,6 +77,15 @@ async fn every_sample_event_gets_its_expected_outcome_through_its_handler() {
                     .authorized
                     .unwrap_or_else(|| panic!("{}: no authorized", entry.file));
                 match answer {
+                    // A token without a tenant: the shared no-tenant key.
+                    Ok(answer) if want && answer["context"]["tenant"] == "" => {
+                        assert_eq!(
+                            answer["usageIdentifierKey"],
+                            gridline::authorizer::NO_TENANT_USAGE_KEY,
+                            "{}",
+                            entry.file
+                        );
+                    }
                     Ok(answer) if want => {
                         let acme = gridline::domain::ids::TenantId::parse("acme").unwrap();
                         assert_eq!(answer["context"]["tenant"], "acme", "{}", entry.file);
@@ -90,6 +99,15 @@ async fn every_sample_event_gets_its_expected_outcome_through_its_handler() {
                     Err(error) if !want => assert_eq!(error["errorMessage"], "Unauthorized"),
                     other => panic!("{}: {other:?}", entry.file),
                 }
+            }
+            outcome @ Outcome::Trigger(_) => {
+                assert!(entry.trigger_sets_tenant.is_some(), "{}", entry.file);
+                assert_eq!(entry.mismatch(&outcome), None, "{}", entry.file);
+                assert_eq!(
+                    api.records_snapshot().await,
+                    before,
+                    "the trigger is read-only"
+                );
             }
             Outcome::Queue(response) => {
                 let failures: Vec<String> = response

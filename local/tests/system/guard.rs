@@ -205,6 +205,24 @@ const UNUSED_BUT_KEPT: &[(&str, &str, &str, &str)] = &[
         "reads every bucket of a wide issue's watermark when all its entries move, as the indexer does",
     ),
     (
+        "PeopleFunction",
+        "apigateway:GET",
+        "/apikeys",
+        "a new workspace's usage-plan key, made in AWS only: the local stack throttles every tenant without a key (usage_keys' tests run the provisioning against an in-memory API)",
+    ),
+    (
+        "PeopleFunction",
+        "apigateway:POST",
+        "/apikeys",
+        "as above: making the key",
+    ),
+    (
+        "PeopleFunction",
+        "apigateway:POST",
+        "/keys",
+        "as above: adding the key to TenantUsagePlan",
+    ),
+    (
         "FieldJobFunction",
         "sqs:GetQueueAttributes",
         "FieldJobQueue",
@@ -333,6 +351,8 @@ async fn workload(api: &TestApi) {
     alice.get(&format!("/teams/{team}/members")).await;
     bob.get("/me/teams").await;
     alice.get("/users/bob/teams").await;
+
+    workspace_workload(api).await;
 
     let p = api.project("guarded").await;
     alice.get("/projects").await;
@@ -536,4 +556,99 @@ async fn workload(api: &TestApi) {
     let both = [&p, &wide].map(|p| ProjectId::parse(p).unwrap());
     api.assert_index_matches_records(&acme(), &both).await;
     assert_eq!(api.dead_letters().await, 0);
+}
+
+/// Every workspace route, and the token trigger minting a token for the chosen workspace.
+async fn workspace_workload(api: &TestApi) {
+    let ok = |r: gridline_local::testing::Reply, what: &str| {
+        assert!(r.status.is_success(), "{what}: {} {}", r.status, r.text);
+        r.body
+    };
+    let ana = api.signed_in("ana", "ana@example.com").await;
+    let ws = ok(
+        api.with_token(
+            &ana,
+            Method::POST,
+            "/workspaces",
+            Some(json!({"name": "W"})),
+        )
+        .await,
+        "create",
+    )["id"]
+        .clone();
+    ok(
+        api.with_token(&ana, Method::GET, "/me/workspaces", None)
+            .await,
+        "mine",
+    );
+    ok(
+        api.with_token(&ana, Method::PUT, "/me/workspace", Some(json!({"id": ws})))
+            .await,
+        "choose",
+    );
+    let ana = api.signed_in("ana", "ana@example.com").await;
+    ok(
+        api.with_token(&ana, Method::GET, "/workspace", None).await,
+        "get",
+    );
+    let body = json!({"email": "ben@example.com", "role": "member"});
+    let inv = ok(
+        api.with_token(&ana, Method::POST, "/workspace/invitations", Some(body))
+            .await,
+        "invite",
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    ok(
+        api.with_token(&ana, Method::GET, "/workspace/invitations", None)
+            .await,
+        "invitations",
+    );
+    let ben = api.signed_in("ben", "ben@example.com").await;
+    ok(
+        api.with_token(&ben, Method::GET, "/me/invitations", None)
+            .await,
+        "my invitations",
+    );
+    ok(
+        api.with_token(
+            &ben,
+            Method::POST,
+            &format!("/invitations/{inv}/accept"),
+            None,
+        )
+        .await,
+        "accept",
+    );
+    let body = json!({"email": "cy@example.com", "role": "viewer"});
+    let inv = ok(
+        api.with_token(&ana, Method::POST, "/workspace/invitations", Some(body))
+            .await,
+        "invite",
+    )["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let revoke = format!("/workspace/invitations/{inv}");
+    ok(
+        api.with_token(&ana, Method::DELETE, &revoke, None).await,
+        "revoke",
+    );
+    let role = Some(json!({"role": "admin"}));
+    ok(
+        api.with_token(&ana, Method::PUT, "/workspace/members/ben", role)
+            .await,
+        "role",
+    );
+    ok(
+        api.with_token(&ana, Method::GET, "/workspace/members", None)
+            .await,
+        "members",
+    );
+    ok(
+        api.with_token(&ana, Method::DELETE, "/workspace/members/ben", None)
+            .await,
+        "remove",
+    );
 }

@@ -141,10 +141,11 @@ async fn a_warm_grid_page_reads_no_field_definitions() {
         .iter()
         .map(|r| r["dynamodb_calls"].as_u64().unwrap_or(0))
         .collect();
-    // The fields, the column (its `open` and `closed` scopes, merged: the page is of every
+    // The tenant's kind (a new instance reads once whether its tenant is a workspace), the
+    // fields, the column (its `open` and `closed` scopes, merged: the page is of every
     // state; the issues' summaries come with the entries) and their people's names (each
-    // issue's reporter); then the same without the fields.
-    assert_eq!(calls, [4, 3], "{logged:?}");
+    // issue's reporter); then the column and the names only.
+    assert_eq!(calls, [5, 3], "{logged:?}");
 
     // A field created while the held definitions (which lack it) are still served: its grid
     // is answered from a fresh read, 409 while its column is built, never 400.
@@ -214,5 +215,6 @@ async fn a_warm_view_page_reads_only_its_list_and_names() {
         .filter(|f| f["message"] == "GET /views/{view_id}/issues")
         .map(|r| r["dynamodb_calls"].as_u64().unwrap_or(0))
         .collect();
-    assert_eq!(calls, [4, 2]);
+    // The first page also reads the tenant's kind, once per instance (`access`).
+    assert_eq!(calls, [5, 2]);
 }

@@ -138,7 +138,7 @@ fn a_valid_id_token_is_allowed_on_the_whole_stage_with_the_caller_and_the_tenant
     assert_eq!(
         json["context"],
         json!({"sub": "7f3c2a10-1b2c-4d5e-8f90-a1b2c3d4e5f6", "tenant": "acme", "client_id": CLIENT,
-               "email": "", "email_verified": "false"})
+               "email": "alice@example.com", "email_verified": "false"})
     );
     let acme = TenantId::parse("acme").unwrap();
     assert_eq!(json["usageIdentifierKey"], usage_key(&acme));

@@ -75,6 +75,11 @@ pub fn email_invitation_sk(ws: &TenantId) -> String {
     format!("W#{ws}")
 }
 
+/// Whether `pk` is one of a person's global partitions (`G#…`), which belong to no tenant.
+pub fn is_global(pk: &str) -> bool {
+    pk.starts_with("G#")
+}
+
 /// The workspace a [`person_workspace_sk`] names.
 pub fn parse_person_workspace_sk(sk: &str) -> Option<TenantId> {
     TenantId::parse(sk.strip_prefix(PERSON_WORKSPACE_SK_PREFIX)?)

@@ -68,6 +68,11 @@ pub enum Unreadable {
 pub fn classify(pk: Option<&str>, sk: Option<&str>) -> Result<Change, Unreadable> {
     let pk = pk.ok_or(Unreadable::NoPk)?;
     let sk = sk.ok_or(Unreadable::NoSk)?;
+    // A person's workspaces and invitations: no tenant's, and nothing the index holds (the
+    // stream's filter passes none of them in AWS).
+    if keys::workspaces::is_global(pk) {
+        return Ok(Change::Ignored);
+    }
     keys::tenant_of(pk).ok_or(Unreadable::NoTenant)?;
     if sk == keys::records::ISSUE_SK {
         let (tenant, issue_id) = keys::records::parse_issue_pk(pk).ok_or(Unreadable::IssuePk)?;
@@ -142,6 +147,11 @@ mod tests {
         let user = user_pk(&acme, &crate::domain::ids::UserId::parse("ann").unwrap());
         assert_eq!(classify(Some(&user), Some(PROFILE_SK)), Ok(Change::Ignored));
         assert_eq!(classify(None, Some(ISSUE_SK)), Err(Unreadable::NoPk));
+        assert_eq!(
+            classify(Some("G#U#ana"), Some("#CHOICE")),
+            Ok(Change::Ignored),
+            "a person's global items are not the index's"
+        );
         assert_eq!(classify(Some(&issue), None), Err(Unreadable::NoSk));
         assert_eq!(
             classify(Some("#WARM-UP"), Some(ISSUE_SK)),
