@@ -11,6 +11,7 @@ mod comments;
 mod concurrency;
 mod contract;
 mod cors;
+mod editing;
 mod engine;
 mod events;
 mod fair_use;

@@ -91,6 +91,26 @@ pub async fn get_team(
     Ok(Json(team_of(&app, &caller.tenant, &team_id).await?))
 }
 
+/// `PATCH /teams/{team_id}` `{"name"}`: the team renamed everywhere at once (names are read
+/// from the directory when lists are read).
+pub async fn patch_team(
+    State(app): State<AppState>,
+    caller: Caller,
+    Id(team_id): Id<TeamId>,
+    JsonBody(body): JsonBody<TeamBody>,
+) -> ApiResult<Json<Team>> {
+    check_text(&body.name, 1, 256).map_err(|m| ApiError::invalid("name", m))?;
+    if !app
+        .store
+        .records()
+        .rename_team(&caller.tenant, &team_id, &body.name)
+        .await?
+    {
+        return Err(ApiError::NotFound(TEAM));
+    }
+    Ok(Json(team_of(&app, &caller.tenant, &team_id).await?))
+}
+
 pub async fn add_member(
     State(app): State<AppState>,
     caller: Caller,
@@ -175,12 +195,25 @@ async fn teams_list(
 ) -> ApiResult<PageBody> {
     let cursor = paging.bind(format!("user_id={user_id}"));
     let start = cursor.start()?;
-    let page = app
-        .store
-        .records()
+    let records = app.store.records();
+    let page = records
         .teams_of_user(&caller.tenant, user_id, Some(paging.limit), start.as_ref())
         .await?;
-    render(page.items, page.next, &cursor)
+    // A user's edge keeps the name the team had when they joined; the directory has its
+    // name now (a rename writes it with the team).
+    let who = page
+        .items
+        .iter()
+        .map(|(t, _)| (ParticipantKind::Team, t.id.to_string()))
+        .collect();
+    let mut names = records.names(&caller.tenant, &who).await?;
+    let items = page.items.into_iter().map(|(mut team, after)| {
+        if let Some(name) = names.remove(&(ParticipantKind::Team, team.id.to_string())) {
+            team.name = name;
+        }
+        (team, after)
+    });
+    render(items, page.next, &cursor)
 }
 
 pub async fn my_teams(

@@ -78,6 +78,31 @@ pub async fn get(
     }))
 }
 
+/// `PATCH /projects/{project_id}` `{"name"}`: the project with its fields.
+pub async fn patch(
+    State(app): State<AppState>,
+    caller: Caller,
+    Id(project_id): Id<ProjectId>,
+    JsonBody(body): JsonBody<NewProjectBody>,
+) -> ApiResult<Json<ProjectWithFields>> {
+    body.validate()?;
+    let records = app.store.records();
+    if !records
+        .rename_project(&caller.tenant, &project_id, &body.name)
+        .await?
+    {
+        return Err(ApiError::NotFound(PROJECT));
+    }
+    let (project, fields) = records
+        .project_with_fields(&caller.tenant, &project_id)
+        .await?
+        .ok_or(ApiError::NotFound(PROJECT))?;
+    Ok(Json(ProjectWithFields {
+        project: project.project(),
+        fields,
+    }))
+}
+
 pub async fn create_field(
     State(app): State<AppState>,
     caller: Caller,

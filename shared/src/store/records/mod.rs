@@ -9,6 +9,7 @@ pub(crate) mod patch;
 pub(crate) mod people;
 pub(crate) mod projects;
 pub mod relations;
+pub(crate) mod renames;
 pub mod tree;
 pub mod views;
 pub mod workspaces;

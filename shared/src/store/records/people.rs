@@ -27,8 +27,9 @@ pub struct Team {
     pub created_at: String,
 }
 
-/// A user's edge to a team; it carries the team's name and creation time (teams are never
-/// renamed), so listing a user's teams needs no second read.
+/// A user's edge to a team; it carries the team's creation time and its name when the user
+/// joined (a rename changes the team's item and directory entry, which lists read the name
+/// from, not every member's edge).
 #[derive(Serialize, Deserialize)]
 struct UserTeamEdge {
     #[serde(rename = "PK")]
