@@ -332,3 +332,109 @@ async fn bad_workspace_input_is_a_problem_and_writes_nothing() {
         .await;
     assert_eq!(r.body["items"], json!([]));
 }
+
+#[tokio::test]
+async fn creating_workspaces_is_bounded_idempotent_and_head_asks_what_get_asks() {
+    let api = TestApi::start().await;
+    let ana = api.signed_in("ana", "ana@example.com").await;
+    // The same Idempotency-Key twice: one workspace, the same answer.
+    let body = json!({"name": "Once"}).to_string();
+    let key = [("idempotency-key", "ws-1")];
+    let first = api
+        .send(Method::POST, "/workspaces", Some(&ana), Some(&body), &key)
+        .await;
+    let again = api
+        .send(Method::POST, "/workspaces", Some(&ana), Some(&body), &key)
+        .await;
+    assert_eq!(first.status, StatusCode::CREATED, "{:?}", first.body);
+    assert_eq!(again.body, first.body);
+    let mine = api
+        .with_token(&ana, Method::GET, "/me/workspaces", None)
+        .await;
+    assert_eq!(mine.body["items"].as_array().unwrap().len(), 1);
+    // At most MAX_WORKSPACES_CREATED each.
+    let max = gridline::store::records::workspaces::MAX_WORKSPACES_CREATED;
+    for n in 1..max {
+        let r = api
+            .with_token(
+                &ana,
+                Method::POST,
+                "/workspaces",
+                Some(json!({"name": format!("w{n}")})),
+            )
+            .await;
+        assert_eq!(r.status, StatusCode::CREATED, "{n}: {:?}", r.body);
+    }
+    let r = api
+        .with_token(
+            &ana,
+            Method::POST,
+            "/workspaces",
+            Some(json!({"name": "one too many"})),
+        )
+        .await;
+    assert_eq!(r.status, StatusCode::CONFLICT, "{:?}", r.body);
+    let mine = api
+        .with_token(&ana, Method::GET, "/me/workspaces", None)
+        .await;
+    assert_eq!(mine.body["items"].as_array().unwrap().len(), max as usize);
+
+    // HEAD on a workspace's route by someone who is not a member: refused as GET is.
+    let ws = first.body["id"].as_str().unwrap();
+    let eve = TestApi::token("eve", ws);
+    let r = api
+        .send(Method::HEAD, "/projects", Some(&eve), None, &[])
+        .await;
+    assert_eq!(r.status, StatusCode::FORBIDDEN);
+}
+
+/// A role change decided on a role that changed meanwhile is not applied.
+#[tokio::test]
+async fn a_role_change_holds_only_while_the_role_it_was_decided_on_does() {
+    use gridline::domain::role::Role;
+    use gridline::store::records::workspaces::{MembershipError, Workspace};
+    let api = TestApi::start().await;
+    let records = api.stack.state.store.records();
+    let ws = Workspace {
+        id: gridline::domain::ids::TenantId::new_workspace(),
+        name: "W".into(),
+    };
+    let ana = gridline::domain::ids::UserId::parse("ana").unwrap();
+    let ben = gridline::domain::ids::UserId::parse("ben").unwrap();
+    assert!(
+        records
+            .create_workspace(&ws, &ana, "2026-11-27T00:00:00.000Z")
+            .await
+            .unwrap()
+    );
+    records
+        .set_role(&ws, &ben, Role::Member, None)
+        .await
+        .unwrap();
+    // Decided on "not a member" while ben is one: refused, and ben stays a member.
+    let stale = records.set_role(&ws, &ben, Role::Viewer, None).await;
+    assert!(matches!(stale, Err(MembershipError::Changed)), "{stale:?}");
+    let stale = records
+        .remove_from_workspace(&ws.id, &ben, Role::Admin)
+        .await;
+    assert!(matches!(stale, Err(MembershipError::Changed)), "{stale:?}");
+    assert_eq!(
+        records.role_of(&ws.id, &ben).await.unwrap(),
+        Some(Role::Member)
+    );
+    // Owners and admins are one range of the ranked index.
+    records
+        .set_role(&ws, &ben, Role::Admin, Some(Role::Member))
+        .await
+        .unwrap();
+    let admins: Vec<_> = records.workspace_admins(&ws.id).await.unwrap();
+    assert_eq!(
+        admins.iter().map(|m| m.role).collect::<Vec<_>>(),
+        [Role::Owner, Role::Admin]
+    );
+    // The last owner stays.
+    let last = records
+        .remove_from_workspace(&ws.id, &ana, Role::Owner)
+        .await;
+    assert!(matches!(last, Err(MembershipError::LastOwner)), "{last:?}");
+}

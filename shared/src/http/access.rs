@@ -135,13 +135,15 @@ impl AccessCache {
 /// workspace's tenant the caller's role. Runs outside the idempotency layer, so a remembered
 /// answer is never replayed to someone who may no longer ask.
 pub async fn guard(State(app): State<AppState>, req: Request<Body>, next: Next) -> Response {
-    let gate = req
-        .extensions()
-        .get::<MatchedPath>()
-        .and_then(|path| super::gate_of(req.method(), path.as_str()));
-    let Some(Gate::Tenant(need)) = gate else {
-        // A valid token is checked by the handler's own extractor.
+    let Some(path) = req.extensions().get::<MatchedPath>() else {
+        // No route matched: the fallback answers 404 (or 405), and serves nothing.
         return next.run(req).await;
+    };
+    let need = match super::gate_of(req.method(), path.as_str()) {
+        Some(Gate::Tenant(need)) => need,
+        // A valid token is checked by the handler's own extractor; a method the path does
+        // not have is the router's 405 (HEAD asks what GET asks: `gate_of`).
+        Some(Gate::Token) | None => return next.run(req).await,
     };
     let (mut parts, body) = req.into_parts();
     let identity = match Identity::from_request_parts(&mut parts, &app).await {

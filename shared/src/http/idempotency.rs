@@ -17,7 +17,7 @@ use sha2::{Digest, Sha256};
 use super::AppState;
 use super::error::ApiError;
 use super::extract::MAX_BODY_BYTES;
-use crate::auth::Caller;
+use crate::auth::{Caller, Identity};
 use crate::store::idempotency::{LEASE_S, MAX_PARTS, PART_BYTES};
 use crate::store::{Answer, Claimed, KeyClaim};
 
@@ -50,8 +50,25 @@ pub async fn layer(State(app): State<AppState>, req: Request, next: Next) -> Res
     };
     let (mut parts, body) = req.into_parts();
     // Unauthenticated: the handler answers 401, and nothing is remembered.
-    let Ok(caller) = Caller::from_request_parts(&mut parts, &app).await else {
+    let Ok(identity) = Identity::from_request_parts(&mut parts, &app).await else {
         return next.run(Request::from_parts(parts, body)).await;
+    };
+    // A route that needs no tenant (`POST /workspaces`) remembers its answers per user
+    // alone, whatever tenant the token names; any other, per tenant and user.
+    let tenantless = parts
+        .extensions
+        .get::<axum::extract::MatchedPath>()
+        .and_then(|path| super::gate_of(&parts.method, path.as_str()))
+        == Some(super::Gate::Token);
+    let tenant = match (tenantless, &identity.tenant) {
+        (true, _) => crate::domain::ids::TenantId::unknown(),
+        (false, Some(tenant)) => tenant.clone(),
+        // The handler answers 403; nothing is remembered.
+        (false, None) => return next.run(Request::from_parts(parts, body)).await,
+    };
+    let caller = Caller {
+        tenant,
+        user: identity.user,
     };
     let Ok(bytes) = to_bytes(body, MAX_BODY_BYTES).await else {
         return ApiError::PayloadTooLarge(format!(

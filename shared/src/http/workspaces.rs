@@ -5,7 +5,7 @@
 use axum::Json;
 use axum::extract::{Extension, State};
 use axum::http::StatusCode;
-use axum::response::Response;
+use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 
 use super::AppState;
@@ -21,7 +21,7 @@ use crate::domain::role::Role;
 use crate::domain::text::check_text;
 use crate::http::error::{ApiError, ApiResult};
 use crate::store::records::workspaces::{
-    Accepted, Invitation, Membership, MembershipError, Workspace,
+    Accepted, Invitation, MAX_WORKSPACES_CREATED, Membership, MembershipError, Workspace,
 };
 
 const WORKSPACE: &str = "workspace";
@@ -59,7 +59,7 @@ fn role_of(field: &str, role: &str) -> ApiResult<Role> {
 impl From<MembershipError> for ApiError {
     fn from(e: MembershipError) -> Self {
         match e {
-            MembershipError::LastOwner => Self::Conflict(e.to_string()),
+            MembershipError::LastOwner | MembershipError::Changed => Self::Conflict(e.to_string()),
             MembershipError::Store(e) => e.into(),
         }
     }
@@ -85,16 +85,23 @@ pub async fn create(
             ApiError::Unavailable("the workspace could not be set up; try again".into())
         })?;
     }
-    app.store
+    if !app
+        .store
         .records()
         .create_workspace(&ws, &identity.user, &now())
-        .await?;
+        .await?
+    {
+        return Err(ApiError::Conflict(format!(
+            "a person may create at most {MAX_WORKSPACES_CREATED} workspaces"
+        )));
+    }
     let body = Membership {
         id: ws.id.clone(),
         name: ws.name,
         role: Role::Owner,
     };
-    Ok(created(format!("/workspace/{}", ws.id), body))
+    // No `Location`: a workspace is read as the token's tenant (`GET /workspace`), not by id.
+    Ok((StatusCode::CREATED, Json(body)).into_response())
 }
 
 /// `GET /me/workspaces`: the caller's workspaces with their roles, by id.
@@ -209,7 +216,7 @@ pub async fn put_member(
     let records = app.store.records();
     let current = records.role_of(&ws.id, &user_id).await?;
     owner_only(access, role, current)?;
-    records.set_role(&ws, &user_id, role).await?;
+    records.set_role(&ws, &user_id, role, current).await?;
     app.access.forget(&ws.id, &user_id);
     Ok(StatusCode::NO_CONTENT)
 }
@@ -232,13 +239,12 @@ pub async fn remove_member(
         }
         owner_only(access, Role::Member, current)?;
     }
-    let removed = records.remove_from_workspace(&ws.id, &user_id).await?;
+    let current = current.ok_or(ApiError::NotFound("member"))?;
+    records
+        .remove_from_workspace(&ws.id, &user_id, current)
+        .await?;
     app.access.forget(&ws.id, &user_id);
-    if removed {
-        Ok(StatusCode::NO_CONTENT)
-    } else {
-        Err(ApiError::NotFound("member"))
-    }
+    Ok(StatusCode::NO_CONTENT)
 }
 
 #[derive(Serialize)]

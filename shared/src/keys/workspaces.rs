@@ -39,6 +39,15 @@ pub fn ranked_member_gsi1_sk(role: Role, user: &UserId) -> String {
     format!("{:03}#{user}", role.rank())
 }
 
+/// `(role, user)` of a [`ranked_member_gsi1_sk`] (GSI1 projects only the keys of a member).
+pub fn parse_ranked_member_gsi1_sk(sk: &str) -> Option<(Role, UserId)> {
+    let (rank, user) = sk.split_once('#')?;
+    let role = Role::ALL
+        .into_iter()
+        .find(|r| format!("{:03}", r.rank()) == rank)?;
+    Some((role, UserId::parse(user)?))
+}
+
 /// Where the members of `role`'s rank and above end in the ranked index (exclusive).
 pub fn ranked_members_end(role: Role) -> String {
     format!("{:03}#~", role.rank())
@@ -98,6 +107,12 @@ mod tests {
         assert!(ranked_member_gsi1_sk(Role::Admin, &u) < end);
         assert!(ranked_member_gsi1_sk(Role::Member, &u) > end);
         assert!(ranked_member_gsi1_sk(Role::Viewer, &u) > end);
+        for role in Role::ALL {
+            assert_eq!(
+                parse_ranked_member_gsi1_sk(&ranked_member_gsi1_sk(role, &u)),
+                Some((role, u.clone()))
+            );
+        }
     }
 
     proptest! {

@@ -142,6 +142,9 @@ pub enum MembershipError {
     /// The change would leave the workspace without an owner.
     #[error("the workspace's last owner cannot leave or stop being an owner")]
     LastOwner,
+    /// The member's role changed since it was read: the decision made on it no longer holds.
+    #[error("the member's role changed meanwhile; read the members again")]
+    Changed,
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -162,9 +165,12 @@ enum MemberWrite {
     Delete(Item),
 }
 
-/// Attempts of a membership change that lost a race to another (a role changed between the
-/// read and the write); each reads again.
-const ATTEMPTS: u32 = 4;
+/// Workspaces a person may create (workspaces are never deleted, and each one is a usage-plan
+/// key in AWS, of which an account holds 10,000 per region).
+pub const MAX_WORKSPACES_CREATED: u32 = 10;
+
+/// Sort key, in the person's partition, of how many workspaces they created.
+const CREATED_SK: &str = "#CREATED";
 
 impl Records<'_> {
     fn tx_put(&self, item: Item, condition: Option<&str>) -> Result<TransactWriteItem, StoreError> {
@@ -280,15 +286,16 @@ impl Records<'_> {
             .build())
     }
 
-    /// Creates a workspace with `owner` as its one owner: the workspace's item and both edges
-    /// of the membership, in one transaction.
+    /// Creates a workspace with `owner` as its one owner: the workspace's item, both edges of
+    /// the membership and the owner's count of workspaces created, in one transaction;
+    /// `false` (nothing written) when they created [`MAX_WORKSPACES_CREATED`] already.
     #[tracing::instrument(skip_all, fields(op = "create_workspace"))]
     pub async fn create_workspace(
         &self,
         ws: &Workspace,
         owner: &UserId,
         created_at: &str,
-    ) -> Result<(), StoreError> {
+    ) -> Result<bool, StoreError> {
         let item = serde_dynamo::to_item(WorkspaceItem {
             pk: k::workspace_pk(&ws.id),
             sk: k::WORKSPACE_SK.into(),
@@ -300,16 +307,28 @@ impl Records<'_> {
             owners: 1,
         })?;
         let (member, edge) = self.membership_items(ws, owner, Role::Owner)?;
+        let created = Update::builder()
+            .table_name(&self.store.records)
+            .set_key(Some(key(k::person_pk(owner), CREATED_SK)))
+            .update_expression("SET #n = if_not_exists(#n, :zero) + :one")
+            .condition_expression("attribute_not_exists(#n) OR #n < :max")
+            .expression_attribute_names("#n", "created")
+            .expression_attribute_values(":zero", AttributeValue::N("0".into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()))
+            .expression_attribute_values(
+                ":max",
+                AttributeValue::N(MAX_WORKSPACES_CREATED.to_string()),
+            )
+            .build()
+            .map_err(build_err)?;
         let items = vec![
             self.tx_put(item, Some("attribute_not_exists(PK)"))?,
             self.tx_put(member, None)?,
             self.tx_put(edge, None)?,
+            TransactWriteItem::builder().update(created).build(),
         ];
-        match self.store.transact(items).await? {
-            Tx::Committed => Ok(()),
-            // A new id cannot be taken.
-            Tx::ConditionFailed => Err(StoreError::Contention(1)),
-        }
+        // A new id cannot be taken: a failed condition is the count's.
+        Ok(self.store.transact(items).await? == Tx::Committed)
     }
 
     /// The workspace whose tenant is `ws`; `None` for a tenant an operator provisioned.
@@ -437,84 +456,87 @@ impl Records<'_> {
     pub async fn workspace_admins(&self, ws: &TenantId) -> Result<Vec<Member>, StoreError> {
         let query = Query::gsi1(&self.store.records, k::ranked_members_gsi1_pk(ws))
             .sk_between("", &k::ranked_members_end(Role::Admin));
-        self.store
+        // GSI1 projects a member's keys only: the role and user are in its sort key.
+        Ok(self
+            .store
             .query_all(query)
             .await?
-            .into_iter()
-            .map(|i| {
-                let m: MemberItem = serde_dynamo::from_item(i)?;
-                Ok(Member {
-                    user_id: m.user_id,
-                    role: m.role,
-                })
-            })
-            .collect()
+            .iter()
+            .filter_map(|i| i.get(crate::keys::GSI1_SK)?.as_s().ok())
+            .filter_map(|sk| k::parse_ranked_member_gsi1_sk(sk))
+            .map(|(role, user_id)| Member { user_id, role })
+            .collect())
     }
 
-    /// Gives `user` `role` in `ws`, adding them when they are not a member. Refused when it
-    /// would unmake the last owner.
+    /// Gives `user` `role` in `ws`, adding them when they are not a member. `expected` is the
+    /// role the caller's permission was decided on (`None`: not a member): the write holds
+    /// only while the member still has it, so a role changed meanwhile is never overwritten
+    /// by a decision made on the old one. Refused when it would unmake the last owner.
     #[tracing::instrument(skip_all, fields(op = "set_role"))]
     pub async fn set_role(
         &self,
         ws: &Workspace,
         user: &UserId,
         role: Role,
+        expected: Option<Role>,
     ) -> Result<(), MembershipError> {
-        for _ in 0..ATTEMPTS {
-            let old = self.role_of(&ws.id, user).await?;
-            if old == Some(role) {
-                return Ok(());
-            }
-            let (member, edge) = self.membership_items(ws, user, role)?;
-            let mut items = vec![
-                self.member_write(MemberWrite::Put(member), old)?,
-                self.tx_put(edge, None)?,
-            ];
-            match (old == Some(Role::Owner), role == Role::Owner) {
-                (true, false) => items.push(self.owners_update(&ws.id, -1)?),
-                (false, true) => items.push(self.owners_update(&ws.id, 1)?),
-                _ => {}
-            }
-            if self.store.transact(items).await? == Tx::Committed {
-                return Ok(());
-            }
-            if self.role_of(&ws.id, user).await? == old && old == Some(Role::Owner) {
-                return Err(MembershipError::LastOwner);
-            }
+        if expected == Some(role) {
+            return Ok(());
         }
-        Err(StoreError::Contention(ATTEMPTS).into())
+        let (member, edge) = self.membership_items(ws, user, role)?;
+        let mut items = vec![
+            self.member_write(MemberWrite::Put(member), expected)?,
+            self.tx_put(edge, None)?,
+        ];
+        match (expected == Some(Role::Owner), role == Role::Owner) {
+            (true, false) => items.push(self.owners_update(&ws.id, -1)?),
+            (false, true) => items.push(self.owners_update(&ws.id, 1)?),
+            _ => {}
+        }
+        if self.store.transact(items).await? == Tx::Committed {
+            return Ok(());
+        }
+        Err(self.refusal(&ws.id, user, expected).await?)
     }
 
-    /// Removes `user` from `ws` (both edges); `false` when they were not a member. Refused when
-    /// they are the last owner.
+    /// Removes `user` from `ws` (both edges), if their role is still `expected` (the one the
+    /// caller's permission was decided on). Refused when they are the last owner.
     #[tracing::instrument(skip_all, fields(op = "remove_ws_member"))]
     pub async fn remove_from_workspace(
         &self,
         ws: &TenantId,
         user: &UserId,
-    ) -> Result<bool, MembershipError> {
-        for _ in 0..ATTEMPTS {
-            let Some(old) = self.role_of(ws, user).await? else {
-                return Ok(false);
-            };
-            let mut items = vec![
-                self.member_write(
-                    MemberWrite::Delete(key(k::workspace_pk(ws), &k::member_sk(user))),
-                    Some(old),
-                )?,
-                self.tx_delete(key(k::person_pk(user), &k::person_workspace_sk(ws)), None)?,
-            ];
-            if old == Role::Owner {
-                items.push(self.owners_update(ws, -1)?);
-            }
-            if self.store.transact(items).await? == Tx::Committed {
-                return Ok(true);
-            }
-            if self.role_of(ws, user).await? == Some(Role::Owner) && old == Role::Owner {
-                return Err(MembershipError::LastOwner);
-            }
+        expected: Role,
+    ) -> Result<(), MembershipError> {
+        let mut items = vec![
+            self.member_write(
+                MemberWrite::Delete(key(k::workspace_pk(ws), &k::member_sk(user))),
+                Some(expected),
+            )?,
+            self.tx_delete(key(k::person_pk(user), &k::person_workspace_sk(ws)), None)?,
+        ];
+        if expected == Role::Owner {
+            items.push(self.owners_update(ws, -1)?);
         }
-        Err(StoreError::Contention(ATTEMPTS).into())
+        if self.store.transact(items).await? == Tx::Committed {
+            return Ok(());
+        }
+        Err(self.refusal(ws, user, Some(expected)).await?)
+    }
+
+    /// Why a membership change decided on `expected` was cancelled: the member's role moved
+    /// on, or (it did not, and they are an owner) the owner count held them as the last.
+    async fn refusal(
+        &self,
+        ws: &TenantId,
+        user: &UserId,
+        expected: Option<Role>,
+    ) -> Result<MembershipError, StoreError> {
+        Ok(match self.role_of(ws, user).await? {
+            now if now != expected => MembershipError::Changed,
+            Some(Role::Owner) => MembershipError::LastOwner,
+            _ => MembershipError::Store(StoreError::Contention(1)),
+        })
     }
 
     /// Records an invitation; `false` when one of the workspace for the same email is pending
