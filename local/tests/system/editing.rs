@@ -173,3 +173,163 @@ async fn renames_follow_the_roles() {
         .await;
     assert_eq!(r.status, 200, "teams are not admin business: {:?}", r.body);
 }
+
+/// A select field's options edited: a label renamed, one removed, the rest reordered and one
+/// added. The field is not sortable until its job has rewritten the issues and rebuilt the
+/// column; then the grid sorts by the new order, the issues hold the new labels, a view that
+/// named the renamed label follows it, one that named the removed label is gone, and the
+/// index is exactly what the records say.
+#[tokio::test]
+async fn a_select_fields_options_are_renamed_removed_and_reordered_through_its_job() {
+    let (api, p) = TestApi::with_project("options").await;
+    let f = api
+        .field(
+            &p,
+            json!({"name": "Priority", "type": "select", "options": ["low", "mid", "high"]}),
+        )
+        .await;
+    let mut ids = std::collections::BTreeMap::new();
+    for label in ["low", "mid", "high", "mid"] {
+        let issue = api
+            .issue(&p, json!({"title": label, "fields": {&f: label}}))
+            .await;
+        ids.entry(label)
+            .or_insert_with(Vec::new)
+            .push(issue["id"].as_str().unwrap().to_string());
+    }
+    let none = api.issue(&p, json!({"title": "none"})).await;
+    let follows = api
+        .post(
+            &format!("/projects/{p}/views"),
+            json!({"name": "mid", "where": [[&f, "eq", "mid"]]}),
+        )
+        .await;
+    let dies = api
+        .post(
+            &format!("/projects/{p}/views"),
+            json!({"name": "low", "where": [[&f, "in", ["low", "high"]]]}),
+        )
+        .await;
+    assert_eq!((follows.status.as_u16(), dies.status.as_u16()), (201, 201));
+    api.sync().await;
+
+    let path = format!("/projects/{p}/fields/{f}");
+    let edit = json!({"options": ["high", {"label": "medium", "was": "mid"}, "urgent"]});
+    let r = api.patch(&path, edit).await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+    assert_eq!(r.body["options"], json!(["high", "medium", "urgent"]));
+    assert_eq!(r.body["sortable"], false);
+    // Meanwhile: the grid by it and a second such edit are 409 with Retry-After.
+    let grid = api.get(&format!("/projects/{p}/issues?sort={f}")).await;
+    assert_eq!(grid.status, 409);
+    let again = api
+        .patch(&path, json!({"options": ["medium", "high", "urgent"]}))
+        .await;
+    assert_eq!(again.status, 409, "{:?}", again.body);
+    assert!(again.header("retry-after").is_some());
+
+    api.sync().await;
+    let field = api.get(&format!("/projects/{p}")).await.body["fields"][0].clone();
+    assert_eq!(field["sortable"], true, "{field}");
+    for id in &ids["mid"] {
+        let issue = api.get(&format!("/issues/{id}")).await;
+        assert_eq!(issue.body["fields"][&f], "medium", "{:?}", issue.body);
+    }
+    let low = api.get(&format!("/issues/{}", ids["low"][0])).await;
+    assert!(low.body["fields"].get(&f).is_none(), "{:?}", low.body);
+    // The grid by the new order: high, then medium; the issues without a value last.
+    let grid = api
+        .get(&format!("/projects/{p}/issues?sort={f}&limit=100"))
+        .await;
+    assert_eq!(grid.status, 200, "{:?}", grid.body);
+    let titles: Vec<&str> = grid.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(&titles[..3], ["high", "mid", "mid"]);
+    let view = follows.body["id"].as_str().unwrap();
+    let got = api.get(&format!("/views/{view}")).await;
+    assert_eq!(
+        got.body["where"],
+        json!([[&f, "eq", "medium"]]),
+        "{:?}",
+        got.body
+    );
+    let listed = api.get(&format!("/views/{view}/issues")).await;
+    assert_eq!(
+        listed.body["items"].as_array().map(Vec::len),
+        Some(2),
+        "{:?}",
+        listed.body
+    );
+    let gone = dies.body["id"].as_str().unwrap();
+    assert_eq!(api.get(&format!("/views/{gone}")).await.status, 404);
+    let tenant = gridline::domain::ids::TenantId::parse(gridline_local::testing::ALICE.1).unwrap();
+    let project = gridline::domain::ids::ProjectId::parse(&p).unwrap();
+    // Sorting by it made its column hot: its fill job runs first.
+    api.sync().await;
+    api.assert_index_matches_records(&tenant, &[project]).await;
+    assert!(none["fields"].get(&f).is_none());
+
+    // A name alone, or labels added at the end, need no job.
+    let r = api
+        .patch(
+            &path,
+            json!({"name": "Urgency", "options": ["high", "medium", "urgent", "later"]}),
+        )
+        .await;
+    assert_eq!(
+        (r.body["name"].as_str(), r.body["sortable"].as_bool()),
+        (Some("Urgency"), Some(true))
+    );
+}
+
+#[tokio::test]
+async fn bad_field_edits_are_problems_and_write_nothing() {
+    let (api, p) = TestApi::with_project("bad").await;
+    let n = api.field(&p, json!({"name": "n", "type": "number"})).await;
+    let s = api
+        .field(
+            &p,
+            json!({"name": "s", "type": "select", "options": ["a", "b"]}),
+        )
+        .await;
+    let before = api.records_snapshot().await;
+    for (field, body) in [
+        (&n, json!({"type": "text"})),
+        (&n, json!({"options": ["x"]})),
+        (&n, json!({})),
+        (&n, json!({"name": ""})),
+        (&s, json!({"options": []})),
+        (&s, json!({"options": ["a", {"label": "c", "was": "zzz"}]})),
+        (
+            &s,
+            json!({"options": [{"label": "b", "was": "a"}, {"label": "a", "was": "b"}]}),
+        ),
+        (&s, json!({"colour": "red"})),
+    ] {
+        let r = api
+            .patch(&format!("/projects/{p}/fields/{field}"), body.clone())
+            .await;
+        assert_eq!(r.status, 400, "{body}: {:?}", r.body);
+        assert_eq!(r.headers["content-type"], "application/problem+json");
+    }
+    let r = api
+        .patch(
+            &format!("/projects/{p}/fields/01JDQ5S0000000000000000F99"),
+            json!({"name": "x"}),
+        )
+        .await;
+    assert_eq!(r.status, 404);
+    assert_eq!(api.records_snapshot().await, before);
+    // The same type is no change of type.
+    let r = api
+        .patch(
+            &format!("/projects/{p}/fields/{n}"),
+            json!({"type": "number", "name": "m"}),
+        )
+        .await;
+    assert_eq!(r.status, 200, "{:?}", r.body);
+}

@@ -517,6 +517,24 @@ async fn workload(api: &TestApi) {
         .await;
     api.sync().await;
     alice.delete(&format!("/views/{view}")).await;
+    // An options edit: its job rewrites the issues' labels, deletes the view that named the
+    // removed label and reshapes the one that named the renamed label.
+    for (name, label) in [("keeps", "high"), ("loses", "low")] {
+        alice
+            .post(
+                &format!("/projects/{p}/views"),
+                json!({"name": name, "where": [[&s, "eq", label]]}),
+            )
+            .await;
+    }
+    api.sync().await;
+    alice
+        .patch(
+            &format!("/projects/{p}/fields/{s}"),
+            json!({"name": "severity", "options": [{"label": "top", "was": "high"}, "mid"]}),
+        )
+        .await;
+    api.sync().await;
     // History: a page from the index (the head and its entries), a later page beside the
     // head's read, and an issue the index does not know yet (read from the records).
     api.sync().await;

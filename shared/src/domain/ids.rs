@@ -268,6 +268,16 @@ macro_rules! new_server_id {
 }
 new_server_id!(ProjectId, IssueId, TeamId, FieldId, InvitationId);
 
+impl FieldId {
+    /// `n` of a [`FieldId::numbered`] id (a job named by a revision); 0 for any other id.
+    pub fn numbered_value(&self) -> u64 {
+        Ulid::from_string(&self.0)
+            .ok()
+            .and_then(|u| u64::try_from(u.0).ok())
+            .unwrap_or(0)
+    }
+}
+
 impl TenantId {
     /// A new workspace's tenant: a ULID, which no operator-provisioned tenant is given.
     pub fn new_workspace() -> Self {
@@ -279,6 +289,12 @@ impl TenantId {
 mod tests {
     use super::*;
     use proptest::prelude::*;
+
+    #[test]
+    fn numbered_ids_give_their_number_back() {
+        assert_eq!(FieldId::numbered(42).numbered_value(), 42);
+        assert_eq!(FieldId::new().numbered_value(), 0);
+    }
 
     #[test]
     fn new_ids_are_recognised() {

@@ -3,6 +3,7 @@
 pub mod decimal;
 pub mod email;
 pub mod ids;
+pub mod options_edit;
 pub mod relation;
 pub mod role;
 pub mod text;

@@ -160,6 +160,7 @@ const TABLE: &[Mount] = {
         at(Projects, T(Need::Admin), Method::PATCH, "/projects/{project_id}", |m| on(m, projects::patch)),
         at(Projects, T(Need::Admin), Method::POST, "/projects/{project_id}/fields", |m| on(m, projects::create_field)),
         at(Projects, T(Need::Read), Method::GET, "/projects/{project_id}/fields", |m| on(m, projects::list_fields)),
+        at(Projects, T(Need::Admin), Method::PATCH, "/projects/{project_id}/fields/{field_id}", |m| on(m, projects::patch_field)),
         at(Projects, T(Need::Admin), Method::DELETE, "/projects/{project_id}/fields/{field_id}", |m| on(m, projects::delete_field)),
         at(Issues, T(Need::Write), Method::POST, "/projects/{project_id}/issues", |m| on(m, issues::create)),
         at(Grid, T(Need::Read), Method::GET, "/projects/{project_id}/issues", |m| on(m, grid::list)),

@@ -12,8 +12,12 @@ use super::page::{PageBody, render};
 use super::views::ProjectWithFields;
 use crate::auth::Caller;
 use crate::domain::ids::{FieldId, ProjectId};
+use crate::domain::options_edit::{OptionEntry, plan};
+use crate::domain::text::check_text;
+use crate::domain::values::{FieldDef, FieldType};
 use crate::domain::{NewFieldBody, NewProjectBody, Project};
 use crate::http::error::{ApiError, ApiResult};
+use crate::store::records::field_edit::{FieldPatch, PatchFieldError};
 
 const PROJECT: &str = "project";
 const FIELD: &str = "field";
@@ -168,6 +172,85 @@ pub async fn delete_field(
     }
     delete_views_using(&app, &caller.tenant, &project_id).await?;
     Ok(StatusCode::NO_CONTENT)
+}
+
+/// `PATCH /projects/{project_id}/fields/{field_id}` body.
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FieldPatchBody {
+    #[serde(default)]
+    name: Option<String>,
+    #[serde(default)]
+    options: Option<Vec<OptionEntry>>,
+    /// Accepted only as the field's own type: a type never changes.
+    #[serde(default, rename = "type")]
+    field_type: Option<FieldType>,
+}
+
+/// `PATCH /projects/{project_id}/fields/{field_id}` `{"name"?, "options"?}`: the field as it
+/// is now. An options change that moves, renames or removes labels makes the field not
+/// `sortable` until its job has rewritten the issues and rebuilt the column (`409` with
+/// `Retry-After` for a second such change meanwhile, as for the grid).
+pub async fn patch_field(
+    State(app): State<AppState>,
+    caller: Caller,
+    Ids(project_id, field_id): Ids<ProjectId, FieldId>,
+    JsonBody(body): JsonBody<FieldPatchBody>,
+) -> ApiResult<Json<FieldDef>> {
+    let (Some(project_id), Some(field_id)) = (project_id, field_id) else {
+        return Err(ApiError::NotFound(FIELD));
+    };
+    let records = app.store.records();
+    let (_, defs) = records
+        .project_with_fields(&caller.tenant, &project_id)
+        .await?
+        .ok_or(ApiError::NotFound(PROJECT))?;
+    let def = defs
+        .into_iter()
+        .find(|d| d.id == field_id)
+        .ok_or(ApiError::NotFound(FIELD))?;
+    let patch = plan_field_patch(&def, body)?;
+    match records
+        .patch_field(&caller.tenant, &project_id, &field_id, &patch)
+        .await
+    {
+        Ok(def) => Ok(Json(def)),
+        Err(PatchFieldError::NotFound) => Err(ApiError::NotFound(FIELD)),
+        Err(PatchFieldError::Rebuilding) => Err(ApiError::ColumnIncomplete {
+            field: field_id.to_string(),
+            retry_after_s: super::grid::COLUMN_RETRY_AFTER_S,
+        }),
+        Err(e @ PatchFieldError::DefinitionsTooLarge) => Err(ApiError::Conflict(e.to_string())),
+        Err(PatchFieldError::Store(e)) => Err(e.into()),
+    }
+}
+
+/// The patch `body` asks of `def`, checked: `400` for another type, options on a field that
+/// is not a select, an option list that does not hold, or nothing to change.
+fn plan_field_patch(def: &FieldDef, body: FieldPatchBody) -> ApiResult<FieldPatch> {
+    if body.field_type.is_some_and(|t| t != def.field_type) {
+        return Err(ApiError::invalid("type", "a field's type cannot change"));
+    }
+    if let Some(name) = &body.name {
+        check_text(name, 1, 128).map_err(|m| ApiError::invalid("name", m))?;
+    }
+    let options = match (&body.options, &def.options) {
+        (None, _) => None,
+        (Some(new), Some(old)) => Some(plan(old, new).map_err(ApiError::from_errors)?),
+        (Some(_), None) => {
+            return Err(ApiError::invalid(
+                "options",
+                "is only allowed for select fields",
+            ));
+        }
+    };
+    if body.name.is_none() && options.is_none() {
+        return Err(ApiError::invalid("name", "give a new name or options"));
+    }
+    Ok(FieldPatch {
+        name: body.name,
+        options,
+    })
 }
 
 /// After a field's delete: the views whose definitions no longer hold (they name it) are

@@ -131,6 +131,14 @@ impl Indexer {
                 self.start_job(tenant, project_id, field_id, JobKind::Remove, seq, metrics)
                     .await
             }
+            Unit::FieldEdited {
+                tenant,
+                project_id,
+                job,
+            } => {
+                self.start_job(tenant, project_id, job, JobKind::Edit, seq, metrics)
+                    .await
+            }
             Unit::HotAdded {
                 tenant,
                 project_id,

@@ -46,6 +46,14 @@ pub enum Unit<'a> {
         project_id: ProjectId,
         job: FieldId,
     },
+    /// A select field's options were edited so that its values move, are renamed or are
+    /// removed: a job rewrites the issues and rebuilds the column. Named by the project's
+    /// `fields_rev` at the edit (as a field id of that number), one job per edit.
+    FieldEdited {
+        tenant: TenantId,
+        project_id: ProjectId,
+        job: FieldId,
+    },
     /// A record that cannot be understood: it is parked, and the batch goes on.
     Malformed {
         /// The tenant its keys name, or `-` when they name none.
@@ -192,8 +200,14 @@ fn plan_one<'a>(record: &'a StreamRecord<'a>) -> Result<Option<Unit<'a>>, String
                 project_id,
                 field_id,
             }),
-            // A definition never changes in place.
-            Some(Op::Modify) | None => None,
+            // A definition changes in place only by `PATCH`; only an edit of its options that
+            // moves values has work for the index (`field_edit`).
+            Some(Op::Modify) => edit_rev(record).map(|rev| Unit::FieldEdited {
+                tenant,
+                project_id,
+                job: FieldId::numbered(rev),
+            }),
+            None => None,
         },
         Change::Project { tenant, project_id } => hot_added(record).map(|rev| Unit::HotAdded {
             tenant,
@@ -219,6 +233,18 @@ fn hot_added(record: &StreamRecord<'_>) -> Option<u64> {
     }
 }
 
+/// The revision of the options edit a field's new image holds, if any (cleared when its job
+/// finishes, so only the edit's own record and the field's changes meanwhile name it; its job
+/// starting twice is one job).
+fn edit_rev(record: &StreamRecord<'_>) -> Option<u64> {
+    use crate::model::event::Attr;
+    let image = record.dynamodb.new_image.as_ref()?;
+    match image.get(crate::store::records::field_edit::EDIT_REV)? {
+        Attr::N(n) => n.as_str().parse().ok(),
+        _ => None,
+    }
+}
+
 /// Where the segment starting at `start` ends: a field change is a segment of its own (it
 /// re-indexes its project from the records as they are, so the units before it finish first
 /// and the ones after it wait), and so is a malformed record (parking flags its issue's
@@ -231,6 +257,7 @@ pub(super) fn segment_end(units: &[(&str, Unit<'_>)], start: usize) -> usize {
             Unit::FieldAdded { .. }
                 | Unit::FieldRemoved { .. }
                 | Unit::HotAdded { .. }
+                | Unit::FieldEdited { .. }
                 | Unit::Malformed { .. }
         )
     };
@@ -257,6 +284,9 @@ impl Unit<'_> {
                 tenant, project_id, ..
             }
             | Self::HotAdded {
+                tenant, project_id, ..
+            }
+            | Self::FieldEdited {
                 tenant, project_id, ..
             } => (
                 tenant,

@@ -27,7 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, ProjectId, TenantId, ViewId};
-use crate::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE};
+use crate::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE, ValueEdit};
 use crate::keys;
 use crate::store::IndexTable;
 use crate::store::{Item, Store, StoreError, condition_held};
@@ -48,6 +48,10 @@ pub enum JobKind {
     /// Writes the summaries into the entries of a column that turned hot (its `field_id`
     /// is the project's `fields_rev` after the mark, as a field id of that number).
     Fill,
+    /// Rewrites a select field's renamed and removed labels on every issue and rebuilds its
+    /// column after an options edit, then marks it sortable (its `field_id` is the project's
+    /// `fields_rev` at the edit, as a field id of that number; `store::records::field_edit`).
+    Edit,
 }
 
 impl JobKind {
@@ -56,6 +60,7 @@ impl JobKind {
             Self::Add => "add",
             Self::Remove => "remove",
             Self::Fill => "fill",
+            Self::Edit => "edit",
         }
     }
 }
@@ -126,6 +131,9 @@ pub struct Progress {
     /// ready at that shape when it finishes (a view reshaped since waits for its own job).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub views: Vec<(ViewId, u64)>,
+    /// An edit: the field and what its values become, as its item held them when it began.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub edit: Option<(FieldId, crate::domain::options_edit::ValueChanges)>,
     pub started_at: String,
     pub updated_at: String,
 }
@@ -223,7 +231,14 @@ impl FieldJobs {
             // A checkpoint is written before any later step's message is sent.
             None => return Ok(Outcome::Stale),
         };
-        let removed = (job.kind == JobKind::Remove).then_some(&job.field_id);
+        let edit = match (job.kind, &progress.edit) {
+            (JobKind::Remove, _) => Some(ValueEdit::RemoveField(job.field_id.clone())),
+            (JobKind::Edit, Some((field, changes))) => Some(ValueEdit::Options {
+                field: field.clone(),
+                changes: changes.clone(),
+            }),
+            _ => None,
+        };
         let label = format!("job:{}", job.sk());
         let mut pages = 0;
         loop {
@@ -232,7 +247,7 @@ impl FieldJobs {
                 .reindex_page(
                     &job.tenant,
                     &job.project_id,
-                    removed,
+                    edit.as_ref(),
                     (progress.after.as_ref(), self.page_size),
                     &label,
                     metrics,
@@ -301,11 +316,20 @@ impl FieldJobs {
             // Field ids are never reused, so a defined field was never deleted: a message
             // naming one is not a removal's, and removes nothing.
             JobKind::Remove if defined.is_some() => return Ok(None),
-            JobKind::Remove | JobKind::Fill => Vec::new(),
+            JobKind::Remove | JobKind::Fill | JobKind::Edit => Vec::new(),
         };
         let views = match job.kind {
             JobKind::Fill => self.views_to_build(job).await?,
             _ => Vec::new(),
+        };
+        let edit = match job.kind {
+            // An edit finished (its field sortable again, the edit cleared) or its field
+            // gone: nothing to do.
+            JobKind::Edit => match self.begin_edit(job).await? {
+                Some(edit) => Some(edit),
+                None => return Ok(None),
+            },
+            _ => None,
         };
         let now = now();
         let progress = Progress {
@@ -320,6 +344,7 @@ impl FieldJobs {
             finished: false,
             covers,
             views,
+            edit,
             started_at: now.clone(),
             updated_at: now,
         };
@@ -334,6 +359,65 @@ impl FieldJobs {
             .get_job(job)
             .await?
             .filter(|p| !p.finished))
+    }
+
+    /// An edit's field and value changes, with the saved views made to follow them; `None`
+    /// when the edit is no longer pending.
+    async fn begin_edit(
+        &self,
+        job: &FieldJob,
+    ) -> Result<Option<(FieldId, crate::domain::options_edit::ValueChanges)>, StoreError> {
+        let edit = self
+            .store
+            .records()
+            .pending_edit(&job.tenant, &job.project_id, job.field_id.numbered_value())
+            .await?;
+        if let Some(edit) = &edit {
+            self.views_follow(job, edit).await?;
+        }
+        Ok(edit)
+    }
+
+    /// Saved views follow an options edit of `field`, before any issue is rewritten: one
+    /// whose `where` names a removed label is deleted; one that names a renamed label, or is
+    /// sorted or grouped by the field, is reshaped with the new labels (its list rebuilt by
+    /// the fill job its reshape starts; its old cursors are `400`). Run again on a message
+    /// delivered again: a view already following names no old label, and one reshaped is not
+    /// ready, so neither is touched twice.
+    async fn views_follow(
+        &self,
+        job: &FieldJob,
+        (field, changes): &(FieldId, crate::domain::options_edit::ValueChanges),
+    ) -> Result<(), StoreError> {
+        use crate::domain::options_edit::WhereFate;
+        use crate::store::records::views::ViewWriteError;
+        let records = self.store.records();
+        for view in records.list_views(&job.tenant, &job.project_id).await? {
+            let uses = view.sort == field.as_str() || view.group_by.as_deref() == Some(field);
+            let mut spec = view.spec();
+            let outcome = match changes.where_fate(&view.filter, field.as_str()) {
+                WhereFate::Deleted => records.delete_view(&job.tenant, &view.id).await,
+                WhereFate::Follows(filter) => {
+                    spec.filter = filter;
+                    records
+                        .replace_view(&job.tenant, &view, (&spec, true))
+                        .await
+                        .map(|_| ())
+                }
+                WhereFate::Unchanged if uses && view.ready => records
+                    .replace_view(&job.tenant, &view, (&spec, true))
+                    .await
+                    .map(|_| ()),
+                WhereFate::Unchanged => Ok(()),
+            };
+            match outcome {
+                // Changed or deleted meanwhile: its writer's, not this job's.
+                Ok(()) | Err(ViewWriteError::NotFound | ViewWriteError::Changed) => {}
+                Err(ViewWriteError::TooManyViews) => {}
+                Err(ViewWriteError::Store(e)) => return Err(e),
+            }
+        }
+        Ok(())
     }
 
     /// The project's views whose lists are not built, with their shapes: a fill begun after
@@ -365,6 +449,18 @@ impl FieldJobs {
             self.store
                 .records()
                 .mark_view_ready(&job.tenant, view, *rev)
+                .await?;
+        }
+        if let Some((field, _)) = &progress.edit {
+            // Every issue holds the new labels and is indexed at the new places.
+            self.store
+                .records()
+                .finish_edit(
+                    &job.tenant,
+                    &job.project_id,
+                    field,
+                    job.field_id.numbered_value(),
+                )
                 .await?;
         }
         if job.kind == JobKind::Fill {

@@ -27,7 +27,7 @@ pub use batch::{Plan, Unit, plan};
 use defs::Defs;
 pub use error::IndexError;
 pub use metrics::{BatchOutcome, Metrics};
-pub use reindex::{REINDEX_PAGE, ReindexPage};
+pub use reindex::{REINDEX_PAGE, ReindexPage, ValueEdit};
 
 use std::sync::Arc;
 
@@ -267,8 +267,33 @@ impl Indexer {
         if kind == JobKind::Fill {
             return Ok(());
         }
-        let removed = (kind == JobKind::Remove).then_some(field_id);
-        self.reindex_completing(tenant, project_id, removed, seq, metrics)
+        let edit = match kind {
+            JobKind::Remove => Some(ValueEdit::RemoveField(field_id.clone())),
+            JobKind::Edit => {
+                let rev = field_id.numbered_value();
+                let Some((field, changes)) = self
+                    .store
+                    .records()
+                    .pending_edit(tenant, project_id, rev)
+                    .await?
+                else {
+                    return Ok(());
+                };
+                let edit = ValueEdit::Options {
+                    field: field.clone(),
+                    changes,
+                };
+                self.reindex_project(tenant, project_id, Some(&edit), seq, metrics)
+                    .await?;
+                self.store
+                    .records()
+                    .finish_edit(tenant, project_id, &field, rev)
+                    .await?;
+                return Ok(());
+            }
+            _ => None,
+        };
+        self.reindex_completing(tenant, project_id, edit.as_ref(), seq, metrics)
             .await
     }
 }

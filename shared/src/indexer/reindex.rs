@@ -6,6 +6,7 @@ use futures::StreamExt;
 use crate::cursor::Position;
 use crate::domain::Issue;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::domain::values::StoredValue;
 use crate::model::record::IssueRecord;
 use crate::model::watermark::Replaces;
 
@@ -111,7 +112,7 @@ impl Indexer {
         &self,
         tenant: &TenantId,
         project_id: &ProjectId,
-        removed: Option<&FieldId>,
+        edit: Option<&ValueEdit>,
         seq: &str,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
@@ -124,7 +125,7 @@ impl Indexer {
             .into_iter()
             .flatten()
             .collect();
-        self.reindex_project(tenant, project_id, removed, seq, metrics)
+        self.reindex_project(tenant, project_id, edit, seq, metrics)
             .await?;
         for field in &pending {
             // A field deleted meanwhile is simply gone.
@@ -136,14 +137,15 @@ impl Indexer {
         Ok(())
     }
 
-    /// Re-indexes every issue of a project with its current fields; when a field was
-    /// removed, first removes that field's value from each issue that has one.
+    /// Re-indexes every issue of a project with its current fields, first making `edit` on
+    /// each issue it touches (a removed field's value, a select field's renamed or removed
+    /// labels).
     /// An issue that fails for good is parked (at `seq`) and the others go on.
     pub(super) async fn reindex_project(
         &self,
         tenant: &TenantId,
         project_id: &ProjectId,
-        removed_field: Option<&FieldId>,
+        edit: Option<&ValueEdit>,
         seq: &str,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
@@ -153,7 +155,7 @@ impl Indexer {
                 .reindex_page(
                     tenant,
                     project_id,
-                    removed_field,
+                    edit,
                     (start.as_ref(), REINDEX_PAGE),
                     seq,
                     metrics,
@@ -173,7 +175,7 @@ impl Indexer {
         &self,
         tenant: &TenantId,
         project_id: &ProjectId,
-        removed_field: Option<&FieldId>,
+        edit: Option<&ValueEdit>,
         (start, limit): (Option<&Position>, i32),
         seq: &str,
         metrics: &mut Metrics,
@@ -189,7 +191,7 @@ impl Indexer {
         let runs: Vec<_> = page
             .items
             .into_iter()
-            .map(|issue| self.reindex_counted(tenant, issue, removed_field, seq, &defs))
+            .map(|issue| self.reindex_counted(tenant, issue, edit, seq, &defs))
             .collect();
         let outcomes: Vec<(Result<(), IndexError>, Metrics)> = futures::stream::iter(runs)
             .buffer_unordered(self.concurrency)
@@ -217,35 +219,58 @@ impl Indexer {
         &self,
         tenant: &TenantId,
         issue: Issue,
-        removed_field: Option<&FieldId>,
+        edit: Option<&ValueEdit>,
         seq: &str,
         defs: &Defs,
     ) -> (Result<(), IndexError>, Metrics) {
         let mut metrics = Metrics::default();
         let outcome =
-            Box::pin(self.reindex_one(tenant, issue, removed_field, seq, defs, &mut metrics)).await;
+            Box::pin(self.reindex_one(tenant, issue, edit, seq, defs, &mut metrics)).await;
         (outcome, metrics)
     }
 
-    /// One issue of a project being re-indexed: without the removed field's value, if any,
-    /// and with the project's current fields; parked at `seq` if that fails for good.
+    /// One issue of a project being re-indexed: with `edit` made on it, if any, and with the
+    /// project's current fields; parked at `seq` if that fails for good.
     pub(super) async fn reindex_one(
         &self,
         tenant: &TenantId,
         mut issue: Issue,
-        removed_field: Option<&FieldId>,
+        edit: Option<&ValueEdit>,
         seq: &str,
         defs: &Defs,
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
-        if let Some(field) = removed_field
-            && issue.fields.remove(field.as_str()).is_some()
-        {
-            self.store
-                .records()
-                .remove_field_value(tenant, &issue.id, field)
-                .await?;
-            metrics.writes += 1;
+        match edit {
+            Some(ValueEdit::RemoveField(field))
+                if issue.fields.remove(field.as_str()).is_some() =>
+            {
+                self.store
+                    .records()
+                    .remove_field_value(tenant, &issue.id, field)
+                    .await?;
+                metrics.writes += 1;
+            }
+            Some(ValueEdit::Options { field, changes }) => {
+                if let Some(StoredValue::S(label)) = issue.fields.get(field).cloned()
+                    && changes.apply(&label) != Some(label.as_str())
+                {
+                    let to = changes.apply(&label).map(str::to_string);
+                    // Conditioned on the label read: a value written since is the writer's.
+                    if self
+                        .store
+                        .records()
+                        .replace_select_value(tenant, &issue.id, field, &label, to.as_deref())
+                        .await?
+                    {
+                        match to {
+                            Some(to) => issue.fields.insert(field.clone(), StoredValue::S(to)),
+                            None => issue.fields.remove(field),
+                        };
+                        metrics.writes += 1;
+                    }
+                }
+            }
+            _ => {}
         }
         let record = IssueRecord::of(&issue);
         let target = Target {
@@ -270,4 +295,16 @@ impl Indexer {
             other => other,
         }
     }
+}
+
+/// What a re-index changes on an issue before it indexes it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ValueEdit {
+    /// A deleted field: its value goes.
+    RemoveField(FieldId),
+    /// A select field's options edit: renamed labels become their new ones, removed labels go.
+    Options {
+        field: FieldId,
+        changes: crate::domain::options_edit::ValueChanges,
+    },
 }

@@ -10,7 +10,7 @@ use super::items::{
     sk_of,
 };
 use crate::cursor::Position;
-use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId, UserId};
+use crate::domain::ids::{IssueId, ProjectId, TenantId, UserId};
 use crate::domain::{Issue, IssuePatch, MAX_ITEM_BYTES, MAX_PARTICIPANTS, NewIssue};
 use crate::keys;
 use crate::store::Records;
@@ -274,7 +274,7 @@ impl Records<'_> {
     }
 
     /// Starts an UpdateItem of the issue's item.
-    fn update_issue(
+    pub(super) fn update_issue(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
@@ -758,26 +758,5 @@ impl Records<'_> {
             .await?
             .map(|i| issue_from(i, None))
             .transpose()
-    }
-
-    /// Removes a deleted field's value from an issue. It does not bump the version: the value
-    /// was already hidden from every read, so the issue did not change for its readers.
-    #[tracing::instrument(skip_all, fields(op = "remove_field_value"))]
-    pub async fn remove_field_value(
-        &self,
-        tenant: &TenantId,
-        issue_id: &IssueId,
-        field_id: &FieldId,
-    ) -> Result<(), StoreError> {
-        let result = self
-            .update_issue(tenant, issue_id)
-            .update_expression("REMOVE #fields.#f")
-            .condition_expression("attribute_exists(#fields.#f)")
-            .expression_attribute_names("#fields", super::items::attr::FIELDS)
-            .expression_attribute_names("#f", field_id)
-            .send()
-            .await;
-        // Already gone: nothing to remove.
-        condition_held("UpdateItem", result).map(|_| ())
     }
 }

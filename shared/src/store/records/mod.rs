@@ -2,6 +2,7 @@
 
 pub mod comments;
 pub mod directory;
+pub mod field_edit;
 pub mod idempotency;
 pub(crate) mod issues;
 pub(crate) mod items;

@@ -254,7 +254,8 @@ impl Records<'_> {
         ])
     }
 
-    /// Marks a field sortable (its column is complete); `false` if the field is gone.
+    /// Marks a field sortable (its column is complete); `false` if the field is gone, or is
+    /// held by a pending options edit.
     #[tracing::instrument(skip_all, fields(op = "mark_sortable"))]
     pub async fn mark_sortable(
         &self,
@@ -272,8 +273,10 @@ impl Records<'_> {
                 &keys::records::field_sk(field_id),
             )))
             .update_expression("SET #s = :yes")
-            .condition_expression("attribute_exists(PK)")
+            // A field whose options are being edited is its own job's to mark.
+            .condition_expression("attribute_exists(PK) AND attribute_not_exists(#er)")
             .expression_attribute_names("#s", attr::SORTABLE)
+            .expression_attribute_names("#er", super::field_edit::EDIT_REV)
             .expression_attribute_values(":yes", AttributeValue::Bool(true))
             .send()
             .await;
