@@ -486,6 +486,9 @@ async fn measure_size(
     // Late: the new field changes every issue's entries, and so does the view's job.
     let (calls, seconds) = field_add::field_add(&env).await?;
     results.field_add.push((n, calls, seconds));
+    results
+        .option_reorder
+        .push((n, field_add::option_reorder(&env).await?));
     let (build, page) = views::view_patterns(&env, s).await?;
     results.view_build.push((n, build));
     rows.insert(views::VIEW_PAGE, page);

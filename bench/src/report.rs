@@ -52,6 +52,9 @@ pub(crate) struct Results {
     pub(crate) update_views: Vec<(usize, f64)>,
     /// What a board's counts cost to read.
     pub(crate) board: Option<crate::views::BoardCounts>,
+    /// Per project size: the seconds until a reordered select field is sortable again
+    /// (`None`: its job did not finish).
+    pub(crate) option_reorder: Vec<(u64, Option<f64>)>,
     /// The per-request membership check's read units on a warm instance.
     pub(crate) membership_check_rcu: Option<f64>,
 }

@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub(crate) const NAMES: [(&str, &str); 62] = [
+pub(crate) const NAMES: [(&str, &str); 63] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -129,6 +129,10 @@ pub(crate) const NAMES: [(&str, &str); 62] = [
     (
         "view_build_{size}_seconds",
         "seconds from the `POST /projects/{id}/views` of that view on the seeded project until it is ready: the stream indexer's one job message, then the field job re-indexing every issue (checkpointed, continued in a new message when its time runs low); absent when the job did not finish",
+    ),
+    (
+        "option_reorder_{size}_seconds",
+        "seconds from a `PATCH` that reverses the seeded project's `Priority` options (a select field) until the field is sortable again: the stream indexer's one job message, then the Edit job re-indexing every issue (checkpointed, continued in a new message when its time runs low); absent when the job did not finish",
     ),
     (
         "membership_check_rcu_per_request",
@@ -287,6 +291,17 @@ pub(crate) fn figures(r: &Results) -> (Figures, Omitted) {
     field_add_figures(r, &mut f, &mut omitted);
     hot_figures(r, &mut f);
     crate::views::view_figures(r, &mut f, &mut omitted);
+    for (n, seconds) in &r.option_reorder {
+        let name = format!("option_reorder_{}_seconds", size_label(*n));
+        match seconds {
+            Some(s) => {
+                f.insert(name, *s);
+            }
+            None => {
+                omitted.insert(name, "the Edit job did not finish".into());
+            }
+        }
+    }
     if let Some(rcu) = r.membership_check_rcu {
         f.insert("membership_check_rcu_per_request".into(), rcu);
     }
@@ -660,6 +675,7 @@ mod tests {
             update_views: vec![(0, 1.0), (10, 2.0)],
             board: Some(crate::views::BoardCounts::default()),
             membership_check_rcu: Some(0.0),
+            option_reorder: vec![(1000, Some(1.0))],
             binaries: vec![("grid".into(), 1, None, 1.0)],
             hot: vec![crate::hot::HotLoad {
                 shards: 4,

@@ -71,7 +71,8 @@ const WORDS: &[&str] = &[
 const COMPONENTS: &[&str] = &[
     "API", "Web", "iOS", "Android", "Billing", "Search", "Infra", "Docs",
 ];
-const PRIORITIES: &[&str] = &["P0", "P1", "P2", "P3"];
+/// The seeded `Priority` field's options, in order.
+pub const PRIORITIES: &[&str] = &["P0", "P1", "P2", "P3"];
 
 fn def(name: &str, field_type: FieldType, options: Option<Vec<String>>) -> FieldDef {
     FieldDef {
