@@ -48,6 +48,10 @@ pub fn parse_ranked_member_gsi1_sk(sk: &str) -> Option<(Role, UserId)> {
     Some((role, UserId::parse(user)?))
 }
 
+/// Where the ranked members start: a key condition's value may not be empty, and every rank
+/// is three digits.
+pub const RANKED_MEMBERS_START: &str = "000";
+
 /// Where the members of `role`'s rank and above end in the ranked index (exclusive).
 pub fn ranked_members_end(role: Role) -> String {
     format!("{:03}#~", role.rank())
@@ -103,6 +107,7 @@ mod tests {
     fn owners_and_admins_are_one_range() {
         let u = UserId::parse("u").unwrap();
         let end = ranked_members_end(Role::Admin);
+        assert!(RANKED_MEMBERS_START < ranked_member_gsi1_sk(Role::Owner, &u).as_str());
         assert!(ranked_member_gsi1_sk(Role::Owner, &u) < end);
         assert!(ranked_member_gsi1_sk(Role::Admin, &u) < end);
         assert!(ranked_member_gsi1_sk(Role::Member, &u) > end);

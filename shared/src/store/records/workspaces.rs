@@ -455,7 +455,7 @@ impl Records<'_> {
     #[tracing::instrument(skip_all, fields(op = "workspace_admins"))]
     pub async fn workspace_admins(&self, ws: &TenantId) -> Result<Vec<Member>, StoreError> {
         let query = Query::gsi1(&self.store.records, k::ranked_members_gsi1_pk(ws))
-            .sk_between("", &k::ranked_members_end(Role::Admin));
+            .sk_between(k::RANKED_MEMBERS_START, &k::ranked_members_end(Role::Admin));
         // GSI1 projects a member's keys only: the role and user are in its sort key.
         Ok(self
             .store
