@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use anyhow::{Context, Result, bail};
 use aws_sdk_dynamodbstreams::types::ShardIteratorType;
-use gridline::domain::ids::{IssueId, ProjectId, TenantId};
+use gridline::domain::ids::{IssueId, ProjectId, TeamId, TenantId};
 use gridline::indexer::Indexer;
 use gridline::keys;
 use gridline::model::event::StreamEvent;
@@ -58,6 +58,11 @@ pub enum Touched {
         tenant: TenantId,
         project_id: ProjectId,
     },
+    /// A team's item: taken off everything if it is gone.
+    Team {
+        tenant: TenantId,
+        team_id: TeamId,
+    },
 }
 
 impl Touched {
@@ -74,6 +79,7 @@ impl Touched {
             Change::Field {
                 tenant, project_id, ..
             } => Self::Project { tenant, project_id },
+            Change::Team { tenant, team_id } => Self::Team { tenant, team_id },
             Change::Project { .. } | Change::Ignored => return None,
         })
     }
@@ -211,6 +217,13 @@ pub async fn redrive(indexer: &Indexer, read: &ReadBack, report: &mut ReplayRepo
             Touched::Project { tenant, project_id } => {
                 report.projects += 1;
                 indexer.reindex_whole_project(tenant, project_id).await?
+            }
+            Touched::Team { tenant, team_id } => {
+                let left = indexer.team_deleted(tenant, team_id).await?;
+                gridline::indexer::Metrics {
+                    writes: left.memberships + left.issues,
+                    ..Default::default()
+                }
             }
         };
         report.index_writes += metrics.writes;

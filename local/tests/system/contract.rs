@@ -176,6 +176,18 @@ fn the_indexers_stream_filter_selects_issues_and_field_definitions_by_key() {
         pattern["dynamodb"]["Keys"]["SK"]["S"],
         serde_json::json!([gridline::keys::records::ISSUE_SK, {"prefix": gridline::keys::records::FIELD_SK_PREFIX}])
     );
+    // A team's removal, and only that of its items.
+    let team: serde_json::Value = serde_json::from_str(
+        stream["FilterCriteria"]["Filters"][1]["Pattern"]
+            .as_str()
+            .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(team["eventName"], serde_json::json!(["REMOVE"]));
+    assert_eq!(
+        team["dynamodb"]["Keys"]["SK"]["S"],
+        serde_json::json!([gridline::keys::records::TEAM_SK])
+    );
     assert_eq!(
         stream["FunctionResponseTypes"][0].as_str(),
         Some("ReportBatchItemFailures")

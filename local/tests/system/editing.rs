@@ -333,3 +333,65 @@ async fn bad_field_edits_are_problems_and_write_nothing() {
         .await;
     assert_eq!(r.status, 200, "{:?}", r.body);
 }
+
+/// A deleted team is gone at once; within seconds (the indexer, off its item's removal) it
+/// leaves every issue it was on, each a new version whose history names no actor, and every
+/// member's team list; and the index is exactly what the records say.
+#[tokio::test]
+async fn a_deleted_team_leaves_its_issues_and_members() {
+    let (api, p) = TestApi::with_project("teams").await;
+    let team = api.team("core").await;
+    api.join(&team, "bob").await;
+    api.join(&team, "carol").await;
+    let open = api.issue(&p, json!({"title": "open"})).await;
+    let closed = api.issue(&p, json!({"title": "closed"})).await;
+    let (open, closed) = (open["id"].as_str().unwrap(), closed["id"].as_str().unwrap());
+    for i in [open, closed] {
+        let r = api
+            .put(
+                &format!("/issues/{i}/participants/team/{team}"),
+                Some(json!({"role": "watcher"})),
+            )
+            .await;
+        assert!(r.status.is_success(), "{:?}", r.body);
+    }
+    api.patch(&format!("/issues/{closed}"), json!({"state": "closed"}))
+        .await;
+    api.sync().await;
+    let before = api.get(&format!("/issues/{open}")).await.body["version"]
+        .as_u64()
+        .unwrap();
+
+    assert_eq!(api.delete(&format!("/teams/{team}")).await.status, 204);
+    assert_eq!(api.get(&format!("/teams/{team}")).await.status, 404);
+    assert_eq!(api.delete(&format!("/teams/{team}")).await.status, 404);
+    api.sync().await;
+
+    let bob = ("bob", gridline_local::testing::ALICE.1);
+    let teams = api.call(bob, http::Method::GET, "/me/teams", None).await;
+    assert_eq!(teams.body["items"], json!([]), "{:?}", teams.body);
+    for i in [open, closed] {
+        let issue = api.get(&format!("/issues/{i}")).await.body;
+        let kinds: Vec<&str> = issue["participants"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["kind"].as_str().unwrap())
+            .collect();
+        assert_eq!(kinds, ["user"], "{issue}");
+    }
+    let issue = api.get(&format!("/issues/{open}")).await.body;
+    assert_eq!(issue["version"].as_u64(), Some(before + 1));
+    let history = api.get(&format!("/issues/{open}/history?limit=1")).await;
+    assert_eq!(
+        history.body["items"][0]["actor"],
+        serde_json::Value::Null,
+        "{:?}",
+        history.body
+    );
+    let tenant = gridline::domain::ids::TenantId::parse(gridline_local::testing::ALICE.1).unwrap();
+    let project = gridline::domain::ids::ProjectId::parse(&p).unwrap();
+    api.assert_index_matches_records(&tenant, &[project]).await;
+    let inbox = api.get(&format!("/teams/{team}/issues")).await;
+    assert_eq!(inbox.status, 404);
+}

@@ -171,6 +171,7 @@ const TABLE: &[Mount] = {
         at(People, T(Need::Write), Method::POST, "/teams", |m| on(m, people::create_team)),
         at(People, T(Need::Read), Method::GET, "/teams/{team_id}", |m| on(m, people::get_team)),
         at(People, T(Need::Write), Method::PATCH, "/teams/{team_id}", |m| on(m, people::patch_team)),
+        at(People, T(Need::Write), Method::DELETE, "/teams/{team_id}", |m| on(m, people::delete_team)),
         at(People, T(Need::Write), Method::PUT, "/teams/{team_id}/members/{user_id}", |m| on(m, people::add_member)),
         at(People, T(Need::Write), Method::DELETE, "/teams/{team_id}/members/{user_id}", |m| on(m, people::remove_member)),
         at(People, T(Need::Read), Method::GET, "/teams/{team_id}/members", |m| on(m, people::list_members)),

@@ -111,6 +111,26 @@ pub async fn patch_team(
     Ok(Json(team_of(&app, &caller.tenant, &team_id).await?))
 }
 
+/// `DELETE /teams/{team_id}`: the team is gone at once (`404`, its name off every list); the
+/// indexer then takes it off every issue (a system change on each) and every member's list,
+/// within seconds (`store::records::team_delete`).
+pub async fn delete_team(
+    State(app): State<AppState>,
+    caller: Caller,
+    Id(team_id): Id<TeamId>,
+) -> ApiResult<StatusCode> {
+    if app
+        .store
+        .records()
+        .delete_team(&caller.tenant, &team_id)
+        .await?
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(TEAM))
+    }
+}
+
 pub async fn add_member(
     State(app): State<AppState>,
     caller: Caller,

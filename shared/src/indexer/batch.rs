@@ -4,7 +4,7 @@
 
 use std::collections::HashMap;
 
-use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TeamId, TenantId};
 use crate::keys;
 use crate::keys::index::ParkedUnit;
 use crate::model::event::StreamRecord;
@@ -54,6 +54,8 @@ pub enum Unit<'a> {
         project_id: ProjectId,
         job: FieldId,
     },
+    /// A team was deleted: it leaves every issue it participated in and every member's list.
+    TeamDeleted { tenant: TenantId, team_id: TeamId },
     /// A record that cannot be understood: it is parked, and the batch goes on.
     Malformed {
         /// The tenant its keys name, or `-` when they name none.
@@ -215,6 +217,9 @@ fn plan_one<'a>(record: &'a StreamRecord<'a>) -> Result<Option<Unit<'a>>, String
             job: FieldId::numbered(rev),
         }),
         // Anything else (the template's filter keeps it out in AWS) is not the indexer's business.
+        Change::Team { tenant, team_id } => {
+            (op == Some(Op::Remove)).then_some(Unit::TeamDeleted { tenant, team_id })
+        }
         Change::IssueDetail { .. } | Change::Ignored => None,
     })
 }
@@ -258,6 +263,7 @@ pub(super) fn segment_end(units: &[(&str, Unit<'_>)], start: usize) -> usize {
                 | Unit::FieldRemoved { .. }
                 | Unit::HotAdded { .. }
                 | Unit::FieldEdited { .. }
+                | Unit::TeamDeleted { .. }
                 | Unit::Malformed { .. }
         )
     };
@@ -293,6 +299,7 @@ impl Unit<'_> {
                 keys::index::parked_sk(ParkedUnit::Project, project_id),
                 false,
             ),
+            Self::TeamDeleted { tenant, team_id } => (tenant, format!("#team#{team_id}"), false),
             Self::Malformed {
                 tenant, subject, ..
             } => {

@@ -298,6 +298,25 @@ impl Indexer {
     }
 }
 
+impl Indexer {
+    /// A deleted team taken off every issue and membership; nothing when the team exists
+    /// (a record read back by `gridctl replay` may be its creation, not its removal).
+    pub async fn team_deleted(
+        &self,
+        tenant: &TenantId,
+        team_id: &crate::domain::ids::TeamId,
+    ) -> Result<crate::store::records::team_delete::Left, IndexError> {
+        let records = self.store.records();
+        if records.get_team(tenant, team_id).await?.is_some() {
+            return Ok(Default::default());
+        }
+        let now = crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
+        Ok(records
+            .team_leaves_everything(tenant, team_id, &now)
+            .await?)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

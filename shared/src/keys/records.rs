@@ -163,6 +163,17 @@ pub fn team_pk(tenant: &TenantId, team_id: &TeamId) -> String {
 }
 
 pub const TEAM_SK: &str = "#TEAM";
+
+/// `(tenant, team)` of a [`team_pk`].
+pub fn parse_team_pk(pk: &str) -> Option<(TenantId, TeamId)> {
+    let mut parts = pk.strip_prefix("T#")?.split('#');
+    match (parts.next(), parts.next(), parts.next(), parts.next()) {
+        (Some(t), Some("TEAM"), Some(team), None) => {
+            Some((TenantId::parse(t)?, TeamId::parse(team)?))
+        }
+        _ => None,
+    }
+}
 /// Sort-key prefix of a team's members (in the team's partition).
 pub const MEMBER_SK_PREFIX: &str = "M#";
 /// Sort-key prefix of a user's teams (in the user's partition).

@@ -2,7 +2,7 @@
 //! `crate::keys`: the one classifier the indexer (Lambda's stream events) and `gridctl replay`
 //! (records read back from the stream) share.
 
-use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
+use crate::domain::ids::{FieldId, IssueId, ProjectId, TeamId, TenantId};
 use crate::keys;
 
 /// The kind of a stream record (`eventName`).
@@ -43,7 +43,9 @@ pub enum Change {
         tenant: TenantId,
         project_id: ProjectId,
     },
-    /// Anything else (people, teams): not the index's business.
+    /// A team's own item: when it is removed, the team leaves every issue and membership.
+    Team { tenant: TenantId, team_id: TeamId },
+    /// Anything else (people, memberships): not the index's business.
     Ignored,
 }
 
@@ -94,6 +96,11 @@ pub fn classify(pk: Option<&str>, sk: Option<&str>) -> Result<Change, Unreadable
         && let Some((tenant, project_id)) = keys::records::parse_project_pk(pk)
     {
         return Ok(Change::Project { tenant, project_id });
+    }
+    if sk == keys::records::TEAM_SK
+        && let Some((tenant, team_id)) = keys::records::parse_team_pk(pk)
+    {
+        return Ok(Change::Team { tenant, team_id });
     }
     Ok(Change::Ignored)
 }

@@ -11,6 +11,7 @@ pub(crate) mod people;
 pub(crate) mod projects;
 pub mod relations;
 pub(crate) mod renames;
+pub mod team_delete;
 pub mod tree;
 pub mod views;
 pub mod workspaces;
