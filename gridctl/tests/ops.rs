@@ -832,3 +832,34 @@ async fn directory_finds_and_fixes_missing_and_stale_names() {
         .unwrap();
     assert_eq!((now.missing, now.stale), (0, 0), "{now:?}");
 }
+
+/// A project deleted through the API leaves nothing for `verify` to report once its purge
+/// job has run, and a workspace's people items (keys outside any tenant) are not drift.
+#[tokio::test]
+async fn a_purged_project_and_a_workspace_leave_verify_clean() {
+    let api = TestApi::start().await;
+    let seeded = seed_project(&api, 30).await;
+    let keep = api.project("kept").await;
+    api.issue(&keep, json!({"title": "stays"})).await;
+    let ana = api.signed_in("ana", "ana@example.com").await;
+    let ws = api
+        .with_token(
+            &ana,
+            Method::POST,
+            "/workspaces",
+            Some(json!({"name": "W"})),
+        )
+        .await;
+    assert_eq!(ws.status, 201, "{:?}", ws.body);
+    api.sync().await;
+    assert!(verify(&api).await.is_clean());
+
+    let r = api
+        .delete(&format!("/projects/{}", seeded.project_id))
+        .await;
+    assert_eq!(r.status, 204, "{:?}", r.body);
+    api.sync().await;
+    let report = verify(&api).await;
+    assert!(report.is_clean(), "{:?}", report.drift);
+    assert_eq!(report.issues, 1, "only the kept project's issue");
+}

@@ -395,3 +395,117 @@ async fn a_deleted_team_leaves_its_issues_and_members() {
     let inbox = api.get(&format!("/teams/{team}/issues")).await;
     assert_eq!(inbox.status, 404);
 }
+
+/// Every item of `table` whose keys or attributes name any of `ids`, as text.
+async fn naming(api: &TestApi, table: &str, ids: &[&str]) -> Vec<String> {
+    api.scan_all(table)
+        .await
+        .into_iter()
+        .map(|item| format!("{item:?}"))
+        .filter(|text| ids.iter().any(|id| text.contains(id)))
+        .collect()
+}
+
+/// A deleted project is `404` at once; its purge job deletes its issues (their comments and
+/// history with them, a relation to another project's issue removed there as a system change),
+/// its fields, views and tree, and what the index held for it: nothing of it is left in either
+/// table, and `gridctl verify` finds nothing to mend.
+#[tokio::test]
+async fn a_deleted_project_leaves_nothing_in_either_table() {
+    let (api, p) = TestApi::with_project("doomed").await;
+    let other = api.project("stays").await;
+    let f = api
+        .field(
+            &p,
+            json!({"name": "Priority", "type": "select", "options": ["low", "high"]}),
+        )
+        .await;
+    let parent = api
+        .issue(&p, json!({"title": "parent", "fields": {&f: "high"}}))
+        .await;
+    let parent = parent["id"].as_str().unwrap().to_string();
+    let child = api
+        .issue(&p, json!({"title": "child", "parent_id": parent}))
+        .await;
+    let child = child["id"].as_str().unwrap().to_string();
+    let outside = api.issue(&other, json!({"title": "outside"})).await;
+    let outside = outside["id"].as_str().unwrap().to_string();
+    let r = api
+        .put(
+            &format!("/issues/{outside}/relations/relates_to/{parent}"),
+            None,
+        )
+        .await;
+    assert!(r.status.is_success(), "{:?}", r.body);
+    let r = api
+        .post(&format!("/issues/{child}/comments"), json!({"body": "hi"}))
+        .await;
+    assert_eq!(r.status, 201, "{:?}", r.body);
+    api.patch(&format!("/issues/{child}"), json!({"title": "child 2"}))
+        .await;
+    let view = api
+        .post(
+            &format!("/projects/{p}/views"),
+            json!({"name": "v", "where": [[&f, "eq", "high"]], "group_by": &f}),
+        )
+        .await;
+    assert_eq!(view.status, 201, "{:?}", view.body);
+    api.get(&format!("/projects/{p}/issues?sort={f}")).await;
+    api.sync().await;
+    let before = api.get(&format!("/issues/{outside}")).await.body["version"]
+        .as_u64()
+        .unwrap();
+
+    assert_eq!(api.delete(&format!("/projects/{p}")).await.status, 204);
+    assert_eq!(api.get(&format!("/projects/{p}")).await.status, 404);
+    // The grid's instances hold a project's definitions for up to 2 s.
+    tokio::time::sleep(gridline::http::fields_cache::FieldsCache::MAX_AGE).await;
+    assert_eq!(api.get(&format!("/projects/{p}/issues")).await.status, 404);
+    let r = api
+        .post(&format!("/projects/{p}/issues"), json!({"title": "late"}))
+        .await;
+    assert_eq!(r.status, 404);
+    assert_eq!(api.delete(&format!("/projects/{p}")).await.status, 404);
+    api.sync().await;
+
+    assert_eq!(api.get(&format!("/issues/{parent}")).await.status, 404);
+    let ids = [p.as_str(), parent.as_str(), child.as_str(), f.as_str()];
+    // The other project's issue keeps, in its own record and history, that its relation to
+    // the deleted issue was removed: that is its history, not the deleted project's.
+    let theirs = |text: &String| !text.contains(&outside);
+    let records = naming(&api, &api.stack.tables.records, &ids).await;
+    let records: Vec<_> = records.into_iter().filter(theirs).collect();
+    assert_eq!(records, Vec::<String>::new(), "records left");
+    // Left: each deleted issue's delete marker (its watermark at the deleted version, no
+    // data but its id), which keeps a late stream record from bringing it back, and expires.
+    let index: Vec<_> = api
+        .scan_all(&api.stack.tables.index)
+        .await
+        .into_iter()
+        .filter(|item| {
+            let text = format!("{item:?}");
+            ids.iter().any(|id| text.contains(id)) && theirs(&text)
+        })
+        .filter(|item| {
+            let marker = item.get("version").and_then(|v| v.as_n().ok())
+                == Some(&u64::MAX.to_string())
+                && item.contains_key("expires_at");
+            !marker
+        })
+        .map(|item| format!("{item:?}"))
+        .collect();
+    assert_eq!(index, Vec::<String>::new(), "index items left");
+    let outside = api.get(&format!("/issues/{outside}")).await.body;
+    assert_eq!(outside["relations"], json!([]), "{outside}");
+    assert_eq!(outside["version"].as_u64(), Some(before + 1));
+    let names: Vec<String> = api.get("/projects").await.body["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["name"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["stays"]);
+    let tenant = gridline::domain::ids::TenantId::parse(gridline_local::testing::ALICE.1).unwrap();
+    let stays = gridline::domain::ids::ProjectId::parse(&other).unwrap();
+    api.assert_index_matches_records(&tenant, &[stays]).await;
+}

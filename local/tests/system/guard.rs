@@ -573,6 +573,14 @@ async fn workload(api: &TestApi) {
     api.sync().await;
     let both = [&p, &wide].map(|p| ProjectId::parse(p).unwrap());
     api.assert_index_matches_records(&acme(), &both).await;
+    // A project deleted: its purge job deletes its issues, then its fields and the rest.
+    alice.delete(&format!("/projects/{wide}")).await;
+    // A team deleted: the indexer takes it off its members' lists and its issues.
+    let gone = alice.post("/teams", json!({"name": "gone"})).await;
+    let gone = gone["id"].as_str().unwrap().to_string();
+    alice.put(&format!("/teams/{gone}/members/bob"), None).await;
+    alice.delete(&format!("/teams/{gone}")).await;
+    api.sync().await;
     assert_eq!(api.dead_letters().await, 0);
 }
 

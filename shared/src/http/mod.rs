@@ -158,6 +158,7 @@ const TABLE: &[Mount] = {
         at(Projects, T(Need::Read), Method::GET, "/projects", |m| on(m, projects::list)),
         at(Projects, T(Need::Read), Method::GET, "/projects/{project_id}", |m| on(m, projects::get)),
         at(Projects, T(Need::Admin), Method::PATCH, "/projects/{project_id}", |m| on(m, projects::patch)),
+        at(Projects, T(Need::Admin), Method::DELETE, "/projects/{project_id}", |m| on(m, projects::delete)),
         at(Projects, T(Need::Admin), Method::POST, "/projects/{project_id}/fields", |m| on(m, projects::create_field)),
         at(Projects, T(Need::Read), Method::GET, "/projects/{project_id}/fields", |m| on(m, projects::list_fields)),
         at(Projects, T(Need::Admin), Method::PATCH, "/projects/{project_id}/fields/{field_id}", |m| on(m, projects::patch_field)),

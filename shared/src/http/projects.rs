@@ -107,6 +107,26 @@ pub async fn patch(
     }))
 }
 
+/// `DELETE /projects/{project_id}`: the project is `404` at once; a purge job, started by the
+/// stream, deletes its issues and everything else under it within seconds
+/// (`store::records::project_delete`).
+pub async fn delete(
+    State(app): State<AppState>,
+    caller: Caller,
+    Id(project_id): Id<ProjectId>,
+) -> ApiResult<StatusCode> {
+    if app
+        .store
+        .records()
+        .delete_project(&caller.tenant, &project_id)
+        .await?
+    {
+        Ok(StatusCode::NO_CONTENT)
+    } else {
+        Err(ApiError::NotFound(PROJECT))
+    }
+}
+
 pub async fn create_field(
     State(app): State<AppState>,
     caller: Caller,

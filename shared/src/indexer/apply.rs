@@ -131,6 +131,11 @@ impl Indexer {
                 self.start_job(tenant, project_id, field_id, JobKind::Remove, seq, metrics)
                     .await
             }
+            Unit::ProjectDeleted { tenant, project_id } => {
+                let job = crate::domain::ids::FieldId::numbered(0);
+                self.start_job(tenant, project_id, &job, JobKind::Purge, seq, metrics)
+                    .await
+            }
             Unit::TeamDeleted { tenant, team_id } => {
                 let left = self.team_deleted(tenant, team_id).await?;
                 metrics.writes += left.memberships + left.issues;

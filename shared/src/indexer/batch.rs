@@ -54,6 +54,11 @@ pub enum Unit<'a> {
         project_id: ProjectId,
         job: FieldId,
     },
+    /// A project was deleted: a purge job deletes its issues and everything else under it.
+    ProjectDeleted {
+        tenant: TenantId,
+        project_id: ProjectId,
+    },
     /// A team was deleted: it leaves every issue it participated in and every member's list.
     TeamDeleted { tenant: TenantId, team_id: TeamId },
     /// A record that cannot be understood: it is parked, and the batch goes on.
@@ -211,6 +216,10 @@ fn plan_one<'a>(record: &'a StreamRecord<'a>) -> Result<Option<Unit<'a>>, String
             }),
             None => None,
         },
+        // A project's removal: its purge job deletes everything under it.
+        Change::Project { tenant, project_id } if op == Some(Op::Remove) => {
+            Some(Unit::ProjectDeleted { tenant, project_id })
+        }
         Change::Project { tenant, project_id } => hot_added(record).map(|rev| Unit::HotAdded {
             tenant,
             project_id,
@@ -264,6 +273,7 @@ pub(super) fn segment_end(units: &[(&str, Unit<'_>)], start: usize) -> usize {
                 | Unit::HotAdded { .. }
                 | Unit::FieldEdited { .. }
                 | Unit::TeamDeleted { .. }
+                | Unit::ProjectDeleted { .. }
                 | Unit::Malformed { .. }
         )
     };
@@ -294,7 +304,8 @@ impl Unit<'_> {
             }
             | Self::FieldEdited {
                 tenant, project_id, ..
-            } => (
+            }
+            | Self::ProjectDeleted { tenant, project_id } => (
                 tenant,
                 keys::index::parked_sk(ParkedUnit::Project, project_id),
                 false,

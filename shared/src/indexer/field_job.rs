@@ -52,6 +52,9 @@ pub enum JobKind {
     /// column after an options edit, then marks it sortable (its `field_id` is the project's
     /// `fields_rev` at the edit, as a field id of that number; `store::records::field_edit`).
     Edit,
+    /// Deletes a deleted project's issues, a page at a time, then everything else under it,
+    /// its own checkpoint last (`store::records::project_delete`; its `field_id` is 0).
+    Purge,
 }
 
 impl JobKind {
@@ -61,6 +64,7 @@ impl JobKind {
             Self::Remove => "remove",
             Self::Fill => "fill",
             Self::Edit => "edit",
+            Self::Purge => "purge",
         }
     }
 }
@@ -242,17 +246,35 @@ impl FieldJobs {
         let label = format!("job:{}", job.sk());
         let mut pages = 0;
         loop {
-            let page = self
-                .indexer
-                .reindex_page(
-                    &job.tenant,
-                    &job.project_id,
-                    edit.as_ref(),
-                    (progress.after.as_ref(), self.page_size),
-                    &label,
-                    metrics,
-                )
-                .await?;
+            let page = match job.kind {
+                JobKind::Purge => {
+                    let page = self
+                        .store
+                        .records()
+                        .purge_issues(
+                            &job.tenant,
+                            &job.project_id,
+                            (progress.after.as_ref(), self.page_size),
+                        )
+                        .await?;
+                    crate::indexer::ReindexPage {
+                        issues: page.items.len(),
+                        next: page.next,
+                    }
+                }
+                _ => {
+                    self.indexer
+                        .reindex_page(
+                            &job.tenant,
+                            &job.project_id,
+                            edit.as_ref(),
+                            (progress.after.as_ref(), self.page_size),
+                            &label,
+                            metrics,
+                        )
+                        .await?
+                }
+            };
             pages += 1;
             metrics.units += page.issues;
             progress.issues += page.issues as u64;
@@ -282,6 +304,17 @@ impl FieldJobs {
     /// already sortable, or gone when no other field waits; a removal whose field is still
     /// defined).
     async fn begin(&self, job: &FieldJob) -> Result<Option<Progress>, JobError> {
+        // A project that exists was never deleted (ids are never reused): nothing to purge.
+        if job.kind == JobKind::Purge
+            && self
+                .store
+                .records()
+                .get_project(&job.tenant, &job.project_id)
+                .await?
+                .is_some()
+        {
+            return Ok(None);
+        }
         if job.kind == JobKind::Fill {
             // Begun: the project's later records need not start it again.
             self.store
@@ -289,13 +322,18 @@ impl FieldJobs {
                 .clear_hot_fill(&job.tenant, &job.project_id)
                 .await?;
         }
-        let defs = self
+        let defs = match self
             .store
             .records()
             .project_with_fields(&job.tenant, &job.project_id)
             .await?
-            .map(|(_, defs)| defs)
-            .unwrap_or_default();
+        {
+            Some((_, defs)) => defs,
+            // A deleted project: its purge deletes everything (its fields' removals, which
+            // its purge writes, have nothing to do).
+            None if job.kind != JobKind::Purge => return Ok(None),
+            None => Vec::new(),
+        };
         let defined = defs.iter().find(|d| d.id == job.field_id);
         let covers = match job.kind {
             // A sortable field's job finished, and built every field before it.
@@ -316,7 +354,7 @@ impl FieldJobs {
             // Field ids are never reused, so a defined field was never deleted: a message
             // naming one is not a removal's, and removes nothing.
             JobKind::Remove if defined.is_some() => return Ok(None),
-            JobKind::Remove | JobKind::Fill | JobKind::Edit => Vec::new(),
+            JobKind::Remove | JobKind::Fill | JobKind::Edit | JobKind::Purge => Vec::new(),
         };
         let views = match job.kind {
             JobKind::Fill => self.views_to_build(job).await?,
@@ -470,6 +508,16 @@ impl FieldJobs {
                 .index()
                 .drop_dead_view_counts(&job.tenant, &job.project_id)
                 .await?;
+        }
+        if job.kind == JobKind::Purge {
+            // The issues are gone: the rest goes, this job's checkpoint with it.
+            let items = self
+                .store
+                .records()
+                .purge_project_rest(&job.tenant, &job.project_id)
+                .await?;
+            tracing::info!(job = %job.sk(), issues = progress.issues, items, "project purged");
+            return Ok(Outcome::Finished);
         }
         progress.finished = true;
         self.store.index().save_job(job, &progress).await?;

@@ -392,7 +392,10 @@ impl Records<'_> {
     }
 
     /// Deletes records-table items by key, 25 a BatchWriteItem; how many.
-    async fn delete_records(&self, keys: Vec<crate::store::Item>) -> Result<usize, StoreError> {
+    pub(super) async fn delete_records(
+        &self,
+        keys: Vec<crate::store::Item>,
+    ) -> Result<usize, StoreError> {
         let requests = keys
             .into_iter()
             .map(|k| {
@@ -410,7 +413,7 @@ impl Records<'_> {
 }
 
 /// An item's key attributes.
-fn key_only(item: &crate::store::Item) -> crate::store::Item {
+pub(super) fn key_only(item: &crate::store::Item) -> crate::store::Item {
     [keys::PK, keys::SK]
         .iter()
         .filter_map(|k| Some((k.to_string(), item.get(*k)?.clone())))

@@ -8,6 +8,7 @@ pub(crate) mod issues;
 pub(crate) mod items;
 pub(crate) mod patch;
 pub(crate) mod people;
+pub(crate) mod project_delete;
 pub(crate) mod projects;
 pub mod relations;
 pub(crate) mod renames;
