@@ -82,3 +82,43 @@ pub(crate) async fn option_reorder(env: &Env) -> Result<Option<f64>> {
     );
     Ok(finished.then_some(seconds))
 }
+
+/// Deletes the seeded project through the API, last of a size's measures: the seconds until
+/// nothing of it is left (its purge job's pages, as the job function runs them, and the
+/// indexer's clean-up of each deleted issue off the stream, until both are idle), and the
+/// write units both spend. `None` when the job did not finish.
+pub(crate) async fn project_delete(env: &Env) -> Result<Option<(f64, f64)>> {
+    let mut poller = env.poller.lock().await;
+    drain(&mut poller).await?;
+    let (p, _, me) = crate::project_points_caller(env);
+    let (status, reply) = env
+        .call(me, Method::DELETE, &format!("/projects/{p}"), None)
+        .await?;
+    anyhow::ensure!(status == 204, "delete {p}: {status} {reply}");
+    let meter = crate::meter::Meter::new();
+    let stack = &env.stack;
+    poller.set_indexer(stack.indexer_on(meter.client(&stack.function_client("IndexerFunction"))));
+    let mut worker = stack.job_worker()?;
+    worker.jobs = stack.field_jobs_on(meter.client(&stack.function_client("FieldJobFunction")));
+    let dead = worker.queue.dead_letters().len();
+    let started = Instant::now();
+    loop {
+        drain(&mut poller).await?;
+        if worker.queue.is_empty() {
+            break;
+        }
+        worker.drain().await?;
+    }
+    let seconds = started.elapsed().as_secs_f64();
+    let wcu = meter.now().write_capacity;
+    let finished = worker.queue.dead_letters().len() == dead;
+    eprintln!(
+        "   project delete: {} in {seconds:.1} s, {wcu:.0} WCU",
+        if finished {
+            "purged"
+        } else {
+            "not purged (dead-letter)"
+        }
+    );
+    Ok(finished.then_some((seconds, wcu)))
+}

@@ -96,6 +96,10 @@ struct Args {
     /// writes no file.
     #[arg(long)]
     membership: bool,
+    /// Only a project delete (`project_delete_{size}_*`) of a project of this many issues,
+    /// printed; writes no file.
+    #[arg(long)]
+    project_delete: Option<u64>,
 }
 
 /// One access pattern's figures, per operation.
@@ -444,6 +448,22 @@ async fn only(args: &Args) -> Result<bool> {
         }
         return Ok(true);
     }
+    if let Some(n) = args.project_delete {
+        let db = engine_dir(args).join(format!("gridline-bench-delete-{}.db", std::process::id()));
+        let env = setup(n, &db).await?;
+        let done = field_add::project_delete(&env).await;
+        drop(env);
+        remove_db(&db);
+        match done? {
+            Some((seconds, wcu)) => println!(
+                "project_delete_{}_seconds {seconds:.1}\nproject_delete_{}_wcu {wcu:.0}",
+                results::size_label(n),
+                results::size_label(n)
+            ),
+            None => println!("the purge job did not finish"),
+        }
+        return Ok(true);
+    }
     if args.membership {
         let rcu = membership::membership_check_rcu().await?;
         println!("membership_check_rcu_per_request {rcu:.4}");
@@ -493,6 +513,10 @@ async fn measure_size(
     results.view_build.push((n, build));
     rows.insert(views::VIEW_PAGE, page);
     results.patterns.push((n, rows));
+    // Last: the project is gone after it.
+    results
+        .project_delete
+        .push((n, field_add::project_delete(&env).await?));
     eprintln!(
         "   index: {} records in {:.1} s",
         env.stream_records, env.index_seconds

@@ -55,6 +55,9 @@ pub(crate) struct Results {
     /// Per project size: the seconds until a reordered select field is sortable again
     /// (`None`: its job did not finish).
     pub(crate) option_reorder: Vec<(u64, Option<f64>)>,
+    /// Per project size: the seconds until a deleted project is purged, and the write units
+    /// it took (`None`: its job did not finish).
+    pub(crate) project_delete: Vec<(u64, Option<(f64, f64)>)>,
     /// The per-request membership check's read units on a warm instance.
     pub(crate) membership_check_rcu: Option<f64>,
 }

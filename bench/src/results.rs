@@ -13,7 +13,7 @@ use crate::{Stat, baselines};
 
 /// Every name the file can hold, with what it measures (`{size}`: 1k, 10k, 100k — the sizes
 /// run; `{function}`: a function's short name). BENCHMARKS.md and the README list them.
-pub(crate) const NAMES: [(&str, &str); 63] = [
+pub(crate) const NAMES: [(&str, &str); 65] = [
     (
         "update_1_field_wcu_f5",
         "write capacity units of a 1-field issue update, the PATCH request's and the indexer's together, in a project with 5 custom fields (100 issues, each updated once)",
@@ -133,6 +133,14 @@ pub(crate) const NAMES: [(&str, &str); 63] = [
     (
         "option_reorder_{size}_seconds",
         "seconds from a `PATCH` that reverses the seeded project's `Priority` options (a select field) until the field is sortable again: the stream indexer's one job message, then the Edit job re-indexing every issue (checkpointed, continued in a new message when its time runs low); absent when the job did not finish",
+    ),
+    (
+        "project_delete_{size}_seconds",
+        "seconds from `DELETE /projects/{id}` of the seeded project until nothing of it is left: its purge job's pages (each issue deleted as `DELETE /issues/{id}` does), checkpointed, and the stream indexer's clean-up of every deleted issue, until both are idle; absent when the job did not finish",
+    ),
+    (
+        "project_delete_{size}_wcu",
+        "write capacity units of that purge: the job's and the indexer's together",
     ),
     (
         "membership_check_rcu_per_request",
@@ -299,6 +307,23 @@ pub(crate) fn figures(r: &Results) -> (Figures, Omitted) {
             }
             None => {
                 omitted.insert(name, "the Edit job did not finish".into());
+            }
+        }
+    }
+    for (n, done) in &r.project_delete {
+        let size = size_label(*n);
+        match done {
+            Some((seconds, wcu)) => {
+                f.insert(format!("project_delete_{size}_seconds"), *seconds);
+                f.insert(format!("project_delete_{size}_wcu"), *wcu);
+            }
+            None => {
+                for name in ["seconds", "wcu"] {
+                    omitted.insert(
+                        format!("project_delete_{size}_{name}"),
+                        "the purge job did not finish".into(),
+                    );
+                }
             }
         }
     }
@@ -676,6 +701,7 @@ mod tests {
             board: Some(crate::views::BoardCounts::default()),
             membership_check_rcu: Some(0.0),
             option_reorder: vec![(1000, Some(1.0))],
+            project_delete: vec![(1000, Some((1.0, 1.0)))],
             binaries: vec![("grid".into(), 1, None, 1.0)],
             hot: vec![crate::hot::HotLoad {
                 shards: 4,

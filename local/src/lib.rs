@@ -353,6 +353,11 @@ impl Stack {
 
     /// The indexer, running as IndexerFunction with the template's default concurrency.
     pub fn indexer(&self) -> gridline::indexer::Indexer {
+        self.indexer_on(self.function_client(INDEXER_FUNCTION))
+    }
+
+    /// [`Stack::indexer`] on `client` (the benchmarks' metered client wraps the function's).
+    pub fn indexer_on(&self, client: Client) -> gridline::indexer::Indexer {
         let configured =
             gateway::function_env(INDEXER_FUNCTION, gridline::config::INDEXER_CONCURRENCY_VAR)
                 .ok()
@@ -360,7 +365,12 @@ impl Stack {
         // The template's own value: a bad one fails its own test, not every local run.
         let concurrency = gridline::config::parse_concurrency(configured.as_deref())
             .unwrap_or(gridline::indexer::DEFAULT_CONCURRENCY);
-        gridline::indexer::Indexer::new(self.function_store(INDEXER_FUNCTION))
+        let store = Store::new(
+            client,
+            self.tables.records.clone(),
+            self.tables.index.clone(),
+        );
+        gridline::indexer::Indexer::new(store)
             .with_concurrency(concurrency)
             .with_jobs(Arc::new(
                 self.field_job_queue.sender(self.policy(INDEXER_FUNCTION)),
@@ -369,6 +379,11 @@ impl Stack {
 
     /// The field-job function's work, on its own guarded client and queue sender.
     pub fn field_jobs(&self) -> gridline::indexer::field_job::FieldJobs {
+        self.field_jobs_on(self.function_client(jobs::FIELD_JOB_FUNCTION))
+    }
+
+    /// [`Stack::field_jobs`] on `client` (the benchmarks' metered client wraps the function's).
+    pub fn field_jobs_on(&self, client: Client) -> gridline::indexer::field_job::FieldJobs {
         let configured = gateway::function_env(
             jobs::FIELD_JOB_FUNCTION,
             gridline::config::INDEXER_CONCURRENCY_VAR,
@@ -378,7 +393,11 @@ impl Stack {
         let concurrency = gridline::config::parse_concurrency(configured.as_deref())
             .unwrap_or(gridline::indexer::DEFAULT_CONCURRENCY);
         gridline::indexer::field_job::FieldJobs::new(
-            self.function_store(jobs::FIELD_JOB_FUNCTION),
+            Store::new(
+                client,
+                self.tables.records.clone(),
+                self.tables.index.clone(),
+            ),
             Arc::new(
                 self.field_job_queue
                     .sender(self.policy(jobs::FIELD_JOB_FUNCTION)),

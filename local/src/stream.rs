@@ -128,6 +128,12 @@ pub async fn streams_client(endpoint: &str) -> aws_sdk_dynamodbstreams::Client {
 }
 
 impl Poller {
+    /// Runs the rest of the stream through `indexer` instead (the benchmarks' metered one),
+    /// from where this poller stopped.
+    pub fn set_indexer(&mut self, indexer: Indexer) {
+        self.indexer = indexer;
+    }
+
     pub fn new(
         ddb: aws_sdk_dynamodb::Client,
         streams: aws_sdk_dynamodbstreams::Client,
