@@ -80,7 +80,9 @@ impl Touched {
                 tenant, project_id, ..
             } => Self::Project { tenant, project_id },
             Change::Team { tenant, team_id } => Self::Team { tenant, team_id },
-            Change::Project { .. } | Change::Ignored => return None,
+            // A project's own item: re-indexed (or purged, if it is gone) as a whole.
+            Change::Project { tenant, project_id } => Self::Project { tenant, project_id },
+            Change::Ignored => return None,
         })
     }
 }

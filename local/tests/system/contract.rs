@@ -176,17 +176,21 @@ fn the_indexers_stream_filter_selects_issues_and_field_definitions_by_key() {
         pattern["dynamodb"]["Keys"]["SK"]["S"],
         serde_json::json!([gridline::keys::records::ISSUE_SK, {"prefix": gridline::keys::records::FIELD_SK_PREFIX}])
     );
-    // A team's removal, and only that of its items.
-    let team: serde_json::Value = serde_json::from_str(
-        stream["FilterCriteria"]["Filters"][1]["Pattern"]
-            .as_str()
-            .unwrap(),
-    )
-    .unwrap();
-    assert_eq!(team["eventName"], serde_json::json!(["REMOVE"]));
+    // A project's and a team's removal, and no other event of their items.
+    let removals: Vec<serde_json::Value> = stream["FilterCriteria"]["Filters"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|f| serde_json::from_str::<serde_json::Value>(f["Pattern"].as_str().unwrap()).unwrap())
+        .filter(|p| p["eventName"] == serde_json::json!(["REMOVE"]))
+        .map(|p| p["dynamodb"]["Keys"]["SK"]["S"].clone())
+        .collect();
     assert_eq!(
-        team["dynamodb"]["Keys"]["SK"]["S"],
-        serde_json::json!([gridline::keys::records::TEAM_SK])
+        removals,
+        [
+            serde_json::json!([gridline::keys::records::PROJECT_SK]),
+            serde_json::json!([gridline::keys::records::TEAM_SK])
+        ]
     );
     assert_eq!(
         stream["FunctionResponseTypes"][0].as_str(),

@@ -241,6 +241,7 @@ pub async fn patch_field(
             retry_after_s: super::grid::COLUMN_RETRY_AFTER_S,
         }),
         Err(e @ PatchFieldError::DefinitionsTooLarge) => Err(ApiError::Conflict(e.to_string())),
+        Err(PatchFieldError::Invalid(errors)) => Err(ApiError::from_errors(errors)),
         Err(PatchFieldError::Store(e)) => Err(e.into()),
     }
 }
@@ -254,22 +255,26 @@ fn plan_field_patch(def: &FieldDef, body: FieldPatchBody) -> ApiResult<FieldPatc
     if let Some(name) = &body.name {
         check_text(name, 1, 128).map_err(|m| ApiError::invalid("name", m))?;
     }
-    let options = match (&body.options, &def.options) {
-        (None, _) => None,
-        (Some(new), Some(old)) => Some(plan(old, new).map_err(ApiError::from_errors)?),
+    // Checked here against the definition read, and planned again in the write against the
+    // one it is conditioned on (options changed meanwhile are planned anew).
+    match (&body.options, &def.options) {
+        (None, _) => {}
+        (Some(new), Some(old)) => {
+            plan(old, new).map_err(ApiError::from_errors)?;
+        }
         (Some(_), None) => {
             return Err(ApiError::invalid(
                 "options",
                 "is only allowed for select fields",
             ));
         }
-    };
-    if body.name.is_none() && options.is_none() {
+    }
+    if body.name.is_none() && body.options.is_none() {
         return Err(ApiError::invalid("name", "give a new name or options"));
     }
     Ok(FieldPatch {
         name: body.name,
-        options,
+        options: body.options,
     })
 }
 

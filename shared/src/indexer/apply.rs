@@ -172,6 +172,19 @@ impl Indexer {
         (defs, heads): (&Defs, &Heads),
         metrics: &mut Metrics,
     ) -> Result<(), IndexError> {
+        // An issue of a deleted project (one its purge missed: created as the project was
+        // deleted, or not yet in the index of issues by number it read) is deleted, not
+        // indexed; its removal comes back through the stream and clears what it left.
+        if let Some(issue) = last
+            && !defs
+                .get(&self.store, tenant, &issue.project_id)
+                .await?
+                .exists
+        {
+            self.store.records().delete_issue(tenant, issue_id).await?;
+            metrics.writes += 1;
+            return Ok(());
+        }
         // Each version's history entry, put beside the entries' writes (one more round trip
         // in parallel, not in a row). Not for an issue the batch deletes (its history is
         // deleted next) or one the index knows is gone already (an old record delivered

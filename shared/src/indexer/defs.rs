@@ -32,6 +32,8 @@ pub(super) struct Fields {
     pub(super) views: Arc<[IndexedView]>,
     /// The views whose counts commits keep, at the shape each is built for.
     pub(super) live: Arc<LiveViews>,
+    /// Whether the project exists: an issue of a deleted one is deleted, not indexed.
+    pub(super) exists: bool,
 }
 
 /// One project's definitions, read once.
@@ -77,6 +79,7 @@ impl Defs {
                                 defs: Arc::from(defs),
                                 views: Arc::from(views),
                                 live: Arc::new(live),
+                                exists: true,
                             }
                         }
                         None => Fields {
@@ -86,6 +89,7 @@ impl Defs {
                             hot: Hot::default(),
                             views: Arc::from(Vec::new()),
                             live: Arc::default(),
+                            exists: false,
                         },
                     },
                 )

@@ -246,6 +246,14 @@ impl FieldJobs {
         let label = format!("job:{}", job.sk());
         let mut pages = 0;
         loop {
+            // An edit that is no longer pending finished in another run (its field marked
+            // sortable and the edit cleared): its changes are not made again, even on values
+            // a later edit wrote.
+            if job.kind == JobKind::Edit && !self.edit_pending(job, &progress).await? {
+                progress.finished = true;
+                self.store.index().save_job(job, &progress).await?;
+                return Ok(Outcome::Stale);
+            }
             let page = match job.kind {
                 JobKind::Purge => {
                     let page = self
@@ -397,6 +405,19 @@ impl FieldJobs {
             .get_job(job)
             .await?
             .filter(|p| !p.finished))
+    }
+
+    /// Whether the edit `job` runs is still the one pending on its field.
+    async fn edit_pending(&self, job: &FieldJob, progress: &Progress) -> Result<bool, StoreError> {
+        let pending = self
+            .store
+            .records()
+            .pending_edit(&job.tenant, &job.project_id, job.field_id.numbered_value())
+            .await?;
+        Ok(match (pending, &progress.edit) {
+            (Some((field, _)), Some((ours, _))) => &field == ours,
+            _ => false,
+        })
     }
 
     /// An edit's field and value changes, with the saved views made to follow them; `None`

@@ -304,7 +304,11 @@ impl Indexer {
 impl Indexer {
     /// A deleted project's purge, whole (an indexer driven alone: tests, benchmarks; the job
     /// function runs it a page at a time, checkpointed).
-    async fn purge(&self, tenant: &TenantId, project_id: &ProjectId) -> Result<(), IndexError> {
+    pub(crate) async fn purge(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+    ) -> Result<(), IndexError> {
         let records = self.store.records();
         if records.get_project(tenant, project_id).await?.is_some() {
             return Ok(());

@@ -100,8 +100,38 @@ impl Indexer {
         project_id: &ProjectId,
     ) -> Result<Metrics, IndexError> {
         let mut metrics = Metrics::default();
+        // A deleted project (a replayed removal): purged, not re-indexed.
+        if self
+            .store
+            .records()
+            .get_project(tenant, project_id)
+            .await?
+            .is_none()
+        {
+            self.purge(tenant, project_id).await?;
+            return Ok(metrics);
+        }
         self.reindex_completing(tenant, project_id, None, "replay", &mut metrics)
             .await?;
+        // An options edit whose job a lost record never started: finished here, as its job
+        // would (a field under edit is not marked sortable by the pass above).
+        for (field, rev, changes) in self
+            .store
+            .records()
+            .pending_edits(tenant, project_id)
+            .await?
+        {
+            let edit = ValueEdit::Options {
+                field: field.clone(),
+                changes,
+            };
+            self.reindex_project(tenant, project_id, Some(&edit), "replay", &mut metrics)
+                .await?;
+            self.store
+                .records()
+                .finish_edit(tenant, project_id, &field, rev)
+                .await?;
+        }
         Ok(metrics)
     }
 
@@ -255,17 +285,28 @@ impl Indexer {
                     && changes.apply(&label) != Some(label.as_str())
                 {
                     let to = changes.apply(&label).map(str::to_string);
+                    let now =
+                        crate::domain::values::format_timestamp(time::OffsetDateTime::now_utc());
                     // Conditioned on the label read: a value written since is the writer's.
                     if self
                         .store
                         .records()
-                        .replace_select_value(tenant, &issue.id, field, &label, to.as_deref())
+                        .replace_select_value(
+                            tenant,
+                            &issue.id,
+                            field,
+                            (&label, to.as_deref()),
+                            &now,
+                        )
                         .await?
                     {
                         match to {
                             Some(to) => issue.fields.insert(field.clone(), StoredValue::S(to)),
                             None => issue.fields.remove(field),
                         };
+                        // As written: the next version, at `now`.
+                        issue.version += 1;
+                        issue.updated_at = now;
                         metrics.writes += 1;
                     }
                 }

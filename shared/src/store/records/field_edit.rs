@@ -12,7 +12,7 @@ use aws_sdk_dynamodb::types::{AttributeValue, TransactWriteItem, Update};
 use super::items::{FieldItem, attr, key, project_key};
 use crate::domain::MAX_FIELD_DEF_BYTES;
 use crate::domain::ids::{FieldId, IssueId, ProjectId, TenantId};
-use crate::domain::options_edit::{OptionsPlan, ValueChanges};
+use crate::domain::options_edit::{OptionEntry, OptionsPlan, ValueChanges, plan};
 use crate::domain::values::FieldDef;
 use crate::keys;
 use crate::store::query::Query;
@@ -23,11 +23,12 @@ pub const EDIT: &str = "edit";
 /// The field item's attribute holding the `fields_rev` of a pending edit: its job's name.
 pub const EDIT_REV: &str = "edit_rev";
 
-/// What a `PATCH` of a field asks.
+/// What a `PATCH` of a field asks: the new list as given, planned against the options of
+/// the very definition the write is conditioned on.
 #[derive(Clone, Debug, Default)]
 pub struct FieldPatch {
     pub name: Option<String>,
-    pub options: Option<OptionsPlan>,
+    pub options: Option<Vec<OptionEntry>>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +40,9 @@ pub enum PatchFieldError {
     Rebuilding,
     #[error("the project's field definitions would pass their byte limit")]
     DefinitionsTooLarge,
+    /// The new option list does not hold against the field's current options.
+    #[error("the options do not hold")]
+    Invalid(Vec<crate::domain::FieldError>),
     #[error(transparent)]
     Store(#[from] StoreError),
 }
@@ -70,18 +74,31 @@ impl Records<'_> {
             let old: FieldDef = serde_dynamo::from_item::<_, FieldItem>(item)
                 .map_err(StoreError::from)?
                 .def();
-            let rebuild = patch
-                .options
-                .as_ref()
-                .is_some_and(OptionsPlan::needs_rebuild);
-            if rebuild && (pending || !old.sortable) {
+            let plan = match (&patch.options, &old.options) {
+                (Some(entries), Some(labels)) => {
+                    Some(plan(labels, entries).map_err(PatchFieldError::Invalid)?)
+                }
+                (Some(_), None) => {
+                    return Err(PatchFieldError::Invalid(vec![
+                        crate::domain::FieldError::new(
+                            "options",
+                            "is only allowed for select fields",
+                        ),
+                    ]));
+                }
+                (None, _) => None,
+            };
+            let rebuild = plan.as_ref().is_some_and(OptionsPlan::needs_rebuild);
+            // While an edit's job runs, no other change of the options: a label appended now
+            // could be one the job is removing from issues.
+            if (plan.is_some() && pending) || (rebuild && !old.sortable) {
                 return Err(PatchFieldError::Rebuilding);
             }
             let mut new = old.clone();
             if let Some(name) = &patch.name {
                 new.name = name.clone();
             }
-            if let Some(plan) = &patch.options {
+            if let Some(plan) = &plan {
                 new.options = Some(plan.options.clone());
                 new.sortable = new.sortable && !rebuild;
             }
@@ -95,11 +112,7 @@ impl Records<'_> {
                 return Err(PatchFieldError::DefinitionsTooLarge);
             }
             let rev = project.fields_rev.unwrap_or(0) + 1;
-            let changes = patch
-                .options
-                .as_ref()
-                .filter(|_| rebuild)
-                .map(|p| &p.changes);
+            let changes = plan.as_ref().filter(|_| rebuild).map(|p| &p.changes);
             let items = vec![
                 self.field_update(&field_key, &old, &new, changes.map(|c| (c, rev)))?,
                 self.definitions_update(tenant, project_id, &project, bytes, rev)?,
@@ -129,16 +142,15 @@ impl Records<'_> {
             )
         };
         let mut set = "SET #n = :name, #o = :options".to_string();
+        // The definition read; for an edit that starts a job, no edit pending either.
+        let mut condition = "attribute_exists(PK) AND #n = :old_name AND \
+                             (attribute_not_exists(#o) OR #o = :old_options)"
+            .to_string();
         let mut update = Update::builder()
             .table_name(&self.store.records)
             .set_key(Some(field_key.clone()))
-            .condition_expression(
-                "attribute_exists(PK) AND #n = :old_name AND \
-                 (attribute_not_exists(#o) OR #o = :old_options) AND attribute_not_exists(#er)",
-            )
             .expression_attribute_names("#n", "name")
             .expression_attribute_names("#o", "options")
-            .expression_attribute_names("#er", EDIT_REV)
             .expression_attribute_values(":name", AttributeValue::S(new.name.clone()))
             .expression_attribute_values(":old_name", AttributeValue::S(old.name.clone()))
             .expression_attribute_values(":old_options", labels(&old.options));
@@ -151,14 +163,20 @@ impl Records<'_> {
         if let Some((changes, rev)) = edit {
             let json = serde_json::to_string(changes).map_err(build_err)?;
             set.push_str(", #s = :no, #er = :rev, #e = :edit");
+            condition.push_str(" AND attribute_not_exists(#er)");
             update = update
+                .expression_attribute_names("#er", EDIT_REV)
                 .expression_attribute_names("#s", attr::SORTABLE)
                 .expression_attribute_names("#e", EDIT)
                 .expression_attribute_values(":no", AttributeValue::Bool(false))
                 .expression_attribute_values(":rev", AttributeValue::N(rev.to_string()))
                 .expression_attribute_values(":edit", AttributeValue::S(json));
         }
-        let update = update.update_expression(set).build().map_err(build_err)?;
+        let update = update
+            .update_expression(set)
+            .condition_expression(condition)
+            .build()
+            .map_err(build_err)?;
         Ok(TransactWriteItem::builder().update(update).build())
     }
 
@@ -204,14 +222,14 @@ impl Records<'_> {
         Ok(TransactWriteItem::builder().update(update).build())
     }
 
-    /// The field whose pending edit is revision `rev`, with its value changes.
-    #[tracing::instrument(skip_all, fields(op = "pending_edit"))]
-    pub async fn pending_edit(
+    /// Every pending edit of the project's fields: the field, the edit's revision, its value
+    /// changes.
+    #[tracing::instrument(skip_all, fields(op = "pending_edits"))]
+    pub async fn pending_edits(
         &self,
         tenant: &TenantId,
         project_id: &ProjectId,
-        rev: u64,
-    ) -> Result<Option<(FieldId, ValueChanges)>, StoreError> {
+    ) -> Result<Vec<(FieldId, u64, ValueChanges)>, StoreError> {
         let last_field = format!("{}\u{10FFFF}", keys::records::FIELD_SK_PREFIX);
         let query = Query::partition(
             &self.store.records,
@@ -219,19 +237,38 @@ impl Records<'_> {
         )
         .sk_between(keys::records::FIELD_SK_PREFIX, &last_field)
         .consistent(true);
+        let mut out = Vec::new();
         for item in self.store.query_all(query).await? {
-            let at = item.get(EDIT_REV).and_then(|v| v.as_n().ok());
-            if at.and_then(|n| n.parse::<u64>().ok()) != Some(rev) {
+            let Some(rev) = item
+                .get(EDIT_REV)
+                .and_then(|v| v.as_n().ok())
+                .and_then(|n| n.parse::<u64>().ok())
+            else {
                 continue;
-            }
+            };
             let changes = match item.get(EDIT) {
                 Some(AttributeValue::S(json)) => serde_json::from_str(json).map_err(build_err)?,
                 _ => ValueChanges::default(),
             };
             let field: FieldItem = serde_dynamo::from_item(item)?;
-            return Ok(Some((field.id, changes)));
+            out.push((field.id, rev, changes));
         }
-        Ok(None)
+        Ok(out)
+    }
+
+    /// The field whose pending edit is revision `rev`, with its value changes.
+    pub async fn pending_edit(
+        &self,
+        tenant: &TenantId,
+        project_id: &ProjectId,
+        rev: u64,
+    ) -> Result<Option<(FieldId, ValueChanges)>, StoreError> {
+        Ok(self
+            .pending_edits(tenant, project_id)
+            .await?
+            .into_iter()
+            .find(|(_, at, _)| *at == rev)
+            .map(|(field, _, changes)| (field, changes)))
     }
 
     /// Ends the edit `rev` of a field: sortable again, the edit cleared; `false` when the
@@ -290,29 +327,34 @@ impl Records<'_> {
     }
 
     /// Replaces a select field's label `from` on an issue with `to` (or removes it when
-    /// `None`), if the issue still holds `from`: an options edit's rewrite. Like a deleted
-    /// field's value, the old label was already no option (reads and the index took it as
-    /// missing), so the version does not move. `false` when the issue holds another value.
+    /// `None`), if the issue still holds `from`: an options edit's rewrite, a system change
+    /// (a new version, no actor), so a write conditioned on the version read before it fails
+    /// rather than bring the old label back. `false` when the issue holds another value.
     #[tracing::instrument(skip_all, fields(op = "replace_select_value"))]
     pub async fn replace_select_value(
         &self,
         tenant: &TenantId,
         issue_id: &IssueId,
         field_id: &FieldId,
-        from: &str,
-        to: Option<&str>,
+        (from, to): (&str, Option<&str>),
+        now: &str,
     ) -> Result<bool, StoreError> {
         let update = self
             .update_issue(tenant, issue_id)
             .condition_expression("#fields.#f = :from")
             .expression_attribute_names("#fields", super::items::attr::FIELDS)
             .expression_attribute_names("#f", field_id)
-            .expression_attribute_values(":from", AttributeValue::S(from.into()));
+            .expression_attribute_names("#u", attr::UPDATED_AT)
+            .expression_attribute_names("#by", attr::UPDATED_BY)
+            .expression_attribute_names("#v", attr::VERSION)
+            .expression_attribute_values(":from", AttributeValue::S(from.into()))
+            .expression_attribute_values(":now", AttributeValue::S(now.into()))
+            .expression_attribute_values(":one", AttributeValue::N("1".into()));
         let update = match to {
             Some(to) => update
-                .update_expression("SET #fields.#f = :to")
+                .update_expression("SET #fields.#f = :to, #u = :now REMOVE #by ADD #v :one")
                 .expression_attribute_values(":to", AttributeValue::S(to.into())),
-            None => update.update_expression("REMOVE #fields.#f"),
+            None => update.update_expression("SET #u = :now REMOVE #fields.#f, #by ADD #v :one"),
         };
         condition_held("UpdateItem", update.send().await)
     }

@@ -86,7 +86,7 @@ impl Records<'_> {
         for state in [IssueState::Open, IssueState::Closed] {
             let pk =
                 keys::index::inbox_pk(tenant, ParticipantKind::Team, team_id.as_str(), state, None);
-            let copies = Query::partition(self.store.index_table(), pk);
+            let copies = Query::partition(self.store.index_table(), pk).consistent(true);
             for copy in self.store.query_all(copies).await? {
                 let Some(issue) = copy
                     .get("issue_id")
