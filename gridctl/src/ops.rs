@@ -317,6 +317,16 @@ async fn settle_parked(store: &Store, parked: &[Parked], report: &mut RepairRepo
                     Err(e) => Err(e),
                 }
             }
+            Some((ParkedUnit::Team, team)) => {
+                let Some(team) = gridline::domain::ids::TeamId::parse(team) else {
+                    tracing::warn!(unit = %p.subject, "a parked team's id is not a valid team id");
+                    continue;
+                };
+                match indexer.team_deleted(&p.tenant, &team).await {
+                    Ok(_) => unpark(store, p).await,
+                    Err(e) => Err(e),
+                }
+            }
             Some((ParkedUnit::Record, _)) => {
                 report.records_acknowledged += 1;
                 unpark(store, p).await

@@ -310,7 +310,11 @@ impl Unit<'_> {
                 keys::index::parked_sk(ParkedUnit::Project, project_id),
                 false,
             ),
-            Self::TeamDeleted { tenant, team_id } => (tenant, format!("#team#{team_id}"), false),
+            Self::TeamDeleted { tenant, team_id } => (
+                tenant,
+                keys::index::parked_sk(ParkedUnit::Team, team_id.as_str()),
+                false,
+            ),
             Self::Malformed {
                 tenant, subject, ..
             } => {

@@ -521,6 +521,8 @@ pub enum ParkedUnit {
     Project,
     /// A record whose keys name no issue; its sequence number follows.
     Record,
+    /// A deleted team's clean-up; its id follows.
+    Team,
 }
 
 impl ParkedUnit {
@@ -528,6 +530,7 @@ impl ParkedUnit {
         match self {
             Self::Project => "project",
             Self::Record => "record",
+            Self::Team => "team",
         }
     }
 
@@ -535,6 +538,7 @@ impl ParkedUnit {
         match s {
             "project" => Some(Self::Project),
             "record" => Some(Self::Record),
+            "team" => Some(Self::Team),
             _ => None,
         }
     }

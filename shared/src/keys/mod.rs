@@ -109,6 +109,10 @@ mod tests {
         assert_eq!(parked_other("#record#7"), Some((ParkedUnit::Record, "7")));
         assert_eq!(parked_other("#robot#7"), None);
         assert_eq!(ParkedUnit::parse("project"), Some(ParkedUnit::Project));
+        assert_eq!(
+            parked_other(&parked_sk(ParkedUnit::Team, "T1")),
+            Some((ParkedUnit::Team, "T1"))
+        );
     }
 
     #[test]
