@@ -393,7 +393,13 @@ pub async fn delete_participant(
     if app
         .store
         .records()
-        .delete_participant(&caller.tenant, &issue_id, kind, &id, (&now(), &caller.user))
+        .delete_participant(
+            &caller.tenant,
+            &issue_id,
+            kind,
+            &id,
+            (&now(), Some(&caller.user)),
+        )
         .await?
     {
         Ok(StatusCode::NO_CONTENT)

@@ -621,7 +621,8 @@ impl Records<'_> {
     }
 
     /// Removes a participant: one UpdateItem, conditioned on them being one. `false` when the
-    /// issue does not exist or they are not a participant.
+    /// issue does not exist or they are not a participant. With no `actor`, a system change
+    /// (a deleted team leaving): `updated_by` goes, so its history entry names none.
     #[tracing::instrument(skip_all, fields(op = "delete_participant"))]
     pub async fn delete_participant(
         &self,
@@ -629,14 +630,22 @@ impl Records<'_> {
         issue_id: &IssueId,
         kind: crate::domain::ParticipantKind,
         id: &str,
-        (now, actor): (&str, &UserId),
+        (now, actor): (&str, Option<&UserId>),
     ) -> Result<bool, StoreError> {
         let edge = keys::records::participant_edge(kind, id);
-        let result = self
+        let update = self
             .update_issue(tenant, issue_id)
-            .update_expression("DELETE #p :edges REMOVE #r.#e SET #u = :now, #by = :by ADD #v :one")
-            .expression_attribute_names("#by", attr::UPDATED_BY)
-            .expression_attribute_values(":by", AttributeValue::S(actor.as_str().into()))
+            .expression_attribute_names("#by", attr::UPDATED_BY);
+        let update = match actor {
+            Some(actor) => update
+                .update_expression(
+                    "DELETE #p :edges REMOVE #r.#e SET #u = :now, #by = :by ADD #v :one",
+                )
+                .expression_attribute_values(":by", AttributeValue::S(actor.as_str().into())),
+            None => update
+                .update_expression("DELETE #p :edges REMOVE #r.#e, #by SET #u = :now ADD #v :one"),
+        };
+        let result = update
             .condition_expression("contains(#p, :edge)")
             .expression_attribute_names("#p", attr::PARTICIPANTS)
             .expression_attribute_names("#r", attr::ROLES)

@@ -6,15 +6,15 @@
 //! Idempotent: a membership or participation already gone is not found again, so a batch
 //! delivered twice, or retried after a failure half-way, converges.
 
-use aws_sdk_dynamodb::types::{AttributeValue, Delete, TransactWriteItem};
+use aws_sdk_dynamodb::types::{Delete, TransactWriteItem};
 
 use super::directory;
-use super::items::{attr, key};
+use super::items::key;
 use crate::domain::ids::{IssueId, TeamId, TenantId, UserId};
 use crate::domain::{IssueState, ParticipantKind};
 use crate::keys;
 use crate::store::query::Query;
-use crate::store::{Records, StoreError, Tx, build_err, condition_held};
+use crate::store::{Records, StoreError, Tx, build_err};
 
 /// What a deleted team was taken off.
 #[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
@@ -95,41 +95,21 @@ impl Records<'_> {
                 else {
                     continue;
                 };
-                if self.leave_issue(tenant, &issue, team_id, now).await? {
+                // A system change: no actor.
+                if self
+                    .delete_participant(
+                        tenant,
+                        &issue,
+                        ParticipantKind::Team,
+                        team_id.as_str(),
+                        (now, None),
+                    )
+                    .await?
+                {
                     left.issues += 1;
                 }
             }
         }
         Ok(left)
-    }
-
-    /// Takes the team off an issue as a system change: the participant edge and its role
-    /// gone, a new version, and no actor (`updated_by` removed, so its history entry names
-    /// none). `false` when the team is not on it (any more).
-    async fn leave_issue(
-        &self,
-        tenant: &TenantId,
-        issue: &IssueId,
-        team_id: &TeamId,
-        now: &str,
-    ) -> Result<bool, StoreError> {
-        let edge = keys::records::participant_edge(ParticipantKind::Team, team_id.as_str());
-        let result = self
-            .update_issue(tenant, issue)
-            .update_expression("DELETE #p :edges REMOVE #r.#e, #by SET #u = :now ADD #v :one")
-            .condition_expression("contains(#p, :edge)")
-            .expression_attribute_names("#p", attr::PARTICIPANTS)
-            .expression_attribute_names("#r", attr::ROLES)
-            .expression_attribute_names("#e", &edge)
-            .expression_attribute_names("#by", attr::UPDATED_BY)
-            .expression_attribute_names("#v", attr::VERSION)
-            .expression_attribute_names("#u", attr::UPDATED_AT)
-            .expression_attribute_values(":edges", AttributeValue::Ss(vec![edge.clone()]))
-            .expression_attribute_values(":edge", AttributeValue::S(edge))
-            .expression_attribute_values(":one", AttributeValue::N("1".into()))
-            .expression_attribute_values(":now", AttributeValue::S(now.into()))
-            .send()
-            .await;
-        condition_held("UpdateItem", result)
     }
 }

@@ -173,6 +173,19 @@ pub const MAX_WORKSPACES_CREATED: u32 = 10;
 const CREATED_SK: &str = "#CREATED";
 
 impl Records<'_> {
+    /// The records-table item at (`pk`, `sk`), read as a `T` (strongly consistent).
+    async fn get_as<T: serde::de::DeserializeOwned>(
+        &self,
+        pk: String,
+        sk: &str,
+    ) -> Result<Option<T>, StoreError> {
+        let item = self
+            .store
+            .get_item(&self.store.records, key(pk, sk))
+            .await?;
+        Ok(item.map(serde_dynamo::from_item).transpose()?)
+    }
+
     fn tx_put(&self, item: Item, condition: Option<&str>) -> Result<TransactWriteItem, StoreError> {
         Ok(TransactWriteItem::builder()
             .put(self.store.put_in_tx(item, condition)?)
@@ -334,36 +347,20 @@ impl Records<'_> {
     /// The workspace whose tenant is `ws`; `None` for a tenant an operator provisioned.
     #[tracing::instrument(skip_all, fields(op = "get_workspace"))]
     pub async fn workspace(&self, ws: &TenantId) -> Result<Option<Workspace>, StoreError> {
-        let item = self
-            .store
-            .get_item(
-                &self.store.records,
-                key(k::workspace_pk(ws), k::WORKSPACE_SK),
-            )
-            .await?;
-        Ok(item
-            .map(serde_dynamo::from_item::<_, WorkspaceItem>)
-            .transpose()?
-            .map(|w| Workspace {
-                id: w.id,
-                name: w.name,
-            }))
+        let item: Option<WorkspaceItem> = self.get_as(k::workspace_pk(ws), k::WORKSPACE_SK).await?;
+        Ok(item.map(|w| Workspace {
+            id: w.id,
+            name: w.name,
+        }))
     }
 
     /// `user`'s role in `ws` (one strongly consistent GetItem: a removal is seen at once).
     #[tracing::instrument(skip_all, fields(op = "role_of"))]
     pub async fn role_of(&self, ws: &TenantId, user: &UserId) -> Result<Option<Role>, StoreError> {
-        let item = self
-            .store
-            .get_item(
-                &self.store.records,
-                key(k::workspace_pk(ws), &k::member_sk(user)),
-            )
+        let item: Option<MemberItem> = self
+            .get_as(k::workspace_pk(ws), &k::member_sk(user))
             .await?;
-        Ok(item
-            .map(serde_dynamo::from_item::<_, MemberItem>)
-            .transpose()?
-            .map(|m| m.role))
+        Ok(item.map(|m| m.role))
     }
 
     /// A page of `user`'s workspaces, by workspace id.
@@ -555,17 +552,9 @@ impl Records<'_> {
     /// The invitation `id`, whichever its workspace.
     #[tracing::instrument(skip_all, fields(op = "get_invitation"))]
     pub async fn invitation(&self, id: &InvitationId) -> Result<Option<Invitation>, StoreError> {
-        let item = self
-            .store
-            .get_item(
-                &self.store.records,
-                key(k::invitation_pk(id), k::INVITATION_SK),
-            )
-            .await?;
-        Ok(item
-            .map(serde_dynamo::from_item::<_, InvitationItem>)
-            .transpose()?
-            .map(|i| i.invitation.into()))
+        let item: Option<InvitationItem> =
+            self.get_as(k::invitation_pk(id), k::INVITATION_SK).await?;
+        Ok(item.map(|i| i.invitation.into()))
     }
 
     /// A page of `ws`'s pending invitations, oldest first (ids are ULIDs).
