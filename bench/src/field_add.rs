@@ -122,3 +122,23 @@ pub(crate) async fn project_delete(env: &Env) -> Result<Option<(f64, f64)>> {
     );
     Ok(finished.then_some((seconds, wcu)))
 }
+
+/// `--project-delete N`: a project of `n` issues set up on an engine file in `dir`, then
+/// deleted; the figures printed.
+pub(crate) async fn project_delete_only(n: u64, dir: &std::path::Path) -> Result<()> {
+    let db = dir.join(format!("gridline-bench-delete-{}.db", std::process::id()));
+    let env = crate::setup(n, &db).await?;
+    let done = project_delete(&env).await;
+    drop(env);
+    crate::remove_db(&db);
+    let size = crate::results::size_label(n);
+    match done? {
+        Some((seconds, wcu)) => {
+            println!(
+                "project_delete_{size}_seconds {seconds:.1}\nproject_delete_{size}_wcu {wcu:.0}"
+            )
+        }
+        None => println!("the purge job did not finish"),
+    }
+    Ok(())
+}

@@ -96,8 +96,7 @@ struct Args {
     /// writes no file.
     #[arg(long)]
     membership: bool,
-    /// Only a project delete (`project_delete_{size}_*`) of a project of this many issues,
-    /// printed; writes no file.
+    /// Only a project delete (`project_delete_{size}_*`) of this many issues, printed.
     #[arg(long)]
     project_delete: Option<u64>,
 }
@@ -246,7 +245,7 @@ async fn seed(stack: &Stack, n: u64) -> Result<gridctl::seed::Seeded> {
 }
 
 /// The local stack on a file engine, seeded with a project of `n` issues and indexed.
-async fn setup(n: u64, db: &std::path::Path) -> Result<Env> {
+pub(crate) async fn setup(n: u64, db: &std::path::Path) -> Result<Env> {
     let stack = test_stack(Data::File(db.to_path_buf())).await?;
     let seeded = seed(&stack, n).await?;
     // The indexer end to end: the real stream through the real handler.
@@ -301,7 +300,7 @@ pub(crate) async fn issue_ids(
 }
 
 /// Removes an engine's SQLite file and its WAL companions.
-fn remove_db(db: &std::path::Path) {
+pub(crate) fn remove_db(db: &std::path::Path) {
     for suffix in ["", "-wal", "-shm"] {
         let mut p = db.as_os_str().to_owned();
         p.push(suffix);
@@ -449,19 +448,7 @@ async fn only(args: &Args) -> Result<bool> {
         return Ok(true);
     }
     if let Some(n) = args.project_delete {
-        let db = engine_dir(args).join(format!("gridline-bench-delete-{}.db", std::process::id()));
-        let env = setup(n, &db).await?;
-        let done = field_add::project_delete(&env).await;
-        drop(env);
-        remove_db(&db);
-        match done? {
-            Some((seconds, wcu)) => println!(
-                "project_delete_{}_seconds {seconds:.1}\nproject_delete_{}_wcu {wcu:.0}",
-                results::size_label(n),
-                results::size_label(n)
-            ),
-            None => println!("the purge job did not finish"),
-        }
+        field_add::project_delete_only(n, &engine_dir(args)).await?;
         return Ok(true);
     }
     if args.membership {

@@ -27,6 +27,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cursor::Position;
 use crate::domain::ids::{FieldId, ProjectId, TenantId, ViewId};
+use crate::domain::values::FieldDef;
 use crate::indexer::{IndexError, Indexer, Metrics, REINDEX_PAGE, ValueEdit};
 use crate::keys;
 use crate::store::IndexTable;
@@ -254,35 +255,9 @@ impl FieldJobs {
                 self.store.index().save_job(job, &progress).await?;
                 return Ok(Outcome::Stale);
             }
-            let page = match job.kind {
-                JobKind::Purge => {
-                    let page = self
-                        .store
-                        .records()
-                        .purge_issues(
-                            &job.tenant,
-                            &job.project_id,
-                            (progress.after.as_ref(), self.page_size),
-                        )
-                        .await?;
-                    crate::indexer::ReindexPage {
-                        issues: page.items.len(),
-                        next: page.next,
-                    }
-                }
-                _ => {
-                    self.indexer
-                        .reindex_page(
-                            &job.tenant,
-                            &job.project_id,
-                            edit.as_ref(),
-                            (progress.after.as_ref(), self.page_size),
-                            &label,
-                            metrics,
-                        )
-                        .await?
-                }
-            };
+            let page = self
+                .next_page(job, edit.as_ref(), &progress, (&label, metrics))
+                .await?;
             pages += 1;
             metrics.units += page.issues;
             progress.issues += page.issues as u64;
@@ -308,19 +283,39 @@ impl FieldJobs {
         }
     }
 
+    /// The job's next page: a purge's issues deleted, or a page of issues re-indexed (with
+    /// `edit` made on each).
+    async fn next_page(
+        &self,
+        job: &FieldJob,
+        edit: Option<&ValueEdit>,
+        progress: &Progress,
+        (label, metrics): (&str, &mut Metrics),
+    ) -> Result<crate::indexer::ReindexPage, JobError> {
+        let at = (progress.after.as_ref(), self.page_size);
+        if job.kind == JobKind::Purge {
+            let page = self
+                .store
+                .records()
+                .purge_issues(&job.tenant, &job.project_id, at)
+                .await?;
+            return Ok(crate::indexer::ReindexPage {
+                issues: page.items.len(),
+                next: page.next,
+            });
+        }
+        Ok(self
+            .indexer
+            .reindex_page(&job.tenant, &job.project_id, edit, at, label, metrics)
+            .await?)
+    }
+
     /// A job's first checkpoint; `None` when there is nothing to do (an add whose field is
     /// already sortable, or gone when no other field waits; a removal whose field is still
     /// defined).
     async fn begin(&self, job: &FieldJob) -> Result<Option<Progress>, JobError> {
         // A project that exists was never deleted (ids are never reused): nothing to purge.
-        if job.kind == JobKind::Purge
-            && self
-                .store
-                .records()
-                .get_project(&job.tenant, &job.project_id)
-                .await?
-                .is_some()
-        {
+        if job.kind == JobKind::Purge && self.project_exists(job).await? {
             return Ok(None);
         }
         if job.kind == JobKind::Fill {
@@ -342,41 +337,19 @@ impl FieldJobs {
             None if job.kind != JobKind::Purge => return Ok(None),
             None => Vec::new(),
         };
-        let defined = defs.iter().find(|d| d.id == job.field_id);
-        let covers = match job.kind {
-            // A sortable field's job finished, and built every field before it.
-            JobKind::Add if defined.is_some_and(|d| d.sortable) => return Ok(None),
-            // A field gone meanwhile may have been named for a batch's other fields too:
-            // build whatever waits.
-            JobKind::Add => {
-                let waiting: Vec<FieldId> = defs
-                    .into_iter()
-                    .filter(|d| !d.sortable)
-                    .map(|d| d.id)
-                    .collect();
-                if waiting.is_empty() {
-                    return Ok(None);
-                }
-                waiting
-            }
-            // Field ids are never reused, so a defined field was never deleted: a message
-            // naming one is not a removal's, and removes nothing.
-            JobKind::Remove if defined.is_some() => return Ok(None),
-            JobKind::Remove | JobKind::Fill | JobKind::Edit | JobKind::Purge => Vec::new(),
+        let Some(covers) = covers(job, defs) else {
+            return Ok(None);
         };
         let views = match job.kind {
             JobKind::Fill => self.views_to_build(job).await?,
             _ => Vec::new(),
         };
-        let edit = match job.kind {
-            // An edit finished (its field sortable again, the edit cleared) or its field
-            // gone: nothing to do.
-            JobKind::Edit => match self.begin_edit(job).await? {
-                Some(edit) => Some(edit),
-                None => return Ok(None),
-            },
-            _ => None,
-        };
+        // An edit finished (its field sortable again, the edit cleared) or its field gone:
+        // nothing to do.
+        let edit = self.begin_edit(job).await?;
+        if job.kind == JobKind::Edit && edit.is_none() {
+            return Ok(None);
+        }
         let now = now();
         let progress = Progress {
             tenant: job.tenant.clone(),
@@ -407,6 +380,15 @@ impl FieldJobs {
             .filter(|p| !p.finished))
     }
 
+    async fn project_exists(&self, job: &FieldJob) -> Result<bool, StoreError> {
+        Ok(self
+            .store
+            .records()
+            .get_project(&job.tenant, &job.project_id)
+            .await?
+            .is_some())
+    }
+
     /// Whether the edit `job` runs is still the one pending on its field.
     async fn edit_pending(&self, job: &FieldJob, progress: &Progress) -> Result<bool, StoreError> {
         let pending = self
@@ -421,11 +403,14 @@ impl FieldJobs {
     }
 
     /// An edit's field and value changes, with the saved views made to follow them; `None`
-    /// when the edit is no longer pending.
+    /// when the edit is no longer pending (or `job` is not an edit).
     async fn begin_edit(
         &self,
         job: &FieldJob,
     ) -> Result<Option<(FieldId, crate::domain::options_edit::ValueChanges)>, StoreError> {
+        if job.kind != JobKind::Edit {
+            return Ok(None);
+        }
         let edit = self
             .store
             .records()
@@ -544,6 +529,30 @@ impl FieldJobs {
         self.store.index().save_job(job, &progress).await?;
         tracing::info!(job = %job.sk(), issues = progress.issues, pages = progress.pages, "field job finished");
         Ok(Outcome::Finished)
+    }
+}
+
+/// The fields an add job marks sortable when it finishes (every field not sortable yet);
+/// `None` when `job` has nothing to do given the project's `defs`.
+fn covers(job: &FieldJob, defs: Vec<FieldDef>) -> Option<Vec<FieldId>> {
+    let defined = defs.iter().find(|d| d.id == job.field_id);
+    match job.kind {
+        // A sortable field's job finished, and built every field before it.
+        JobKind::Add if defined.is_some_and(|d| d.sortable) => None,
+        // A field gone meanwhile may have been named for a batch's other fields too: build
+        // whatever waits.
+        JobKind::Add => {
+            let waiting: Vec<FieldId> = defs
+                .into_iter()
+                .filter(|d| !d.sortable)
+                .map(|d| d.id)
+                .collect();
+            (!waiting.is_empty()).then_some(waiting)
+        }
+        // Field ids are never reused, so a defined field was never deleted: a message
+        // naming one is not a removal's, and removes nothing.
+        JobKind::Remove if defined.is_some() => None,
+        JobKind::Remove | JobKind::Fill | JobKind::Edit | JobKind::Purge => Some(Vec::new()),
     }
 }
 
