@@ -154,21 +154,22 @@ pub async fn list_fields(
 ) -> ApiResult<PageBody> {
     let cursor = paging.bind(format!("project_id={project_id}"));
     let start = cursor.start()?;
-    let page = app
-        .store
-        .records()
-        .list_fields(&caller.tenant, &project_id, paging.limit, start.as_ref())
-        .await?;
-    // An empty first page may mean no project at all; one read tells.
-    if page.items.is_empty()
-        && start.is_none()
-        && app
-            .store
-            .records()
-            .get_project(&caller.tenant, &project_id)
-            .await?
-            .is_none()
-    {
+    let records = app.store.records();
+    let list = records.list_fields(&caller.tenant, &project_id, paging.limit, start.as_ref());
+    // The first page says whether the project exists (read at once, beside the fields): a
+    // deleted project's fields are `404` at once, before its purge has removed them.
+    let exists = async {
+        match start {
+            Some(_) => Ok(true),
+            None => Ok(records
+                .get_project(&caller.tenant, &project_id)
+                .await?
+                .is_some()),
+        }
+    };
+    let (page, exists): (_, Result<bool, crate::store::StoreError>) = tokio::join!(list, exists);
+    let page = page?;
+    if !exists? {
         return Err(ApiError::NotFound(PROJECT));
     }
     render(page.items, page.next, &cursor)
