@@ -70,10 +70,19 @@ pub async fn get(
     caller: Caller,
     Id(project_id): Id<ProjectId>,
 ) -> ApiResult<Json<ProjectWithFields>> {
+    with_fields(&app, &caller.tenant, &project_id).await
+}
+
+/// The project with its fields (strongly consistent); `404` when there is none.
+async fn with_fields(
+    app: &AppState,
+    tenant: &crate::domain::ids::TenantId,
+    project_id: &ProjectId,
+) -> ApiResult<Json<ProjectWithFields>> {
     let (project, fields) = app
         .store
         .records()
-        .project_with_fields(&caller.tenant, &project_id)
+        .project_with_fields(tenant, project_id)
         .await?
         .ok_or(ApiError::NotFound(PROJECT))?;
     Ok(Json(ProjectWithFields {
@@ -90,21 +99,15 @@ pub async fn patch(
     JsonBody(body): JsonBody<NewProjectBody>,
 ) -> ApiResult<Json<ProjectWithFields>> {
     body.validate()?;
-    let records = app.store.records();
-    if !records
+    if !app
+        .store
+        .records()
         .rename_project(&caller.tenant, &project_id, &body.name)
         .await?
     {
         return Err(ApiError::NotFound(PROJECT));
     }
-    let (project, fields) = records
-        .project_with_fields(&caller.tenant, &project_id)
-        .await?
-        .ok_or(ApiError::NotFound(PROJECT))?;
-    Ok(Json(ProjectWithFields {
-        project: project.project(),
-        fields,
-    }))
+    with_fields(&app, &caller.tenant, &project_id).await
 }
 
 /// `DELETE /projects/{project_id}`: the project is `404` at once; a purge job, started by the

@@ -107,6 +107,12 @@ pub fn project_pk(tenant: &TenantId, project_id: &ProjectId) -> String {
     format!("{}#P#{project_id}", tenant_prefix(tenant))
 }
 
+/// Past the last field definition's sort key in a project's collection (views' `V#` sort
+/// after it): a Query of the project and its fields ends here.
+pub fn fields_sk_end() -> String {
+    format!("{FIELD_SK_PREFIX}{}", crate::encoding::text::TOP)
+}
+
 pub fn field_sk(field_id: &FieldId) -> String {
     format!("{FIELD_SK_PREFIX}{field_id}")
 }

@@ -310,6 +310,25 @@ impl Store {
         Ok(requests.len())
     }
 
+    /// Deletes `table`'s items by key, 25 a BatchWriteItem; how many.
+    pub(crate) async fn delete_all(
+        &self,
+        table: &str,
+        keys: Vec<Item>,
+    ) -> Result<usize, StoreError> {
+        let requests = keys
+            .into_iter()
+            .map(|k| {
+                let delete = aws_sdk_dynamodb::types::DeleteRequest::builder()
+                    .set_key(Some(k))
+                    .build()
+                    .map_err(build_err)?;
+                Ok(WriteRequest::builder().delete_request(delete).build())
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        self.batch_write_all(table, requests).await
+    }
+
     /// One BatchWriteItem of at most 25 requests on `table`, its unprocessed items
     /// (throttling) retried with jittered exponential backoff.
     pub(crate) async fn batch_write(

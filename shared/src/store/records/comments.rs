@@ -14,9 +14,7 @@
 //! is `404`, so the comments are gone from every route at once, while the indexer deletes
 //! them (the marks last).
 
-use aws_sdk_dynamodb::types::{
-    AttributeValue, ConditionCheck, Delete, DeleteRequest, TransactWriteItem, Update, WriteRequest,
-};
+use aws_sdk_dynamodb::types::{AttributeValue, ConditionCheck, Delete, TransactWriteItem, Update};
 use serde::{Deserialize, Serialize};
 
 use super::items::{attr, issue_key, key};
@@ -396,19 +394,7 @@ impl Records<'_> {
         &self,
         keys: Vec<crate::store::Item>,
     ) -> Result<usize, StoreError> {
-        let requests = keys
-            .into_iter()
-            .map(|k| {
-                let delete = DeleteRequest::builder()
-                    .set_key(Some(k))
-                    .build()
-                    .map_err(build_err)?;
-                Ok(WriteRequest::builder().delete_request(delete).build())
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        self.store
-            .batch_write_all(&self.store.records, requests)
-            .await
+        self.store.delete_all(&self.store.records, keys).await
     }
 }
 

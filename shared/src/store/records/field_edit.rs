@@ -230,7 +230,7 @@ impl Records<'_> {
         tenant: &TenantId,
         project_id: &ProjectId,
     ) -> Result<Vec<(FieldId, u64, ValueChanges)>, StoreError> {
-        let last_field = format!("{}\u{10FFFF}", keys::records::FIELD_SK_PREFIX);
+        let last_field = keys::records::fields_sk_end();
         let query = Query::partition(
             &self.store.records,
             keys::records::project_pk(tenant, project_id),

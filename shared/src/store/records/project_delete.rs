@@ -108,21 +108,9 @@ impl Records<'_> {
             .iter()
             .map(key_only)
             .collect();
-        deleted += checkpoints.len();
-        let requests = checkpoints
-            .into_iter()
-            .map(|k| {
-                let delete = aws_sdk_dynamodb::types::DeleteRequest::builder()
-                    .set_key(Some(k))
-                    .build()
-                    .map_err(crate::store::build_err)?;
-                Ok(aws_sdk_dynamodb::types::WriteRequest::builder()
-                    .delete_request(delete)
-                    .build())
-            })
-            .collect::<Result<Vec<_>, StoreError>>()?;
-        self.store
-            .batch_write_all(&self.store.index, requests)
+        deleted += self
+            .store
+            .delete_all(&self.store.index, checkpoints)
             .await?;
         Ok(deleted)
     }

@@ -96,7 +96,7 @@ impl Records<'_> {
     ) -> Result<Option<(ProjectItem, Vec<FieldDef>)>, StoreError> {
         // The project and its fields sort before its views (`#`, `F#` < `V#`): they are left
         // out of the key range, and so of the read units.
-        let last_field = format!("{}\u{10FFFF}", keys::records::FIELD_SK_PREFIX);
+        let last_field = keys::records::fields_sk_end();
         let query = Query::partition(
             &self.store.records,
             keys::records::project_pk(tenant, project_id),
