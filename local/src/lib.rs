@@ -3,6 +3,7 @@
 //! the integration tests use.
 
 pub mod chaos;
+pub mod console;
 pub mod fixtures;
 pub mod gateway;
 pub mod guard;
@@ -510,6 +511,7 @@ impl Stack {
                     self.tables.index.clone(),
                 ),
                 secret: secret.clone(),
+                cors: self.state.cors.clone(),
             }));
         }
         if let Some(plan) = &self.usage_plan {

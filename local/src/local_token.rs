@@ -60,12 +60,18 @@ pub async fn mint(store: &Store, secret: &[u8], request: TokenRequest) -> anyhow
 pub struct Minter {
     pub store: Store,
     pub secret: Vec<u8>,
+    /// The API's allowed origins: the console's dev sign-in calls this route from a browser.
+    pub cors: gridline::http::cors::Cors,
 }
 
-/// The route: `{"token"}`, or a problem document.
+/// The route: `{"token"}`, or a problem document; preflights answered as the API's are.
 pub fn router(minter: Minter) -> axum::Router {
+    let cors = minter.cors.clone();
     axum::Router::new()
         .route(PATH, axum::routing::post(handle))
+        .layer(axum::middleware::from_fn(move |req, next| {
+            gridline::http::cors::layer(cors.clone(), req, next)
+        }))
         .with_state(minter)
 }
 

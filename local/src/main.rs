@@ -21,32 +21,39 @@ struct Cli {
 /// A web app's dev server on this machine (Vite's default port), allowed by `make dev`.
 const LOCAL_ALLOWED_ORIGINS: &str = "http://localhost:5173,http://127.0.0.1:5173";
 
+/// `serve`'s options.
+#[derive(clap::Args)]
+struct ServeArgs {
+    #[arg(long, env = "PORT", default_value_t = 3000)]
+    port: u16,
+    /// SQLite file holding the data between runs.
+    #[arg(long, default_value = ".local/gridline.db")]
+    data: PathBuf,
+    /// Keep the data in memory only.
+    #[arg(long)]
+    in_memory: bool,
+    /// The embedded engine's port, where `gridctl --endpoint` and other tools reach it.
+    #[arg(long, env = "ENGINE_PORT", default_value_t = 8100)]
+    engine_port: u16,
+    /// Use another DynamoDB endpoint (DynamoDB Local, AWS) instead of the embedded engine.
+    #[arg(long, env = "DYNAMODB_ENDPOINT")]
+    dynamodb_endpoint: Option<String>,
+    #[arg(long, env = "GRIDLINE_JWT_SECRET", default_value = LOCAL_JWT_SECRET, hide_default_value = true)]
+    jwt_secret: String,
+    #[arg(long, env = "CURSOR_SIGNING_KEY", default_value = LOCAL_CURSOR_KEY, hide_default_value = true)]
+    cursor_key: String,
+    /// Browser origins allowed to call the API (CORS), comma-separated; `*` allows any.
+    #[arg(long, env = "ALLOWED_ORIGINS", default_value = LOCAL_ALLOWED_ORIGINS)]
+    allowed_origins: String,
+    /// The web console's build, served at `/` (`make console` makes it).
+    #[arg(long, env = "CONSOLE_DIR", default_value = "console/dist")]
+    console: PathBuf,
+}
+
 #[derive(Subcommand)]
 enum Command {
-    /// Serve the API on localhost, backed by the embedded engine.
-    Serve {
-        #[arg(long, env = "PORT", default_value_t = 3000)]
-        port: u16,
-        /// SQLite file holding the data between runs.
-        #[arg(long, default_value = ".local/gridline.db")]
-        data: PathBuf,
-        /// Keep the data in memory only.
-        #[arg(long)]
-        in_memory: bool,
-        /// The embedded engine's port, where `gridctl --endpoint` and other tools reach it.
-        #[arg(long, env = "ENGINE_PORT", default_value_t = 8100)]
-        engine_port: u16,
-        /// Use another DynamoDB endpoint (DynamoDB Local, AWS) instead of the embedded engine.
-        #[arg(long, env = "DYNAMODB_ENDPOINT")]
-        dynamodb_endpoint: Option<String>,
-        #[arg(long, env = "GRIDLINE_JWT_SECRET", default_value = LOCAL_JWT_SECRET, hide_default_value = true)]
-        jwt_secret: String,
-        #[arg(long, env = "CURSOR_SIGNING_KEY", default_value = LOCAL_CURSOR_KEY, hide_default_value = true)]
-        cursor_key: String,
-        /// Browser origins allowed to call the API (CORS), comma-separated; `*` allows any.
-        #[arg(long, env = "ALLOWED_ORIGINS", default_value = LOCAL_ALLOWED_ORIGINS)]
-        allowed_origins: String,
-    },
+    /// Serve the API and the web console on localhost, backed by the embedded engine.
+    Serve(ServeArgs),
     /// Run sample events through their functions' handlers, without Docker: each on a fresh
     /// in-memory stack holding the fixtures the events name. Prints what Lambda would return.
     Invoke {
@@ -145,43 +152,35 @@ async fn run(cli: Cli) -> Result<()> {
             );
             Ok(())
         }
-        Command::Serve {
-            port,
-            data,
-            in_memory,
-            engine_port,
-            dynamodb_endpoint,
-            jwt_secret,
-            cursor_key,
-            allowed_origins,
-        } => {
-            gridline::telemetry::init_local();
-            let data = match (dynamodb_endpoint, in_memory) {
-                (Some(url), _) => Data::External(url),
-                (None, true) => Data::Memory,
-                (None, false) => Data::File(data),
-            };
-            let cors = gridline::http::cors::Cors::parse(&allowed_origins);
-            serve(port, engine_port, data, jwt_secret, cursor_key, cors).await
-        }
+        Command::Serve(args) => serve(args).await,
     }
 }
 
-async fn serve(
-    port: u16,
-    engine_port: u16,
-    data: Data,
-    jwt_secret: String,
-    cursor_key: String,
-    cors: gridline::http::cors::Cors,
-) -> Result<()> {
+async fn serve(args: ServeArgs) -> Result<()> {
+    gridline::telemetry::init_local();
+    let ServeArgs {
+        port,
+        data,
+        in_memory,
+        engine_port,
+        dynamodb_endpoint,
+        jwt_secret,
+        cursor_key,
+        allowed_origins,
+        console,
+    } = args;
+    let data = match (dynamodb_endpoint, in_memory) {
+        (Some(url), _) => Data::External(url),
+        (None, true) => Data::Memory,
+        (None, false) => Data::File(data),
+    };
     let stack = Stack::start(StackOptions {
         data: data.clone(),
         engine_port,
         tables: TableNames::default(),
         jwt_secret: jwt_secret.into_bytes(),
         cursor_key: cursor_key.into_bytes(),
-        cors,
+        cors: gridline::http::cors::Cors::parse(&allowed_origins),
     })
     .await?;
     let addr = SocketAddr::from(([127, 0, 0, 1], port));
@@ -195,6 +194,7 @@ async fn serve(
     };
     println!(
         "\nGridline local stack\n\
+         \x20 Console:   http://{addr}/   (sign in with any user; tenant acme, or empty for a workspace)\n\
          \x20 API:       http://{addr}\n\
          \x20 Data:      {where_data}\n\
          \x20 DynamoDB:  {} (tables {} and {})\n\
@@ -221,7 +221,8 @@ async fn serve(
             .job_worker()?
             .run(std::time::Duration::from_millis(250)),
     );
-    axum::serve(listener, stack.router())
+    let app = gridline_local::console::with_console(stack.router(), &console);
+    axum::serve(listener, app)
         .with_graceful_shutdown(async {
             let _ = tokio::signal::ctrl_c().await;
         })

@@ -135,3 +135,40 @@ async fn options_without_a_preflight_header_is_not_a_route() {
         Some(TEST_ORIGIN)
     );
 }
+
+/// The console's dev sign-in calls the stack's token route from the browser: it answers
+/// preflights from an allowed origin like the API's routes.
+#[tokio::test]
+async fn the_local_token_route_answers_a_browsers_preflight() {
+    let api = TestApi::start().await;
+    let preflight = [
+        ("origin", TEST_ORIGIN),
+        ("access-control-request-method", "POST"),
+        ("access-control-request-headers", "content-type"),
+    ];
+    let reply = api
+        .send(Method::OPTIONS, "/local/token", None, None, &preflight)
+        .await;
+    assert_eq!(reply.status, 204, "{}", reply.text);
+    assert_eq!(
+        reply.header("access-control-allow-origin"),
+        Some(TEST_ORIGIN)
+    );
+    let reply = api
+        .send(
+            Method::POST,
+            "/local/token",
+            None,
+            Some(r#"{"user":"ana","tenant":"acme"}"#),
+            &[
+                ("origin", TEST_ORIGIN),
+                ("content-type", "application/json"),
+            ],
+        )
+        .await;
+    assert_eq!(reply.status, 200, "{}", reply.text);
+    assert_eq!(
+        reply.header("access-control-allow-origin"),
+        Some(TEST_ORIGIN)
+    );
+}
