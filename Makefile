@@ -13,16 +13,29 @@ CHECKOV_STAMP := $(CHECKOV_VENV)/.installed
 export AWS_DEFAULT_REGION ?= us-east-1
 export SAM_CLI_TELEMETRY := 0
 CARGO_TARGET := aarch64-unknown-linux-gnu
+CONSOLE_STAMP := console/node_modules/.installed
+TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))
+# apt-get needs root: sudo when not already.
+SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: help dev token gridctl invoke-local ddblocal test lint fmt clippy template-check unit conformance test-ddblocal build deploy delete invoke bench tools rust-target clean
+.PHONY: help dev console browser-deps test-browser screenshots token gridctl invoke-local ddblocal test lint fmt clippy template-check unit conformance test-ddblocal build deploy delete invoke bench tools rust-target clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
 
 ## --- Local ---------------------------------------------------------------
 
-dev: ## Run the local stack: embedded engine, tables from template.yaml, the API on localhost
+dev: console ## Run the local stack: embedded engine, tables from template.yaml, the API and the web console on localhost
 	cargo run -p gridline-local -- serve
+
+console: $(CONSOLE_STAMP) ## Build the web console into console/dist (type-checked; packages from its npm lock file)
+	cd console && npm run -s build
+
+# --ignore-scripts: the packages need no install step (no browser download either: the
+# browser test drives Debian's Chromium).
+$(CONSOLE_STAMP): console/package-lock.json
+	cd console && npm ci --ignore-scripts --no-audit --no-fund --loglevel=error
+	touch $@
 
 token: ## Print a local token: make token USER=alice [TENANT=acme] [EMAIL=alice@example.com] (no TENANT: the running stack's trigger picks the chosen workspace)
 	@cargo run -q -p gridline-local -- token --user "$(USER)" $(if $(TENANT),--tenant "$(TENANT)") $(if $(EMAIL),--email "$(EMAIL)")
@@ -38,7 +51,7 @@ ddblocal: ## AWS's DynamoDB Local on port 8000 (DDB_PORT overrides), in memory
 
 ## --- Checks --------------------------------------------------------------
 
-test: lint unit conformance test-ddblocal ## Everything CI runs: lint, all tests, schemathesis, the DynamoDB Local cross-check
+test: lint unit conformance test-browser test-ddblocal ## Everything CI runs: lint, all tests, schemathesis, the browser test, the DynamoDB Local cross-check
 
 lint: fmt clippy template-check ## Formatting, clippy and the template linters
 
@@ -64,6 +77,18 @@ unit: ## All Rust tests (unit, property, integration against the embedded engine
 conformance: $(STAMP) ## Schemathesis against the local stack (bounded; fails on any 5xx or off-spec response)
 	tools/conformance/run.sh
 
+browser-deps: ## Debian's chromium, which the browser test drives (installed once)
+	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium; }
+
+test-browser: console browser-deps ## The web console in Chromium (Playwright) against a fresh in-memory local stack
+	cargo build -q -p gridline-local
+	cd console && GRIDLINE_LOCAL_BIN=$(TARGET_DIR)/debug/gridline-local npx playwright test
+
+screenshots: console browser-deps ## The browser test, writing the README's pictures to docs/images
+	cargo build -q -p gridline-local
+	cd console && SCREENSHOTS=../docs/images GRIDLINE_LOCAL_BIN=$(TARGET_DIR)/debug/gridline-local npx playwright test
+
 test-ddblocal: ## The integration suite against AWS's DynamoDB Local (Java 17, from the npm lock file)
 	tools/ddblocal/ddblocal.sh test
 
@@ -76,14 +101,16 @@ bench: ## Benchmarks, not part of make test: regenerates BENCHMARKS.md, benchmar
 build: $(STAMP) rust-target ## sam build: every function for arm64 with cargo-lambda
 	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/sam build --template template.yaml
 
-deploy: build ## sam deploy: --guided the first time (answers saved to samconfig.toml), then from samconfig.toml
+deploy: build console ## sam deploy (--guided the first time; answers saved to samconfig.toml), then the console's upload
 	@if [ -f samconfig.toml ]; then \
 	  PATH="$(abspath $(BIN)):$$PATH" $(BIN)/sam deploy; \
 	else \
 	  PATH="$(abspath $(BIN)):$$PATH" $(BIN)/sam deploy --guided --capabilities CAPABILITY_IAM; \
 	fi
+	$(BIN)/python tools/console/publish.py
 
-delete: $(STAMP) ## sam delete: the stack and everything in it but the two tables (retained and deletion-protected)
+delete: $(STAMP) ## sam delete: the stack and everything in it but the two tables and the user pool (retained and deletion-protected)
+	$(BIN)/python tools/console/publish.py --empty
 	$(BIN)/sam delete
 
 invoke: build ## sam local invoke (needs Docker): make invoke FN=IssuesFunction EVENT=events/issues-get.json
@@ -110,4 +137,4 @@ $(CHECKOV_STAMP): tools/checkov-requirements.txt
 	touch $@
 
 clean: ## Remove build output and local data
-	rm -rf target .aws-sam .local
+	rm -rf target .aws-sam .local console/dist console/node_modules console/test-results
