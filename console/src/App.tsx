@@ -1,7 +1,7 @@
 // The shell: sign-in, the navigation bar and a hash router (#/p/{id}, #/i/{id}, …), so the
 // static files need no server-side routes.
 import { Component, useEffect, useState, type ReactNode } from "react";
-import { claimsOf, signOut, token } from "./auth";
+import { claimsOf, signOut, SIGNED_OUT, token } from "./auth";
 import { Link } from "./ui";
 import { SignIn } from "./pages/SignIn";
 import { Projects } from "./pages/Projects";
@@ -23,7 +23,12 @@ function useHash(): string {
 
 function route(path: string) {
   const [pathname] = path.split("?");
-  const parts = pathname.split("/").filter(Boolean).map(decodeURIComponent);
+  let parts: string[];
+  try {
+    parts = pathname.split("/").filter(Boolean).map(decodeURIComponent);
+  } catch {
+    return <p className="error">This address is malformed.</p>;
+  }
   switch (parts[0]) {
     case "p":
       return parts[2] === "views" ? <ViewsPage projectId={parts[1]} /> : <Grid key={parts[1]} projectId={parts[1]} />;
@@ -55,6 +60,11 @@ class Boundary extends Component<{ children: ReactNode }, { error?: Error }> {
 export function App() {
   const hash = useHash();
   const [bearer, setBearer] = useState(token());
+  useEffect(() => {
+    const on = () => setBearer(token());
+    window.addEventListener(SIGNED_OUT, on);
+    return () => window.removeEventListener(SIGNED_OUT, on);
+  }, []);
   const claims = bearer ? claimsOf(bearer) : undefined;
   if (!bearer || !claims) return <SignIn onSignedIn={() => setBearer(token())} />;
   const refresh = () => setBearer(token());

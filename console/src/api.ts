@@ -1,7 +1,7 @@
 // The API as the console meets it: bearer token, JSON, problem+json errors, cursors, ETags.
 import { parse } from "lossless-json";
 import { config } from "./config";
-import { token } from "./auth";
+import { refreshSession, signedOut, token } from "./auth";
 
 export type FieldType = "text" | "number" | "date" | "datetime" | "select";
 export type Value = string | number;
@@ -122,6 +122,19 @@ export class ApiError extends Error {
   get building(): boolean {
     return this.status === 409 && this.retryAfter !== undefined;
   }
+  /** Over the tenant's rate limit: worth retrying after `retryAfter`. */
+  get throttled(): boolean {
+    return this.status === 429;
+  }
+}
+
+/** `Retry-After` in seconds: a number of seconds or an HTTP date; at least 1. */
+function retryAfterSeconds(value: string | null): number | undefined {
+  if (value === null) return undefined;
+  const seconds = Number(value);
+  if (Number.isFinite(seconds)) return Math.max(1, Math.ceil(seconds));
+  const at = Date.parse(value);
+  return Number.isFinite(at) ? Math.max(1, Math.ceil((at - Date.now()) / 1000)) : 1;
 }
 
 export interface Options {
@@ -136,7 +149,22 @@ export interface Answer<T> {
   etag?: string;
 }
 
+/**
+ * One request. A `401` (the token expired) gets a fresh token once and is sent again; when
+ * that fails too, the console goes back to its sign-in.
+ */
 export async function call<T>(path: string, options: Options = {}): Promise<Answer<T>> {
+  try {
+    return await callOnce<T>(path, options);
+  } catch (e) {
+    if (!(e instanceof ApiError && e.status === 401)) throw e;
+    if (await refreshSession().catch(() => false)) return await callOnce<T>(path, options);
+    signedOut();
+    throw e;
+  }
+}
+
+async function callOnce<T>(path: string, options: Options): Promise<Answer<T>> {
   const headers: Record<string, string> = {};
   const bearer = token();
   if (bearer) headers.Authorization = `Bearer ${bearer}`;
@@ -157,12 +185,11 @@ export async function call<T>(path: string, options: Options = {}): Promise<Answ
   const parsed = text ? safeJson(text) : undefined;
   if (!response.ok) {
     const problem = (parsed ?? {}) as Record<string, unknown>;
-    const retry = response.headers.get("Retry-After");
     throw new ApiError(
       response.status,
       String(problem.title ?? response.statusText),
       String(problem.detail ?? problem.title ?? `HTTP ${response.status}`),
-      retry === null ? undefined : Number(retry),
+      retryAfterSeconds(response.headers.get("Retry-After")),
       problem.errors as ApiError["errors"],
     );
   }

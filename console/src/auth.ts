@@ -28,6 +28,10 @@ function cognito(): UserManager {
       scope: "openid email profile",
       userStore: new WebStorageStateStore({ store: window.sessionStorage }),
     });
+    // The library renews the session before the token expires: send the new ID token.
+    manager.events.addUserLoaded((user) => {
+      if (user.id_token) keep(user.id_token);
+    });
   }
   return manager;
 }
@@ -62,6 +66,7 @@ export async function restore(): Promise<string | undefined> {
   }
   const user = await cognito().getUser();
   if (user?.id_token && !user.expired) keep(user.id_token);
+  else sessionStorage.removeItem(TOKEN_KEY);
   return token();
 }
 
@@ -111,6 +116,30 @@ export async function renew(): Promise<void> {
   const last = lastDevSignIn();
   if (last) await devSignIn({ ...last, tenant: "" });
 }
+
+/**
+ * A new token for the same session after the old one expired: the refresh token in AWS, the
+ * same dev sign-in locally. False when there is no session to refresh.
+ */
+export async function refreshSession(): Promise<boolean> {
+  if (config().auth === "cognito") {
+    const user = await cognito().signinSilent();
+    if (!user?.id_token) return false;
+    keep(user.id_token);
+    return true;
+  }
+  const last = lastDevSignIn();
+  if (!last) return false;
+  await devSignIn(last);
+  return true;
+}
+
+/** The session is over (its token is refused and cannot be refreshed): back to sign-in. */
+export function signedOut() {
+  sessionStorage.removeItem(TOKEN_KEY);
+  window.dispatchEvent(new Event(SIGNED_OUT));
+}
+export const SIGNED_OUT = "gridline:signed-out";
 
 export async function signOut(): Promise<void> {
   sessionStorage.removeItem(TOKEN_KEY);

@@ -27,27 +27,35 @@ export function ErrorBox({ error }: { error: unknown }) {
   return <div className="error" role="alert">{String((error as Error)?.message ?? error)}</div>;
 }
 
-export function Building({ seconds }: { seconds: number }) {
+/** A 409 + Retry-After (the index is building what was asked for) or a 429, waited out. */
+export function Building({ seconds, throttled }: { seconds: number; throttled?: boolean }) {
   return (
     <p className="building" role="status">
-      Building the index for this list, retrying in {seconds} s…
+      {throttled ? "Over the rate limit" : "Building the index for this list"}, retrying in {seconds} s…
     </p>
   );
+}
+
+/** Worth asking again after its Retry-After: a list still building, or a 429. */
+function waitFor(error: unknown): { seconds: number; throttled: boolean } | undefined {
+  if (!(error instanceof ApiError) || !(error.building || error.throttled)) return undefined;
+  return { seconds: error.retryAfter ?? 1, throttled: error.throttled };
 }
 
 export interface Load<T> {
   data?: T;
   error?: unknown;
   loading: boolean;
-  /** Seconds until the next try while the API answers 409 + Retry-After. */
+  /** Seconds until the next try while the API answers 409 (or 429) + Retry-After. */
   building?: number;
+  throttled?: boolean;
   reload: () => void;
   set: (data: T) => void;
 }
 
 /** Runs `fn` when `key` changes; a building answer is retried after its Retry-After. */
 export function useLoad<T>(fn: () => Promise<T>, key: string): Load<T> {
-  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean; building?: number }>({ loading: true });
+  const [state, setState] = useState<{ data?: T; error?: unknown; loading: boolean; building?: number; throttled?: boolean }>({ loading: true });
   const [tick, setTick] = useState(0);
   const fnRef = useRef(fn);
   fnRef.current = fn;
@@ -60,12 +68,13 @@ export function useLoad<T>(fn: () => Promise<T>, key: string): Load<T> {
         (data) => live && setState({ data, loading: false }),
         (error) => {
           if (!live) return;
-          if (error instanceof ApiError && error.building) {
-            const wait = Math.max(1, error.retryAfter ?? 1);
-            setState({ loading: true, building: wait });
-            timer = setTimeout(attempt, wait * 1000);
+          const wait = waitFor(error);
+          if (wait) {
+            setState((s) => ({ data: s.data, loading: true, building: wait.seconds, throttled: wait.throttled }));
+            timer = setTimeout(attempt, wait.seconds * 1000);
           } else {
-            setState({ error, loading: false });
+            // What was shown stays, with the error above it.
+            setState((s) => ({ data: s.data, error, loading: false }));
           }
         },
       );
@@ -82,10 +91,18 @@ export function useLoad<T>(fn: () => Promise<T>, key: string): Load<T> {
 }
 
 export function LoadState<T>({ load, what, children }: { load: Load<T>; what?: string; children: (data: T) => ReactNode }) {
-  if (load.building) return <Building seconds={load.building} />;
-  if (load.error) return <ErrorBox error={load.error} />;
-  if (load.data === undefined) return <Loading what={what} />;
-  return <>{children(load.data)}</>;
+  if (load.data === undefined) {
+    if (load.building) return <Building seconds={load.building} throttled={load.throttled} />;
+    if (load.error) return <ErrorBox error={load.error} />;
+    return <Loading what={what} />;
+  }
+  return (
+    <>
+      {load.building ? <Building seconds={load.building} throttled={load.throttled} /> : null}
+      <ErrorBox error={load.error} />
+      {children(load.data)}
+    </>
+  );
 }
 
 /** Runs a write, keeping its error to show beside the form that made it. */
@@ -127,32 +144,48 @@ export interface Pages<T> {
   loading: boolean;
   error?: unknown;
   building?: number;
+  throttled?: boolean;
+  /** The next page; does nothing while one is loading or after an error (see `retry`). */
   more: () => void;
+  /** Asks again for the page that failed. */
+  retry: () => void;
+  /** From the first page again, the list emptied meanwhile. */
   reload: () => void;
+  /** The first page again, replacing the list when it arrives (nothing flickers). */
+  refresh: () => void;
+}
+
+interface PagesState<T> {
+  items: T[];
+  next: string | null;
+  loading: boolean;
+  error?: unknown;
+  building?: number;
+  throttled?: boolean;
 }
 
 /**
  * A cursor list: the first page of `path`, then `more()` follows `next_cursor`. A page may be
  * empty with a cursor (a rare filter): following it to null still lists every match once.
+ * A 409 or 429 with Retry-After is asked again after it; any other error stops the list until
+ * `retry()`, so a failing page is never asked for in a loop.
  */
 export function usePages<T>(path: string | undefined, fetchPage: (path: string) => Promise<Page<T>>): Pages<T> {
-  const [state, setState] = useState<{ items: T[]; next: string | null; loading: boolean; error?: unknown; building?: number }>({
-    items: [],
-    next: null,
-    loading: true,
-  });
+  const [state, setState] = useState<PagesState<T>>({ items: [], next: null, loading: true });
   const [tick, setTick] = useState(0);
   const busy = useRef(false);
   const generation = useRef(0);
+  const failed = useRef<{ cursor: string | null; replace: boolean } | undefined>(undefined);
   const fetchRef = useRef(fetchPage);
   fetchRef.current = fetchPage;
 
   const step = useCallback(
-    (cursor: string | null, replace: boolean) => {
+    (cursor: string | null, replace: boolean, clear = false) => {
       if (!path) return;
       const mine = generation.current;
       busy.current = true;
-      setState((s) => ({ ...s, loading: true, error: undefined }));
+      failed.current = undefined;
+      setState((s) => ({ ...s, items: clear ? [] : s.items, next: clear ? null : s.next, loading: true, error: undefined }));
       const sep = path.includes("?") ? "&" : "?";
       const url = cursor ? `${path}${sep}cursor=${encodeURIComponent(cursor)}` : path;
       fetchRef.current(url).then(
@@ -163,13 +196,14 @@ export function usePages<T>(path: string | undefined, fetchPage: (path: string) 
         },
         (error) => {
           if (mine !== generation.current) return;
-          if (error instanceof ApiError && error.building) {
-            const wait = Math.max(1, error.retryAfter ?? 1);
-            setState((s) => ({ ...s, building: wait }));
-            setTimeout(() => mine === generation.current && step(cursor, replace), wait * 1000);
+          const wait = waitFor(error);
+          if (wait) {
+            setState((s) => ({ ...s, building: wait.seconds, throttled: wait.throttled }));
+            setTimeout(() => mine === generation.current && step(cursor, replace), wait.seconds * 1000);
             return;
           }
           busy.current = false;
+          failed.current = { cursor, replace };
           setState((s) => ({ ...s, loading: false, error }));
         },
       );
@@ -179,14 +213,33 @@ export function usePages<T>(path: string | undefined, fetchPage: (path: string) 
 
   useEffect(() => {
     generation.current += 1;
-    setState({ items: [], next: null, loading: true });
-    step(null, true);
+    step(null, true, true);
   }, [step, tick]);
 
-  const next = state.next;
+  const { next, error } = state;
   const more = useCallback(() => {
-    if (!busy.current && next) step(next, false);
-  }, [next, step]);
+    if (!busy.current && next && !error) step(next, false);
+  }, [next, error, step]);
+  const retry = useCallback(() => {
+    const f = failed.current;
+    if (f && !busy.current) step(f.cursor, f.replace);
+  }, [step]);
   const reload = useCallback(() => setTick((t) => t + 1), []);
-  return { ...state, more, reload };
+  const refresh = useCallback(() => {
+    if (busy.current) return;
+    generation.current += 1;
+    step(null, true);
+  }, [step]);
+  return { ...state, more, retry, reload, refresh };
+}
+
+/** A list's error with a way to ask again. */
+export function PagesError({ pages }: { pages: Pages<unknown> }) {
+  if (!pages.error) return null;
+  return (
+    <div>
+      <ErrorBox error={pages.error} />
+      <button className="link" onClick={pages.retry}>Try again</button>
+    </div>
+  );
 }

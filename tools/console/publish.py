@@ -5,9 +5,9 @@ config.json that points it at the stack's API and user pool; `make deploy` runs 
 CloudFormation cannot delete a bucket that holds files).
 
 The stack and region come from samconfig.toml (what `sam deploy --guided` saved), or from
---stack-name and --region. With an external user pool (UserPoolArn), give the console its app
-client (authorization code flow with PKCE, callback the ConsoleUrl output) and the pool's
-hosted UI domain: CONSOLE_CLIENT_ID and CONSOLE_AUTH_DOMAIN.
+--stack-name and --region. With an external user pool (UserPoolArn), name the pool, the
+console's app client (authorization code flow with PKCE, callback the ConsoleUrl output) and
+the pool's hosted UI domain: CONSOLE_USER_POOL_ID, CONSOLE_CLIENT_ID and CONSOLE_AUTH_DOMAIN.
 """
 
 import argparse
@@ -19,6 +19,7 @@ import sys
 import tomllib
 
 import boto3
+from botocore.exceptions import ClientError
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 DIST = ROOT / "console" / "dist"
@@ -39,7 +40,7 @@ def outputs(cfn, stack):
     return {o["OutputKey"]: o["OutputValue"] for o in described.get("Outputs", [])}
 
 
-def console_config(out, region):
+def console_config(out):
     pool = out.get("UserPoolId") or os.environ.get("CONSOLE_USER_POOL_ID")
     client = out.get("UserPoolClientId") or os.environ.get("CONSOLE_CLIENT_ID")
     domain = out.get("UserPoolDomain") or os.environ.get("CONSOLE_AUTH_DOMAIN")
@@ -48,6 +49,8 @@ def console_config(out, region):
             "The stack uses an external user pool: set CONSOLE_USER_POOL_ID, CONSOLE_CLIENT_ID "
             "and CONSOLE_AUTH_DOMAIN for the console (see the module's docstring)."
         )
+    # A pool id is "{region}_{id}": an external pool may live in another region.
+    region = pool.split("_", 1)[0]
     return {
         "api": out["ApiUrl"],
         "auth": "cognito",
@@ -93,7 +96,9 @@ def empty(s3, bucket):
             for v in page.get("Versions", []) + page.get("DeleteMarkers", [])
         ]
         if doomed:
-            s3.delete_objects(Bucket=bucket, Delete={"Objects": doomed, "Quiet": True})
+            answer = s3.delete_objects(Bucket=bucket, Delete={"Objects": doomed, "Quiet": True})
+            if answer.get("Errors"):
+                sys.exit(f"Could not delete from s3://{bucket}: {answer['Errors'][:3]}")
 
 
 def main():
@@ -106,16 +111,26 @@ def main():
     if not args.stack_name:
         sys.exit("No stack name: pass --stack-name, or deploy once with `make deploy` (samconfig.toml).")
     session = boto3.session.Session(region_name=args.region)
-    out = outputs(session.client("cloudformation"), args.stack_name)
+    try:
+        out = outputs(session.client("cloudformation"), args.stack_name)
+    except ClientError as e:
+        if args.empty:
+            # Nothing to empty: let `sam delete` go on (and say what it finds).
+            print(f"No console bucket to empty ({e.response['Error']['Message']})")
+            return
+        raise
     bucket = out.get("ConsoleBucketName")
     if not bucket:
+        if args.empty:
+            print(f"Stack {args.stack_name} has no console bucket: nothing to empty")
+            return
         sys.exit(f"Stack {args.stack_name} has no ConsoleBucketName output: deploy this version first.")
     s3 = session.client("s3")
     if args.empty:
         empty(s3, bucket)
         print(f"Emptied s3://{bucket}")
         return
-    publish(s3, bucket, console_config(out, session.region_name))
+    publish(s3, bucket, console_config(out))
     print(f"The console is at {out['ConsoleUrl']}")
 
 

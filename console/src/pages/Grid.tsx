@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { createColumnHelper, flexRender, getCoreRowModel, useReactTable } from "@tanstack/react-table";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { enc, get, send, withQuery, type Field, type FieldType, type Page, type Project, type Summary } from "../api";
-import { Building, Empty, ErrorBox, Link, LoadState, noteWrite, sinceWrite, useAction, useLoad, usePages, type Pages } from "../ui";
+import { Building, Empty, ErrorBox, Link, LoadState, noteWrite, PagesError, sinceWrite, useAction, useLoad, usePages, type Pages } from "../ui";
 import { show } from "../values";
 
 const BUILTIN: { key: string; name: string }[] = [
@@ -74,14 +74,17 @@ function ProjectGrid({ project, reloadProject }: { project: Project; reloadProje
   });
   const pages = usePages<Summary>(path, (url) => get<Page<Summary>>(url));
 
-  // A write this console just made reaches the index within about a second: read again then.
-  const { reload } = pages;
+  // A write this console just made reaches the index within about a second: read the first
+  // page again a few times meanwhile (replacing it in place, so nothing flickers), unless the
+  // reader has gone further down the list.
+  const { refresh } = pages;
+  const firstPageOnly = useRef(true);
+  firstPageOnly.current = pages.items.length <= PAGE;
   useEffect(() => {
-    if (sinceWrite() < 5000) {
-      const timer = setTimeout(reload, 1500);
-      return () => clearTimeout(timer);
-    }
-  }, [reload]);
+    if (sinceWrite() > 5000) return;
+    const timers = [1000, 2500, 5000].map((ms) => setTimeout(() => firstPageOnly.current && refresh(), ms));
+    return () => timers.forEach(clearTimeout);
+  }, [refresh]);
 
   const sortBy = (key: string) => {
     const order = query.sort === key && query.order === "asc" ? "desc" : "asc";
@@ -96,11 +99,11 @@ function ProjectGrid({ project, reloadProject }: { project: Project; reloadProje
         <button className="link" onClick={pages.reload}>Refresh</button>
       </div>
       <Controls query={query} fields={fields} onApply={(q) => writeQuery(project.id, q)} />
-      {pages.building ? <Building seconds={pages.building} /> : null}
-      <ErrorBox error={pages.error} />
+      {pages.building ? <Building seconds={pages.building} throttled={pages.throttled} /> : null}
+      <PagesError pages={pages} />
       <Table fields={fields} query={query} pages={pages} onSort={sortBy} />
       <div className="forms">
-        <NewIssue projectId={project.id} onCreated={() => setTimeout(pages.reload, 1200)} />
+        <NewIssue projectId={project.id} onCreated={() => [1000, 2500].forEach((ms) => setTimeout(pages.refresh, ms))} />
         <NewField projectId={project.id} onCreated={reloadProject} />
       </div>
     </section>
@@ -183,10 +186,10 @@ function Table({ fields, query, pages, onSort }: { fields: Field[]; query: Query
   const items = virtual.getVirtualItems();
   const last = items[items.length - 1];
   // The loader row is in view: read the next page.
-  const { more, next, loading } = pages;
+  const { more, next, loading, error } = pages;
   useEffect(() => {
-    if (last && last.index >= rows.length - 1 && next && !loading) more();
-  }, [last, rows.length, next, loading, more]);
+    if (last && last.index >= rows.length - 1 && next && !loading && !error) more();
+  }, [last, rows.length, next, loading, error, more]);
 
   const top = items.length ? items[0].start : 0;
   const bottom = items.length ? virtual.getTotalSize() - items[items.length - 1].end : 0;

@@ -1,8 +1,8 @@
 // An issue: fields edited in place with If-Match (a 412 says someone else changed it first),
 // participants, sub-issues, relations, comments and history.
-import { useEffect, useState, type FormEvent, type ReactNode } from "react";
+import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { ApiError, call, enc, get, send, withQuery, type Comment, type Field, type HistoryEntry, type Issue, type Page, type Project, type Summary } from "../api";
-import { Empty, ErrorBox, Link, LoadState, noteWrite, useAction, useLoad, usePages, type Pages } from "../ui";
+import { Empty, ErrorBox, Link, LoadState, noteWrite, PagesError, useAction, useLoad, usePages, type Pages } from "../ui";
 import { fromInput, inputType, show, toInput } from "../values";
 
 const RELATION_KINDS = ["blocks", "blocked_by", "duplicates", "duplicated_by", "relates_to"];
@@ -35,24 +35,35 @@ function IssueView({ issue, project, onChanged, reload }: { issue: Issue; projec
   const fields = project.fields ?? [];
   const [conflict, setConflict] = useState<string>();
   const action = useAction();
+  // Edits go one at a time, each guarded by the version the one before it left, so two quick
+  // edits of one's own never collide.
+  const latest = useRef(issue);
+  latest.current = issue;
+  const queue = useRef<Promise<unknown>>(Promise.resolve());
 
   /** A merge patch guarded by the version shown: a stale one is 412 and changes nothing. */
-  const patch = async (body: Record<string, unknown>) => {
+  const patch = (body: Record<string, unknown>) => {
     setConflict(undefined);
-    await action.run(async () => {
-      try {
-        const answer = await call<Issue>(`/issues/${enc(issue.id)}`, { method: "PATCH", body, ifMatch: issue.version });
-        // A write answers the issue without what only GET carries (sub-issue counts, relations).
-        onChanged({ ...issue, ...answer.body });
-      } catch (e) {
-        if (e instanceof ApiError && e.status === 412) {
-          setConflict("Someone changed this issue after you opened it, so your edit was not saved. The latest version is shown now: make your change again.");
-          reload();
-          return;
+    const run = () =>
+      action.run(async () => {
+        const shown = latest.current;
+        try {
+          const answer = await call<Issue>(`/issues/${enc(shown.id)}`, { method: "PATCH", body, ifMatch: shown.version });
+          // A write answers the issue without what only GET carries (sub-issue counts, relations).
+          latest.current = { ...shown, ...answer.body };
+          onChanged(latest.current);
+        } catch (e) {
+          if (e instanceof ApiError && e.status === 412) {
+            setConflict("Someone changed this issue after you opened it, so your edit was not saved. The latest version is shown now: make your change again.");
+            reload();
+            return;
+          }
+          throw e;
         }
-        throw e;
-      }
-    });
+      });
+    const done = queue.current.then(run);
+    queue.current = done;
+    return done.then(() => undefined);
   };
 
   return (
@@ -223,7 +234,8 @@ function Children({ issue }: { issue: Issue }) {
     if (ok) {
       setTitle("");
       noteWrite();
-      setTimeout(pages.reload, 1200);
+      // Children are listed from the index: within about a second.
+      [1000, 2500].forEach((ms) => setTimeout(pages.refresh, ms));
     }
   };
   return (
@@ -241,8 +253,8 @@ function Children({ issue }: { issue: Issue }) {
 export function IssueList({ pages, empty }: { pages: Pages<Summary>; empty: string }) {
   return (
     <>
-      <ErrorBox error={pages.error} />
-      {!pages.loading && pages.items.length === 0 && !pages.next ? <Empty>{empty}</Empty> : null}
+      <PagesError pages={pages} />
+      {!pages.loading && !pages.error && pages.items.length === 0 && !pages.next ? <Empty>{empty}</Empty> : null}
       <ul className="list">
         {pages.items.map((s) => (
           <li key={s.id}>
@@ -296,7 +308,8 @@ function Relations({ issue, onChanged }: { issue: Issue; onChanged: () => void }
 }
 
 function Comments({ issue }: { issue: Issue }) {
-  const pages = usePages<Comment>(`/issues/${enc(issue.id)}/comments?limit=50`, (u) => get<Page<Comment>>(u));
+  // Newest first, so a new comment is on the first page whatever the count.
+  const pages = usePages<Comment>(`/issues/${enc(issue.id)}/comments?order=desc&limit=50`, (u) => get<Page<Comment>>(u));
   const [body, setBody] = useState("");
   const action = useAction();
   const post = async (e: FormEvent) => {
@@ -310,7 +323,7 @@ function Comments({ issue }: { issue: Issue }) {
   return (
     <section className="comments">
       <h2>Comments</h2>
-      <ErrorBox error={pages.error} />
+      <PagesError pages={pages} />
       {!pages.loading && pages.items.length === 0 ? <Empty>No comments yet.</Empty> : null}
       <ol className="list" data-testid="comments">
         {pages.items.map((c) => (
@@ -332,19 +345,33 @@ function Comments({ issue }: { issue: Issue }) {
 
 function History({ issue, fields }: { issue: Issue; fields: Field[] }) {
   const pages = usePages<HistoryEntry>(withQuery(`/issues/${enc(issue.id)}/history`, { limit: 20 }), (u) => get<Page<HistoryEntry>>(u));
-  // History is made from the change stream: read it again once a new version has reached it.
-  const { reload } = pages;
+  // History is made from the change stream: while it lacks the version shown, read its first
+  // page again (in place), backing off, for about half a minute at most.
+  const { refresh } = pages;
   const behind = !pages.loading && !pages.error && (pages.items[0]?.version ?? 0) < issue.version;
+  const tries = useRef(0);
   useEffect(() => {
-    if (!behind) return;
-    const timer = setTimeout(reload, 1000);
+    tries.current = 0;
+  }, [issue.version]);
+  useEffect(() => {
+    if (!behind || tries.current >= 8) return;
+    const timer = setTimeout(refresh, 500 * 2 ** Math.min(tries.current++, 4));
     return () => clearTimeout(timer);
-  }, [behind, reload, issue.version]);
+  }, [behind, refresh, pages.items]);
   const name = (id: string) => fields.find((f) => f.id === id)?.name ?? id;
+  // A related issue by its number while it is still related; by its id after.
+  const other = (id?: string) => {
+    const related = issue.relations.find((r) => r.issue.id === id)?.issue;
+    return related ? `#${related.num}` : (id ?? "?");
+  };
   return (
     <Panel title="History">
-      <ErrorBox error={pages.error} />
-      {behind ? <p className="muted">Catching up…</p> : null}
+      <PagesError pages={pages} />
+      {behind ? (
+        <p className="muted">
+          Catching up… <button className="link" onClick={refresh}>Refresh</button>
+        </p>
+      ) : null}
       <ol className="list history" data-testid="history">
         {pages.items.map((h) => (
           <li key={h.version}>
@@ -356,7 +383,7 @@ function History({ issue, fields }: { issue: Issue; fields: Field[] }) {
                     {c.field === "participant"
                       ? `${c.participant?.id}: ${String(c.from ?? "–")} → ${String(c.to ?? "–")}`
                       : c.field === "relation"
-                        ? `relation ${String(c.from ?? "–")} → ${String(c.to ?? "–")}`
+                        ? `relation with ${other(c.issue_id)}: ${String(c.from ?? "–")} → ${String(c.to ?? "–")}`
                         : c.field === "description"
                           ? "description"
                           : `${name(c.field)}: ${String(c.from ?? "–")} → ${String(c.to ?? "–")}`}

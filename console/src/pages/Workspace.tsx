@@ -3,7 +3,7 @@
 import { useState, type FormEvent } from "react";
 import { ApiError, enc, get, send, type Invitation, type Member, type Page, type Workspace } from "../api";
 import { claimsOf, renew, token } from "../auth";
-import { Empty, ErrorBox, LoadState, useAction, useLoad } from "../ui";
+import { Empty, ErrorBox, LoadState, PagesError, useAction, useLoad, usePages } from "../ui";
 
 const ROLES = ["owner", "admin", "member", "viewer"];
 
@@ -131,42 +131,40 @@ function Current() {
 }
 
 function Members() {
-  const load = useLoad(() => get<Page<Member>>("/workspace/members?limit=100"), "members");
+  const pages = usePages<Member>("/workspace/members?limit=100", (u) => get<Page<Member>>(u));
   const [user, setUser] = useState("");
   const [role, setRole] = useState("member");
   const action = useAction();
   const put = (id: string, r: string) =>
     action.run(async () => {
       await send("PUT", `/workspace/members/${enc(id)}`, { role: r });
-      load.reload();
+      pages.reload();
     });
   const remove = (id: string) =>
     action.run(async () => {
       await send("DELETE", `/workspace/members/${enc(id)}`);
-      load.reload();
+      pages.reload();
     });
   return (
     <section className="panel">
       <h2>Members</h2>
-      <LoadState load={load}>
-        {(page) => (
-          <table className="plain" data-testid="members">
-            <tbody>
-              {page.items.map((m) => (
-                <tr key={m.id}>
-                  <td>{m.display_name ?? m.id}</td>
-                  <td>
-                    <select aria-label={`Role of ${m.id}`} value={m.role} onChange={(e) => void put(m.id, e.target.value)}>
-                      {ROLES.map((r) => <option key={r}>{r}</option>)}
-                    </select>
-                  </td>
-                  <td><button className="link danger" onClick={() => void remove(m.id)}>Remove</button></td>
-                </tr>
-              ))}
-            </tbody>
-          </table>
-        )}
-      </LoadState>
+      <PagesError pages={pages} />
+      <table className="plain" data-testid="members">
+        <tbody>
+          {pages.items.map((m) => (
+            <tr key={m.id}>
+              <td>{m.display_name ?? m.id}</td>
+              <td>
+                <select aria-label={`Role of ${m.id}`} value={m.role} onChange={(e) => void put(m.id, e.target.value)}>
+                  {ROLES.map((r) => <option key={r}>{r}</option>)}
+                </select>
+              </td>
+              <td><button className="link danger" onClick={() => void remove(m.id)}>Remove</button></td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {pages.next ? <button className="link" onClick={pages.more}>More members</button> : null}
       <form
         className="inline"
         onSubmit={(e) => {
@@ -186,7 +184,7 @@ function Members() {
 }
 
 function Invitations() {
-  const load = useLoad(() => get<Page<Invitation>>("/workspace/invitations?limit=100"), "ws-invitations");
+  const pages = usePages<Invitation>("/workspace/invitations?limit=100", (u) => get<Page<Invitation>>(u));
   const [email, setEmail] = useState("");
   const [role, setRole] = useState("member");
   const action = useAction();
@@ -195,33 +193,28 @@ function Invitations() {
     const ok = await action.run(() => send("POST", "/workspace/invitations", { email: email.trim(), role }));
     if (ok) {
       setEmail("");
-      load.reload();
+      pages.reload();
     }
   };
   const revoke = (id: string) =>
     action.run(async () => {
       await send("DELETE", `/workspace/invitations/${enc(id)}`);
-      load.reload();
+      pages.reload();
     });
   return (
     <section className="panel">
       <h2>Pending invitations</h2>
-      <LoadState load={load}>
-        {(page) =>
-          page.items.length === 0 ? (
-            <Empty>No pending invitations.</Empty>
-          ) : (
-            <ul className="list" data-testid="invitations">
-              {page.items.map((i) => (
-                <li key={i.id}>
-                  {i.email} <span className="muted">{i.role}</span>{" "}
-                  <button className="link danger" onClick={() => void revoke(i.id)}>Revoke</button>
-                </li>
-              ))}
-            </ul>
-          )
-        }
-      </LoadState>
+      <PagesError pages={pages} />
+      {!pages.loading && !pages.error && pages.items.length === 0 ? <Empty>No pending invitations.</Empty> : null}
+      <ul className="list" data-testid="invitations">
+        {pages.items.map((i) => (
+          <li key={i.id}>
+            {i.email} <span className="muted">{i.role}</span>{" "}
+            <button className="link danger" onClick={() => void revoke(i.id)}>Revoke</button>
+          </li>
+        ))}
+      </ul>
+      {pages.next ? <button className="link" onClick={pages.more}>More invitations</button> : null}
       <form className="inline" onSubmit={invite}>
         <input aria-label="Invite email" type="email" placeholder="email" value={email} onChange={(e) => setEmail(e.target.value)} required />
         <select aria-label="Invite role" value={role} onChange={(e) => setRole(e.target.value)}>
