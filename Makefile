@@ -51,7 +51,13 @@ ddblocal: ## AWS's DynamoDB Local on port 8000 (DDB_PORT overrides), in memory
 
 ## --- Checks --------------------------------------------------------------
 
-test: lint unit conformance test-browser test-ddblocal ## Everything CI runs: lint, all tests, schemathesis, the browser test, the DynamoDB Local cross-check
+test: ## Everything CI runs: lint, all tests, schemathesis, the browser test, the DynamoDB Local cross-check
+	@# Two at a time where one side mostly waits (CI has 2 cores and 30 minutes): Chromium's
+	@# install beside the lint, the browser test beside DynamoDB Local's suite. -O keeps each
+	@# target's output together.
+	$(MAKE) -O -j2 lint browser-deps
+	$(MAKE) unit conformance
+	$(MAKE) -O -j2 test-browser test-ddblocal
 
 lint: fmt clippy template-check ## Formatting, clippy and the template linters
 

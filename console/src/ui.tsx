@@ -138,13 +138,16 @@ export function sinceWrite(): number {
   return Date.now() - lastWrite;
 }
 
-export interface Pages<T> {
+interface PagesState<T> {
   items: T[];
   next: string | null;
   loading: boolean;
   error?: unknown;
   building?: number;
   throttled?: boolean;
+}
+
+export interface Pages<T> extends PagesState<T> {
   /** The next page; does nothing while one is loading or after an error (see `retry`). */
   more: () => void;
   /** Asks again for the page that failed. */
@@ -153,15 +156,6 @@ export interface Pages<T> {
   reload: () => void;
   /** The first page again, replacing the list when it arrives (nothing flickers). */
   refresh: () => void;
-}
-
-interface PagesState<T> {
-  items: T[];
-  next: string | null;
-  loading: boolean;
-  error?: unknown;
-  building?: number;
-  throttled?: boolean;
 }
 
 /**
