@@ -18,7 +18,7 @@ TARGET_DIR := $(abspath $(or $(CARGO_TARGET_DIR),target))
 # apt-get needs root: sudo when not already.
 SUDO := $(if $(filter 0,$(shell id -u)),,sudo)
 
-.PHONY: help dev console browser-deps test-browser screenshots token gridctl invoke-local ddblocal test lint fmt clippy template-check unit conformance test-ddblocal build deploy delete invoke bench tools rust-target clean
+.PHONY: help dev console browser-deps browser-stack browser-run test-browser screenshots token gridctl invoke-local ddblocal test lint fmt clippy template-check unit conformance test-ddblocal build deploy delete invoke bench tools rust-target clean
 
 help: ## List the targets
 	@grep -hE '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  make %-16s %s\n", $$1, $$2}'
@@ -56,8 +56,8 @@ test: ## Everything CI runs: lint, all tests, schemathesis, the browser test, th
 	@# install beside the lint, the browser test beside DynamoDB Local's suite. -O keeps each
 	@# target's output together.
 	$(MAKE) -O -j2 lint browser-deps
-	$(MAKE) unit conformance
-	$(MAKE) -O -j2 test-browser test-ddblocal
+	$(MAKE) unit conformance console browser-stack
+	$(MAKE) -O -j2 browser-run test-ddblocal
 
 lint: fmt clippy template-check ## Formatting, clippy and the template linters
 
@@ -87,13 +87,21 @@ browser-deps: ## Debian's chromium, which the browser test drives (installed onc
 	@command -v chromium >/dev/null || { $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq --no-install-recommends chromium; }
 
-test-browser: console browser-deps ## The web console in Chromium (Playwright) against a fresh in-memory local stack
-	cargo build -q -p gridline-local
-	cd console && GRIDLINE_LOCAL_BIN=$(TARGET_DIR)/debug/gridline-local npx playwright test
+test-browser: console browser-deps browser-stack ## The web console in Chromium (Playwright) against a fresh in-memory local stack
+	$(MAKE) browser-run
 
-screenshots: console browser-deps ## The browser test, writing the README's pictures to docs/images
+screenshots: console browser-deps browser-stack ## The browser test, writing the README's pictures to docs/images
+	$(MAKE) browser-run SCREENSHOTS=../docs/images
+
+# The stack's binary for the browser test, copied: a cargo build beside the test (make test
+# runs DynamoDB Local's suite at the same time) may re-link target/debug's while it starts.
+BROWSER_BIN := $(TARGET_DIR)/browser/gridline-local
+browser-stack:
 	cargo build -q -p gridline-local
-	cd console && SCREENSHOTS=../docs/images GRIDLINE_LOCAL_BIN=$(TARGET_DIR)/debug/gridline-local npx playwright test
+	mkdir -p $(dir $(BROWSER_BIN)) && cp $(TARGET_DIR)/debug/gridline-local $(BROWSER_BIN)
+
+browser-run:
+	cd console && $(if $(SCREENSHOTS),SCREENSHOTS=$(SCREENSHOTS)) GRIDLINE_LOCAL_BIN=$(BROWSER_BIN) npx playwright test
 
 test-ddblocal: ## The integration suite against AWS's DynamoDB Local (Java 17, from the npm lock file)
 	tools/ddblocal/ddblocal.sh test

@@ -158,10 +158,19 @@ export async function call<T>(path: string, options: Options = {}): Promise<Answ
     return await callOnce<T>(path, options);
   } catch (e) {
     if (!(e instanceof ApiError && e.status === 401)) throw e;
-    if (await refreshSession().catch(() => false)) return await callOnce<T>(path, options);
+    if (await sharedRefresh()) return await callOnce<T>(path, options);
     signedOut();
     throw e;
   }
+}
+
+/** One token refresh for every request that met the same expiry (a refresh token may be single-use). */
+let refreshing: Promise<boolean> | undefined;
+function sharedRefresh(): Promise<boolean> {
+  refreshing ??= refreshSession()
+    .catch(() => false)
+    .finally(() => setTimeout(() => (refreshing = undefined), 5000));
+  return refreshing;
 }
 
 async function callOnce<T>(path: string, options: Options): Promise<Answer<T>> {

@@ -170,6 +170,7 @@ export function usePages<T>(path: string | undefined, fetchPage: (path: string) 
   const busy = useRef(false);
   const generation = useRef(0);
   const failed = useRef<{ cursor: string | null; replace: boolean } | undefined>(undefined);
+  const timer = useRef<ReturnType<typeof setTimeout> | undefined>(undefined);
   const fetchRef = useRef(fetchPage);
   fetchRef.current = fetchPage;
 
@@ -193,12 +194,12 @@ export function usePages<T>(path: string | undefined, fetchPage: (path: string) 
           const wait = waitFor(error);
           if (wait) {
             setState((s) => ({ ...s, building: wait.seconds, throttled: wait.throttled }));
-            setTimeout(() => mine === generation.current && step(cursor, replace), wait.seconds * 1000);
+            timer.current = setTimeout(() => mine === generation.current && step(cursor, replace), wait.seconds * 1000);
             return;
           }
           busy.current = false;
           failed.current = { cursor, replace };
-          setState((s) => ({ ...s, loading: false, error }));
+          setState((s) => ({ ...s, loading: false, error, building: undefined, throttled: undefined }));
         },
       );
     },
@@ -209,6 +210,14 @@ export function usePages<T>(path: string | undefined, fetchPage: (path: string) 
     generation.current += 1;
     step(null, true, true);
   }, [step, tick]);
+  // Gone from the page: nothing in flight or waiting may act (or ask again) any more.
+  useEffect(
+    () => () => {
+      generation.current += 1;
+      clearTimeout(timer.current);
+    },
+    [],
+  );
 
   const { next, error } = state;
   const more = useCallback(() => {
@@ -227,8 +236,9 @@ export function usePages<T>(path: string | undefined, fetchPage: (path: string) 
   return { ...state, more, retry, reload, refresh };
 }
 
-/** A list's error with a way to ask again. */
+/** A list's wait (building, rate limit) or error, with a way to ask again. */
 export function PagesError({ pages }: { pages: Pages<unknown> }) {
+  if (pages.building) return <Building seconds={pages.building} throttled={pages.throttled} />;
   if (!pages.error) return null;
   return (
     <div>
@@ -236,4 +246,13 @@ export function PagesError({ pages }: { pages: Pages<unknown> }) {
       <button className="link" onClick={pages.retry}>Try again</button>
     </div>
   );
+}
+
+/** `fn` after each of `delays` (ms); the timers end with the component. */
+export function useLater() {
+  const timers = useRef<ReturnType<typeof setTimeout>[]>([]);
+  useEffect(() => () => timers.current.forEach(clearTimeout), []);
+  return useCallback((fn: () => void, delays: number[]) => {
+    for (const ms of delays) timers.current.push(setTimeout(fn, ms));
+  }, []);
 }

@@ -114,7 +114,9 @@ def main():
     try:
         out = outputs(session.client("cloudformation"), args.stack_name)
     except ClientError as e:
-        if args.empty:
+        # Only a stack that is not there leaves nothing to empty; any other error (access,
+        # credentials) must stop `make delete` before `sam delete` meets a full bucket.
+        if args.empty and "does not exist" in e.response["Error"].get("Message", ""):
             # Nothing to empty: let `sam delete` go on (and say what it finds).
             print(f"No console bucket to empty ({e.response['Error']['Message']})")
             return

@@ -5,7 +5,7 @@ import { useEffect, useMemo, useRef, useState, type FormEvent } from "react";
 import { createColumnHelper, flexRender, getCoreRowModel, useReactTable } from "@tanstack/react-table";
 import { useVirtualizer } from "@tanstack/react-virtual";
 import { enc, get, send, withQuery, type Field, type FieldType, type Page, type Project, type Summary } from "../api";
-import { Building, Empty, ErrorBox, Link, LoadState, noteWrite, PagesError, sinceWrite, useAction, useLoad, usePages, type Pages } from "../ui";
+import { Empty, ErrorBox, Link, LoadState, noteWrite, PagesError, sinceWrite, useAction, useLater, useLoad, usePages, type Pages } from "../ui";
 import { show } from "../values";
 
 const BUILTIN: { key: string; name: string }[] = [
@@ -78,6 +78,7 @@ function ProjectGrid({ project, reloadProject }: { project: Project; reloadProje
   // page again a few times meanwhile (replacing it in place, so nothing flickers), unless the
   // reader has gone further down the list.
   const { refresh } = pages;
+  const later = useLater();
   const firstPageOnly = useRef(true);
   firstPageOnly.current = pages.items.length <= PAGE;
   useEffect(() => {
@@ -99,11 +100,10 @@ function ProjectGrid({ project, reloadProject }: { project: Project; reloadProje
         <button className="link" onClick={pages.reload}>Refresh</button>
       </div>
       <Controls query={query} fields={fields} onApply={(q) => writeQuery(project.id, q)} />
-      {pages.building ? <Building seconds={pages.building} throttled={pages.throttled} /> : null}
       <PagesError pages={pages} />
       <Table fields={fields} query={query} pages={pages} onSort={sortBy} />
       <div className="forms">
-        <NewIssue projectId={project.id} onCreated={() => [1000, 2500].forEach((ms) => setTimeout(pages.refresh, ms))} />
+        <NewIssue projectId={project.id} onCreated={() => later(() => firstPageOnly.current && refresh(), [1000, 2500])} />
         <NewField projectId={project.id} onCreated={reloadProject} />
       </div>
     </section>

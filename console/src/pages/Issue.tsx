@@ -2,7 +2,7 @@
 // participants, sub-issues, relations, comments and history.
 import { useEffect, useRef, useState, type FormEvent, type ReactNode } from "react";
 import { ApiError, call, enc, get, send, withQuery, type Comment, type Field, type HistoryEntry, type Issue, type Page, type Project, type Summary } from "../api";
-import { Empty, ErrorBox, Link, LoadState, noteWrite, PagesError, useAction, useLoad, usePages, type Pages } from "../ui";
+import { Empty, ErrorBox, Link, LoadState, noteWrite, PagesError, useAction, useLater, useLoad, usePages, type Pages } from "../ui";
 import { fromInput, inputType, show, toInput } from "../values";
 
 const RELATION_KINDS = ["blocks", "blocked_by", "duplicates", "duplicated_by", "relates_to"];
@@ -38,32 +38,39 @@ function IssueView({ issue, project, onChanged, reload }: { issue: Issue; projec
   // Edits go one at a time, each guarded by the version the one before it left, so two quick
   // edits of one's own never collide.
   const latest = useRef(issue);
-  latest.current = issue;
+  // A reload that left before an edit may land after it: never step back to an older version.
+  if (issue.version >= latest.current.version) latest.current = issue;
   const queue = useRef<Promise<unknown>>(Promise.resolve());
 
-  /** A merge patch guarded by the version shown: a stale one is 412 and changes nothing. */
-  const patch = (body: Record<string, unknown>) => {
+  /**
+   * A merge patch guarded by the version shown: a stale one is 412 and changes nothing.
+   * Resolves to whether the edit is over (saved, or refused as stale with the latest shown).
+   */
+  const patch = (body: Record<string, unknown>): Promise<boolean> => {
     setConflict(undefined);
-    const run = () =>
-      action.run(async () => {
+    const run = async () => {
+      let over = false;
+      await action.run(async () => {
         const shown = latest.current;
         try {
           const answer = await call<Issue>(`/issues/${enc(shown.id)}`, { method: "PATCH", body, ifMatch: shown.version });
           // A write answers the issue without what only GET carries (sub-issue counts, relations).
           latest.current = { ...shown, ...answer.body };
           onChanged(latest.current);
+          over = true;
         } catch (e) {
-          if (e instanceof ApiError && e.status === 412) {
-            setConflict("Someone changed this issue after you opened it, so your edit was not saved. The latest version is shown now: make your change again.");
-            reload();
-            return;
-          }
-          throw e;
+          if (!(e instanceof ApiError && e.status === 412)) throw e;
+          setConflict("Someone changed this issue after you opened it, so your edit was not saved. The latest version is shown now: make your change again.");
+          reload();
+          // The editor closes on the latest version; only another error keeps the draft open.
+          over = true;
         }
       });
+      return over;
+    };
     const done = queue.current.then(run);
     queue.current = done;
-    return done.then(() => undefined);
+    return done;
   };
 
   return (
@@ -106,7 +113,7 @@ function IssueView({ issue, project, onChanged, reload }: { issue: Issue; projec
   );
 }
 
-function Editable({ label, value, multiline, onSave }: { label: string; value: string; multiline?: boolean; onSave: (v: string) => Promise<void> }) {
+function Editable({ label, value, multiline, onSave }: { label: string; value: string; multiline?: boolean; onSave: (v: string) => Promise<boolean> }) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState(value);
   if (!editing) {
@@ -118,8 +125,8 @@ function Editable({ label, value, multiline, onSave }: { label: string; value: s
   }
   const save = async (e: FormEvent) => {
     e.preventDefault();
-    await onSave(draft);
-    setEditing(false);
+    // A failed save keeps the draft open (its error shows above).
+    if (await onSave(draft)) setEditing(false);
   };
   return (
     <form className="inline" onSubmit={save}>
@@ -134,7 +141,7 @@ function Editable({ label, value, multiline, onSave }: { label: string; value: s
   );
 }
 
-function FieldRow({ field, value, onSave }: { field: Field; value: string | number | undefined; onSave: (v: string | null) => Promise<void> }) {
+function FieldRow({ field, value, onSave }: { field: Field; value: string | number | undefined; onSave: (v: string | null) => Promise<boolean> }) {
   const [editing, setEditing] = useState(false);
   const [draft, setDraft] = useState("");
   const start = () => {
@@ -143,8 +150,7 @@ function FieldRow({ field, value, onSave }: { field: Field; value: string | numb
   };
   const save = async (e: FormEvent) => {
     e.preventDefault();
-    await onSave(fromInput(field, draft) as string | null);
-    setEditing(false);
+    if (await onSave(fromInput(field, draft) as string | null)) setEditing(false);
   };
   return (
     <>
@@ -226,6 +232,7 @@ function Participants({ issue, onChanged }: { issue: Issue; onChanged: (i: Issue
 
 function Children({ issue }: { issue: Issue }) {
   const pages = usePages<Summary>(`/issues/${enc(issue.id)}/children?limit=50`, (u) => get<Page<Summary>>(u));
+  const later = useLater();
   const [title, setTitle] = useState("");
   const action = useAction();
   const add = async (e: FormEvent) => {
@@ -235,7 +242,7 @@ function Children({ issue }: { issue: Issue }) {
       setTitle("");
       noteWrite();
       // Children are listed from the index: within about a second.
-      [1000, 2500].forEach((ms) => setTimeout(pages.refresh, ms));
+      later(() => pages.items.length <= 50 && pages.refresh(), [1000, 2500]);
     }
   };
   return (
@@ -349,15 +356,14 @@ function History({ issue, fields }: { issue: Issue; fields: Field[] }) {
   // page again (in place), backing off, for about half a minute at most.
   const { refresh } = pages;
   const behind = !pages.loading && !pages.error && (pages.items[0]?.version ?? 0) < issue.version;
-  const tries = useRef(0);
+  const tries = useRef({ version: issue.version, count: 0 });
   useEffect(() => {
-    tries.current = 0;
-  }, [issue.version]);
-  useEffect(() => {
-    if (!behind || tries.current >= 8) return;
-    const timer = setTimeout(refresh, 500 * 2 ** Math.min(tries.current++, 4));
+    // A new version shown starts the count again.
+    if (tries.current.version !== issue.version) tries.current = { version: issue.version, count: 0 };
+    if (!behind || tries.current.count >= 8) return;
+    const timer = setTimeout(refresh, 500 * 2 ** Math.min(tries.current.count++, 4));
     return () => clearTimeout(timer);
-  }, [behind, refresh, pages.items]);
+  }, [behind, refresh, pages.items, issue.version]);
   const name = (id: string) => fields.find((f) => f.id === id)?.name ?? id;
   // A related issue by its number while it is still related; by its id after.
   const other = (id?: string) => {
