@@ -157,10 +157,6 @@ function BoardColumn({ view, value, count }: { view: View; value: string | null;
 function ViewList({ view, group }: { view: View; group: string | undefined }) {
   const path = withQuery(`/views/${enc(view.id)}/issues`, { limit: 50 }) + (group === undefined ? "" : `&group=${enc(group)}`);
   const pages = usePages<Summary>(path, (u) => get<Page<Summary>>(u));
-  return (
-    <>
-      {pages.building ? <p className="building" role="status">Building the view, retrying in {pages.building} s…</p> : null}
-      <IssueList pages={pages} empty="No issues." />
-    </>
-  );
+  // IssueList says "building, retrying" while the view answers 409 + Retry-After.
+  return <IssueList pages={pages} empty="No issues." />;
 }
